@@ -1,0 +1,42 @@
+# `make run`: set up and run the default suite on the embedded database.
+# `make test`: set up and pass the tests. Both work from a fresh clone.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+comma := ,
+CUDA_EXTRA := $(shell scripts/cuda-extra)
+RUN_EXTRAS := $(if $(CUDA_EXTRA),[$(CUDA_EXTRA)],)
+TEST_EXTRAS := [test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA),)]
+SUITE ?= quick
+PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+
+.PHONY: run test bench setup setup-test crosscheck clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(PIP) install -e ".$(RUN_EXTRAS)"
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(PIP) install -e ".$(TEST_EXTRAS)"
+	touch $@ $(VENV)/.installed-run
+
+setup: $(VENV)/.installed-run
+setup-test: $(VENV)/.installed-test
+
+run: setup
+	$(BIN)/kvbench run --suite $(SUITE)
+
+test: setup-test
+	$(BIN)/python -m pytest -q
+
+bench: setup-test
+	$(BIN)/python -m pytest -q benchmarks --benchmark-only
+
+crosscheck: setup
+	$(BIN)/kvbench crosscheck dram
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

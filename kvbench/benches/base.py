@@ -1,0 +1,54 @@
+"""What a benchmark declares, and the prepared case it hands to the measurement engine."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from kvbench.benches.params import Param
+from kvbench.errors import unknown_name
+from kvbench.hardware.path import Segment
+from kvbench.measure.engine import Workload
+
+
+@dataclass
+class Prepared:
+    """A case ready to measure: its workload, what it records, and how to free its memory."""
+
+    workload: Workload
+    metadata: dict[str, Any] = field(default_factory=dict)
+    close: Callable[[], None] = lambda: None
+
+
+class Benchmark(ABC):
+    id: ClassVar[str]
+    description: ClassVar[str]
+    params: ClassVar[dict[str, Param]]
+
+    def unavailable_reason(self) -> str | None:
+        """None when this benchmark can run on this host, else why not (one line)."""
+        return None
+
+    def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
+        """Why this particular case cannot run here (e.g. its memory kind needs CUDA)."""
+        return self.unavailable_reason()
+
+    def canonical_params(self, given: dict[str, Any]) -> dict[str, Any]:
+        """Defaults filled in and every value parsed; unknown names raise `BadInput`."""
+        for name in given:
+            if name not in self.params:
+                raise unknown_name(f"parameter of {self.id}", name, self.params)
+        return {name: spec.parse(name, given.get(name, spec.default)) for name, spec in self.params.items()}
+
+    def validate(self, params: dict[str, Any]) -> None:
+        """Cross-parameter checks on canonical params; raise `BadInput` (default: none)."""
+
+    @abstractmethod
+    def path(self, params: dict[str, Any]) -> list[Segment]:
+        """The links this case's bytes cross, for the path model's peak."""
+
+    @abstractmethod
+    def prepare(self, params: dict[str, Any]) -> Prepared:
+        """Allocate memory and bind an executor for these canonical params."""

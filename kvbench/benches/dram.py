@@ -1,0 +1,130 @@
+"""`dram.copy`: host memory to host memory, the L2 tier of the seeds measured on any server.
+
+The copy primitive matters more than it should (glibc memcpy, numpy copyto and blocked
+memcpy differ by tens of percent on one box), so `primitive=auto` tries each on the case's
+own buffers and keeps the fastest, recording which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from kvbench.benches.base import Benchmark, Prepared
+from kvbench.benches.params import Param
+from kvbench.benches.registry import register
+from kvbench.errors import BadInput, IntegrityError
+from kvbench.executors.host import HostExecutor, NumpyExecutor, max_threads
+from kvbench.hardware.path import Segment
+from kvbench.kv.descriptors import DescriptorList
+from kvbench.measure.engine import Workload
+from kvbench.memory.host import available_host_bytes, check_fits
+from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
+from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.region import Region
+
+BLOCK_BYTES = 256 << 10
+
+# name → (executor, description)
+PRIMITIVES = {
+    "memcpy": (HostExecutor(0), "libc memcpy per descriptor (numba loop)"),
+    "memcpy-256KiB": (HostExecutor(BLOCK_BYTES), "libc memcpy in 256 KiB pieces (numba loop)"),
+    "numpy": (NumpyExecutor(), "numpy copyto per descriptor"),
+}
+
+
+def pick_fastest(candidates: dict[str, Callable[[], None]], trials: int = 3) -> tuple[str, dict[str, float]]:
+    """Time each candidate (one warm-up, then the best of `trials`) and return the fastest's name."""
+    import time
+
+    seconds: dict[str, float] = {}
+    for name, run in candidates.items():
+        run()
+        best = float("inf")
+        for _ in range(trials):
+            start = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - start)
+        seconds[name] = best
+    return min(seconds, key=seconds.__getitem__), seconds
+
+
+def host_copy_workload(src: Region, dst: Region, run: Callable[[], None], expected: np.ndarray) -> Workload:
+    """A workload whose check compares the whole destination with `expected`."""
+    def check() -> None:
+        if not np.array_equal(dst.host_array, expected):
+            bad = int(np.argmax(dst.host_array != expected))
+            raise IntegrityError(f"destination differs from the source first at byte {bad}")
+
+    return Workload(
+        bytes_per_op=src.size_bytes, run=run, reset=lambda: dst.host_array.fill(0), check=check,
+    )
+
+
+@register
+class DramCopy(Benchmark):
+    id = "dram.copy"
+    description = "host DRAM to host DRAM copy (bytes counted once)"
+    params = {
+        "size": Param("size", "256MiB", "bytes copied per operation", minimum=4096),
+        "threads": Param("int", 1, "copy threads", minimum=1),
+        "src": Param("memory", "pageable", "source memory kind: pageable | numa:N"),
+        "dst": Param("memory", "pageable", "destination memory kind: pageable | numa:N"),
+        "fragment": Param("size", 0, "copy as fragments of this size (0: one copy)"),
+        "primitive": Param("choice", "auto", "copy primitive", choices=("auto", *PRIMITIVES)),
+    }
+
+    def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
+        if params["threads"] > max_threads():
+            return f"threads={params['threads']} but this host runs at most {max_threads()} copy threads"
+        for key in ("src", "dst"):
+            if not params[key].startswith(("pageable", "numa")):
+                return f"{key}={params[key]} is not host memory; dram.copy copies host to host"
+        return None
+
+    def validate(self, params: dict[str, Any]) -> None:
+        for key in ("src", "dst"):
+            kind = parse_kind(params[key])
+            if kind.name == "numa":
+                reason = kind_unavailable_reason(kind)
+                if reason:
+                    raise BadInput(f"bad {key}={params[key]}: {reason}")
+        check_fits(2 * params["size"], "source + destination", available_host_bytes())
+
+    def path(self, params: dict[str, Any]) -> list[Segment]:
+        return [("dram_copy",)]
+
+    def prepare(self, params: dict[str, Any]) -> Prepared:
+        size = params["size"]
+        check_fits(2 * size, "pageable source + destination", available_host_bytes())
+        src = allocate(params["src"], size)
+        try:
+            dst = allocate(params["dst"], size)
+        except BaseException:
+            src.close()
+            raise
+        fill_pattern(src.host_array)
+        fragment = params["fragment"]
+        descriptors = DescriptorList.fragments(size, fragment) if fragment else DescriptorList.contiguous(size)
+        threads = params["threads"]
+        names = list(PRIMITIVES) if params["primitive"] == "auto" else [params["primitive"]]
+        bound = {name: PRIMITIVES[name][0].bind(src, dst, descriptors, threads) for name in names}
+        trial: dict[str, float] = {}
+        chosen = names[0]
+        if len(bound) > 1:
+            chosen, trial = pick_fastest(bound)
+        metadata = {
+            "primitive": chosen,
+            "executor": PRIMITIVES[chosen][0].name,
+            "primitive_trial_gbps": {k: round(size / v / 1e9, 2) for k, v in trial.items()},
+            "fragments": len(descriptors),
+            "buffers": {"src": src.describe(), "dst": dst.describe()},
+        }
+
+        def close() -> None:
+            src.close()
+            dst.close()
+
+        return Prepared(host_copy_workload(src, dst, bound[chosen], src.host_array), metadata, close)

@@ -1,0 +1,73 @@
+"""Benchmark parameters: declared once, parsed to a canonical form, hashed into a case id."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from kvbench.errors import BadInput
+from kvbench.memory.kinds import parse_kind
+from kvbench.units import parse_size
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: `kind` is `size` (bytes), `int`, `memory` (a memory kind) or `choice`."""
+
+    kind: str
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    minimum: int | None = None
+
+    def parse(self, name: str, value: Any) -> Any:
+        """The canonical value: sizes and ints as int, memory kinds and choices as str."""
+        if self.kind == "size":
+            out = parse_size(value, name)
+        elif self.kind == "int":
+            try:
+                out = int(value)
+            except (TypeError, ValueError):
+                raise BadInput(f"bad {name}={value!r}: expected an integer") from None
+        elif self.kind == "memory":
+            return str(parse_kind(str(value)))
+        elif self.kind == "choice":
+            out = str(value)
+            if out not in self.choices:
+                raise BadInput(f"bad {name}={value!r}: choose one of {', '.join(self.choices)}")
+            return out
+        else:  # pragma: no cover - a declaration bug
+            raise TypeError(f"unknown param kind {self.kind}")
+        if self.minimum is not None and out < self.minimum:
+            raise BadInput(f"bad {name}={value!r}: must be at least {self.minimum}")
+        return out
+
+
+def coerce_text(value: str) -> Any:
+    """A `--set` value from the command line: ints stay ints, everything else stays text."""
+    try:
+        return int(value)
+    except ValueError:
+        return value
+
+
+def case_hash(bench_id: str, params: dict) -> str:
+    """Identity of a case: sha256 of the bench id and its canonical params (first 16 hex digits)."""
+    blob = json.dumps({"bench": bench_id, "params": params}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def format_params(params: dict[str, Any], specs: dict[str, Param] | None = None, skip_defaults: bool = False) -> str:
+    """`size=256MiB threads=1 src=pageable`: sizes in binary units, one line."""
+    from kvbench.units import format_size
+
+    parts = []
+    for name, value in params.items():
+        spec = (specs or {}).get(name)
+        if skip_defaults and spec is not None and spec.parse(name, spec.default) == value:
+            continue
+        text = format_size(value) if spec is not None and spec.kind == "size" and value else str(value)
+        parts.append(f"{name}={text}")
+    return " ".join(parts)

@@ -1,0 +1,1 @@
+"""Crosschecks: kvbench next to the peer tools, printed with ratios (benchmarks, not tests)."""

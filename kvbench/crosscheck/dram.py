@@ -1,0 +1,85 @@
+"""`kvbench crosscheck dram`: mbw MEMCPY / MCBLOCK and numpy copyto next to `dram.copy`."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from kvbench.hardware import fingerprint
+from kvbench.measure.engine import Settings
+from kvbench.plan.cases import Case
+from kvbench.runner import run_case
+
+_MBW_AVG = re.compile(r"^AVG\s+Method:\s+(\w+).*Copy:\s+([\d.]+)\s+MiB/s", re.M)
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    gbps: float | None
+    note: str
+
+
+def mbw(size_bytes: int, repeats: int) -> list[Figure]:
+    """mbw's MEMCPY (-t0) and MCBLOCK (-t2, 256 KiB blocks) averages, converted from MiB/s to GB/s."""
+    exe = shutil.which("mbw")
+    if exe is None:
+        return [Figure(f"mbw {m}", None, "skipped — mbw is not installed (apt-get install mbw)") for m in ("MEMCPY", "MCBLOCK")]
+    mib = max(1, size_bytes >> 20)
+    figures = []
+    for test, method in (("0", "MEMCPY"), ("2", "MCBLOCK")):
+        proc = subprocess.run([exe, "-q", "-n", str(repeats), f"-t{test}", str(mib)], capture_output=True, text=True,
+                              timeout=600)
+        match = _MBW_AVG.search(proc.stdout)
+        note = "glibc memcpy of the whole array" if method == "MEMCPY" else "memcpy in 256 KiB blocks"
+        figures.append(Figure(f"mbw {method}", float(match.group(2)) * 2**20 / 1e9 if match else None,
+                              note if match else f"failed: {proc.stderr.strip()[:80]}"))
+    return figures
+
+
+def numpy_copyto(size_bytes: int, repeats: int) -> Figure:
+    src = np.ones(size_bytes, dtype=np.uint8)
+    dst = np.zeros(size_bytes, dtype=np.uint8)
+    np.copyto(dst, src)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.copyto(dst, src)
+        times.append(time.perf_counter() - start)
+    return Figure("numpy copyto", size_bytes / float(np.median(times)) / 1e9, "median of plain np.copyto calls")
+
+
+def crosscheck_dram(size_bytes: int, repeats: int = 10) -> tuple[Figure, list[Figure]]:
+    """(kvbench's figure, the peers' figures), all single-threaded, in decimal GB/s."""
+    facts = fingerprint.collect_facts(gpus=False, dram=False)
+    result = run_case(Case("dram.copy", {"size": size_bytes, "threads": 1, "src": "pageable", "dst": "pageable",
+                                         "fragment": 0, "primitive": "auto"}),
+                      facts, Settings(samples=9))
+    if result.status != "ok":
+        ours = Figure("kvbench dram.copy", None, f"{result.status}: {result.reason}")
+    else:
+        ours = Figure("kvbench dram.copy", result.gbps["median"],
+                      f"primitive {result.metadata['primitive']} (trial GB/s {result.metadata['primitive_trial_gbps']})")
+    return ours, [*mbw(size_bytes, repeats), numpy_copyto(size_bytes, repeats)]
+
+
+def render(console: Console, figures: tuple[Figure, list[Figure]]) -> None:
+    ours, peers = figures
+    table = Table(title="dram.copy crosscheck (single thread, GB/s = 1e9 B/s)", title_justify="left")
+    for col in ("tool", "GB/s", "kvbench / tool", "note"):
+        table.add_column(col, overflow="fold")
+    table.add_row(ours.name, f"{ours.gbps:.2f}" if ours.gbps else "-", "", ours.note)
+    for peer in peers:
+        ratio = f"{ours.gbps / peer.gbps:.2f}" if ours.gbps and peer.gbps else "-"
+        table.add_row(peer.name, f"{peer.gbps:.2f}" if peer.gbps else "-", ratio, peer.note)
+    console.print(table)
+    best = max((p for p in peers if p.gbps), key=lambda p: p.gbps, default=None)
+    if best and ours.gbps:
+        console.print(f"kvbench / best peer ({best.name}): {ours.gbps / best.gbps:.2f} (goal ≥ 0.95)")

@@ -1,0 +1,102 @@
+"""Frozen records of what a host is made of. Links: `gen` is the PCIe generation, `width` lanes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class Link:
+    """A PCIe link: current (as negotiated now) and max (what the device and slot can do)."""
+
+    gen: int | None
+    width: int | None
+    max_gen: int | None
+    max_width: int | None
+
+    @property
+    def downtrained(self) -> bool:
+        """True when the link runs below its max speed or width (read it under load: links idle down)."""
+        if None in (self.gen, self.width, self.max_gen, self.max_width):
+            return False
+        return self.gen < self.max_gen or self.width < self.max_width
+
+
+@dataclass(frozen=True)
+class PciDevice:
+    bdf: str
+    vendor: str
+    device: str
+    pci_class: str
+    numa_node: int | None
+    link: Link
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: str
+    uuid: str
+    bus_id: str
+    numa_node: int | None
+    link: Link
+    memory_bytes: int | None
+    bus_width_bits: int | None
+    max_memory_clock_mhz: int | None
+    pci_device_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Nic:
+    name: str
+    kind: str  # "infiniband" or "ethernet"
+    bdf: str | None
+    numa_node: int | None
+    rate_gbit: float | None  # per port, as the driver reports (Gb/s, decimal)
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class Nvme:
+    name: str
+    model: str | None
+    bdf: str | None
+    numa_node: int | None
+
+
+@dataclass(frozen=True)
+class NumaNode:
+    node: int
+    memory_bytes: int | None
+    cpus: str
+
+
+@dataclass(frozen=True)
+class Dram:
+    """Populated memory modules as DMI reports them; None fields when unreadable."""
+
+    modules: int | None
+    speed_mts: int | None
+    total_bytes: int | None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    hostname: str
+    cpu_model: str
+    sockets: int
+    cores: int
+    threads: int
+    kernel: str
+    numa: tuple[NumaNode, ...]
+    pci: tuple[PciDevice, ...]
+    gpus: tuple[Gpu, ...]
+    nics: tuple[Nic, ...]
+    nvme: tuple[Nvme, ...]
+    dram: Dram
+    gpu_reason: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,87 @@
+"""Collect a host's facts, its stable fingerprint (host id), its context and its current state."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from dataclasses import replace
+from importlib import metadata
+from pathlib import Path
+
+from kvbench.hardware import dimm, nvml, sysfs
+from kvbench.hardware.facts import HostFacts, Link
+
+
+def collect_facts(root: str = "/", gpus: bool = True, dram: bool = True) -> HostFacts:
+    """Everything kvbench knows about this host; `root` points at a recorded tree in tests."""
+    gpu_list, gpu_reason = nvml.read_gpus() if gpus else ((), "not read")
+    return HostFacts(
+        hostname=sysfs.hostname(),
+        **sysfs.cpu_info(root),
+        kernel=sysfs.kernel_release(),
+        numa=sysfs.numa_nodes(root),
+        pci=sysfs.pci_devices(root),
+        gpus=gpu_list,
+        nics=sysfs.nics(root),
+        nvme=sysfs.nvme_devices(root),
+        dram=dimm.read_dram() if dram else dimm.Dram(None, None, None, "not read"),
+        gpu_reason=gpu_reason,
+    )
+
+
+def _stable_link(link: Link) -> Link:
+    return Link(None, None, link.max_gen, link.max_width)
+
+
+def stable_view(facts: HostFacts) -> dict:
+    """The facts that identify the box: no current link state, no kernel, no free memory."""
+    stable = replace(
+        facts,
+        kernel="",
+        pci=tuple(replace(d, link=_stable_link(d.link)) for d in facts.pci),
+        gpus=tuple(replace(g, link=_stable_link(g.link)) for g in facts.gpus),
+        gpu_reason=None,
+        extra={},
+    )
+    return stable.to_dict()
+
+
+def host_id(facts: HostFacts) -> str:
+    """sha256 of the canonical JSON of the stable facts."""
+    blob = json.dumps(stable_view(facts), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def context() -> dict:
+    """What changes results without changing the box: kernel, driver, library versions, IOMMU."""
+    ctx = {
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        **{name: _version(name) for name in ("numpy", "numba", "cupy-cuda12x", "cupy-cuda13x", "torch",
+                                              "nixl", "nixl-cu12", "nixl-cu13")},
+        **nvml.driver_versions(),
+        "iommu_groups": len(list(Path("/sys/kernel/iommu_groups").glob("*"))),
+    }
+    return {k: v for k, v in ctx.items() if v is not None}
+
+
+def context_id(ctx: dict) -> str:
+    return hashlib.sha256(json.dumps(ctx, sort_keys=True).encode()).hexdigest()
+
+
+def system_state(facts: HostFacts, root: str = "/") -> dict:
+    """Volatile state at the start of a run: current links, CPU governor."""
+    governor = Path(root, "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+    return {
+        "governor": governor.read_text().strip() if governor.exists() else None,
+        "gpu_links": {g.bus_id: {"gen": g.link.gen, "width": g.link.width} for g in facts.gpus},
+        "downtrained": [d.bdf for d in facts.pci if d.link.downtrained],
+    }

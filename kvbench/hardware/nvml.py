@@ -1,0 +1,72 @@
+"""GPU facts through NVML (nvidia-ml-py). Without a driver the reason is returned, not raised."""
+
+from __future__ import annotations
+
+from kvbench.hardware.facts import Gpu, Link
+
+
+def _call(fn, *args):
+    try:
+        return fn(*args)
+    except Exception:  # NVML raises NVMLError_NotSupported and friends per field
+        return None
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def read_gpus() -> tuple[tuple[Gpu, ...], str | None]:
+    """(GPUs, None) or ((), why NVML could not be read)."""
+    try:
+        import pynvml
+    except ImportError:
+        return (), "nvidia-ml-py is not installed"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        return (), f"no NVIDIA driver: {type(exc).__name__}: {exc}"
+    try:
+        gpus = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            pci = _call(pynvml.nvmlDeviceGetPciInfo, h)
+            memory = _call(pynvml.nvmlDeviceGetMemoryInfo, h)
+            gpus.append(Gpu(
+                index=i,
+                name=_text(pynvml.nvmlDeviceGetName(h)),
+                uuid=_text(pynvml.nvmlDeviceGetUUID(h)),
+                bus_id=_text(pci.busId) if pci else "",
+                numa_node=_call(pynvml.nvmlDeviceGetNumaNodeId, h) if hasattr(pynvml, "nvmlDeviceGetNumaNodeId") else None,
+                link=Link(
+                    gen=_call(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
+                    width=_call(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
+                    max_gen=_call(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
+                    max_width=_call(pynvml.nvmlDeviceGetMaxPcieLinkWidth, h),
+                ),
+                memory_bytes=int(memory.total) if memory else None,
+                bus_width_bits=_call(pynvml.nvmlDeviceGetMemoryBusWidth, h),
+                max_memory_clock_mhz=_call(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_MEM),
+                pci_device_id=f"{pci.pciDeviceId:#010x}" if pci else None,
+            ))
+        return tuple(gpus), None
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def driver_versions() -> dict:
+    """Driver and CUDA driver API versions, empty without NVML."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return {}
+    try:
+        cuda = _call(pynvml.nvmlSystemGetCudaDriverVersion)
+        return {
+            "nvidia_driver": _text(_call(pynvml.nvmlSystemGetDriverVersion)),
+            "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
+        }
+    finally:
+        pynvml.nvmlShutdown()

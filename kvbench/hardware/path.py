@@ -1,0 +1,69 @@
+"""The path model: which links a transfer crosses, and the narrowest of them as its peak.
+
+A benchmark names its path as segments: `("dram_copy",)`, `("gpu_link", 0)`, `("hbm", 0)`,
+`("nic", "mlx5_0/1")`, `("nvme", "nvme0")`. Links are taken *as negotiated*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kvbench.hardware import peaks, sysfs
+from kvbench.hardware.facts import HostFacts
+from kvbench.hardware.peaks import Peak
+
+Segment = tuple
+
+
+@dataclass(frozen=True)
+class PathPeak:
+    """The bottleneck's peak (None with `reason` when a segment's peak is unknown)."""
+
+    peak: Peak | None
+    reason: str | None = None
+    bottleneck: str | None = None
+
+
+def segment_peak(segment: Segment, facts: HostFacts) -> tuple[Peak | None, str | None]:
+    kind = segment[0]
+    if kind == "dram_copy":
+        peak, reason = peaks.dram_peak(facts.dram)
+        if peak is None:
+            return None, reason
+        # A copy reads and writes every byte it counts once: half the DRAM bus carries it.
+        return Peak(peak.gbps / 2, f"DRAM {peak.gbps:.1f} GB/s / 2 (copy reads + writes); {peak.source}"), None
+    if kind in ("gpu_link", "hbm"):
+        gpu = next((g for g in facts.gpus if g.index == segment[1]), None)
+        if gpu is None:
+            return None, f"GPU {segment[1]} not found ({facts.gpu_reason or 'no such index'})"
+        if kind == "gpu_link":
+            peak = peaks.link_peak(gpu.link)
+            return (peak, None) if peak else (None, f"GPU {gpu.index} link speed unknown")
+        peak = peaks.hbm_spec_peak(gpu.name) or peaks.hbm_nvml_peak(gpu)
+        return (peak, None) if peak else (None, f"no HBM spec for '{gpu.name}'")
+    if kind == "nic":
+        nic = next((n for n in facts.nics if n.name == segment[1]), None)
+        ports = segment[2] if len(segment) > 2 else 1
+        peak = peaks.nic_peak(nic, ports) if nic else None
+        return (peak, None) if peak else (None, f"NIC {segment[1]} rate unknown")
+    if kind == "nvme":
+        dev = next((n for n in facts.nvme if n.name == segment[1]), None)
+        pci = sysfs.pci_device(dev.bdf) if dev and dev.bdf else None
+        peak = peaks.nvme_peak(pci.link) if pci else None
+        return (peak, None) if peak else (None, f"NVMe {segment[1]} link unknown")
+    raise ValueError(f"unknown path segment {segment!r}")
+
+
+def path_peak(segments: Sequence[Segment], facts: HostFacts) -> PathPeak:
+    """The lowest peak along `segments`; unknown when any segment's peak is unknown."""
+    best: tuple[Peak, Segment] | None = None
+    for segment in segments:
+        peak, reason = segment_peak(segment, facts)
+        if peak is None:
+            return PathPeak(None, reason)
+        if best is None or peak.gbps < best[0].gbps:
+            best = (peak, segment)
+    if best is None:
+        return PathPeak(None, "no path")
+    return PathPeak(best[0], None, ":".join(str(s) for s in best[1]))

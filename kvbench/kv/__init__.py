@@ -1,0 +1,1 @@
+"""KV-cache geometry, layouts and the descriptor lists that every executor consumes."""

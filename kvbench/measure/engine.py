@@ -1,0 +1,97 @@
+"""The shared timing core: verify, warm up, calibrate, sample, verify again.
+
+Calibration follows torch.utils.benchmark's blocked_autorange: grow the number of
+operations per sample until the sample is long enough that the timer's resolution and the
+loop's own overhead are under 1 % of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kvbench.errors import IntegrityError
+from kvbench.measure.measurement import Measurement
+from kvbench.measure.stats import CV_WARN, summarize
+from kvbench.measure.timer import MonotonicTimer, Timer
+
+MAX_OVERHEAD = 0.01
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How hard to measure: at least `samples` (≥ 5) samples of ≥ `min_sample_s` seconds each."""
+
+    samples: int = 7
+    min_sample_s: float = 0.02
+    warmup_s: float = 0.05
+    max_loops: int = 1 << 20
+
+    def __post_init__(self) -> None:
+        if self.samples < 5:
+            raise ValueError(f"samples={self.samples}: at least 5 samples are needed for p10/p90")
+
+
+@dataclass
+class Workload:
+    """One case ready to time.
+
+    `run` does one operation and returns when it is complete; `reset` clears the
+    destination; `check` raises `IntegrityError` when the destination is wrong.
+    """
+
+    bytes_per_op: int
+    run: Callable[[], None]
+    reset: Callable[[], None]
+    check: Callable[[], None]
+    timer: Timer = field(default_factory=MonotonicTimer)
+
+
+def verify(workload: Workload) -> None:
+    """Clear the destination, move the bytes once, and check them."""
+    workload.reset()
+    workload.run()
+    workload.check()
+
+
+def calibrate(workload: Workload, settings: Settings) -> int:
+    """Operations per sample so that a sample lasts ≥ min_sample_s and overhead stays < 1 %."""
+    timer = workload.timer
+    loops = 1
+    while True:
+        elapsed = timer.time(workload.run, loops)
+        floor = max(settings.min_sample_s, (timer.resolution_s + timer.overhead_s(loops)) / MAX_OVERHEAD)
+        if elapsed >= floor or loops >= settings.max_loops:
+            return loops
+        grow = floor / max(elapsed, 1e-9)
+        loops = min(settings.max_loops, max(loops * 2, int(loops * grow * 1.2) + 1))
+
+
+def measure(workload: Workload, settings: Settings = Settings(), progress: Callable[[], None] | None = None) -> Measurement:
+    """Time `workload`; raises `IntegrityError` if the bytes are wrong before or after timing."""
+    verify(workload)
+    timer = workload.timer
+    warm = 0.0
+    while warm < settings.warmup_s:
+        warm += timer.time(workload.run, 1)
+    loops = calibrate(workload, settings)
+    samples = []
+    for _ in range(settings.samples):
+        samples.append(timer.time(workload.run, loops) / loops)
+        if progress:
+            progress()
+    try:
+        verify(workload)
+    except IntegrityError as exc:
+        raise IntegrityError(f"bytes wrong after timing: {exc}") from exc
+    overhead = (timer.resolution_s + timer.overhead_s(loops)) / (min(samples) * loops)
+    warnings = []
+    summary = summarize(samples)
+    if summary.cv > CV_WARN:
+        warnings.append(f"noisy: CV {summary.cv:.1%} > {CV_WARN:.0%}")
+    if overhead > MAX_OVERHEAD:
+        warnings.append(f"timer overhead {overhead:.1%} of a sample")
+    return Measurement(
+        samples_s=tuple(samples), loops=loops, bytes_per_op=workload.bytes_per_op, timer=timer.name,
+        overhead_fraction=overhead, verified=True, warnings=tuple(warnings),
+    )

@@ -1,0 +1,28 @@
+"""Pinned host memory and device memory through cupy (needs a CUDA device)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvbench.backends.cuda import cupy_module
+from kvbench.errors import BadInput
+from kvbench.memory.region import Region
+
+
+def allocate(kind: str, size_bytes: int, index: int | None) -> Region:
+    cp = cupy_module()
+    gpu = index or 0
+    count = cp.cuda.runtime.getDeviceCount()
+    if gpu >= count:
+        raise BadInput(f"bad memory '{kind}:{gpu}': this host has GPUs 0..{count - 1}")
+    with cp.cuda.Device(gpu):
+        if kind == "pinned":
+            memory = cp.cuda.alloc_pinned_memory(size_bytes)
+            array = np.frombuffer(memory, dtype=np.uint8, count=size_bytes)
+            array.fill(0)
+            return Region("pinned", size_bytes, array, facts={"gpu": gpu}, _release=lambda: None)
+        free, _total = cp.cuda.runtime.memGetInfo()
+        if size_bytes > 0.9 * free:
+            raise BadInput(f"buffer of {size_bytes} bytes is larger than 90% of GPU {gpu}'s {free} free bytes")
+        device_array = cp.zeros(size_bytes, dtype=cp.uint8)
+        return Region(f"device:{gpu}", size_bytes, None, device_array=device_array, facts={"gpu": gpu})

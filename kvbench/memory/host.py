@@ -1,0 +1,76 @@
+"""Host memory: pageable buffers and buffers bound to a NUMA node.
+
+Both come from anonymous `mmap` (page-aligned, so pages can be bound before first touch) and
+are touched before they are handed out, so page faults are never measured.
+"""
+
+from __future__ import annotations
+
+import mmap
+
+import numpy as np
+
+from kvbench.errors import BadInput
+from kvbench.memory import numa
+from kvbench.memory.region import Region
+
+
+def available_host_bytes(proc_root: str = "/") -> int | None:
+    """MemAvailable from /proc/meminfo, in bytes; None when unreadable."""
+    try:
+        with open(f"{proc_root.rstrip('/')}/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_fits(size_bytes: int, kind: str, free_bytes: int | None) -> None:
+    """Refuse, before allocating, a buffer that would not fit in 90 % of the free memory."""
+    if free_bytes is not None and size_bytes > 0.9 * free_bytes:
+        raise BadInput(
+            f"buffer of {size_bytes} bytes for '{kind}' is larger than 90% of the "
+            f"{free_bytes} bytes free there; choose a smaller size"
+        )
+
+
+def _mapping(size_bytes: int) -> tuple[mmap.mmap, np.ndarray]:
+    mapping = mmap.mmap(-1, max(size_bytes, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    return mapping, np.frombuffer(mapping, dtype=np.uint8, count=size_bytes)
+
+
+def _region(kind: str, size_bytes: int, mapping: mmap.mmap, array: np.ndarray) -> Region:
+    array.fill(0)  # first touch: fault every page in now, not inside a timed copy
+    node = numa.majority_node(numa.page_nodes(int(array.ctypes.data), size_bytes)) if size_bytes else None
+
+    def release() -> None:
+        try:
+            mapping.close()
+        except BufferError:
+            pass  # a view is still alive somewhere; the mapping goes when it does
+
+    return Region(kind=kind, size_bytes=size_bytes, host_array=array, numa_node=node, _release=release)
+
+
+def pageable_buffer(size_bytes: int) -> Region:
+    """Ordinary pageable host memory wherever the kernel puts it; the node found is recorded."""
+    check_fits(size_bytes, "pageable", available_host_bytes())
+    mapping, array = _mapping(size_bytes)
+    return _region("pageable", size_bytes, mapping, array)
+
+
+def numa_buffer(size_bytes: int, node: int) -> Region:
+    """Host memory bound to NUMA `node` with mbind; the placement is verified page by page."""
+    nodes = numa.online_nodes()
+    if node not in nodes:
+        raise BadInput(f"bad memory 'numa:{node}': this host has NUMA nodes {nodes}")
+    check_fits(size_bytes, f"numa:{node}", numa.node_free_bytes(node))
+    mapping, array = _mapping(size_bytes)
+    numa.bind_to_node(int(array.ctypes.data), size_bytes, node)
+    region = _region(f"numa:{node}", size_bytes, mapping, array)
+    if region.numa_node != node:
+        region.close()
+        raise RuntimeError(f"pages bound to NUMA node {node} were found on node {region.numa_node}")
+    return region

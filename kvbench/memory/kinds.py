@@ -1,0 +1,90 @@
+"""Memory kinds by name (`pageable`, `numa:N`, `pinned`, `device`), with availability on this host."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kvbench.backends.cuda import cuda_unavailable_reason
+from kvbench.errors import BadInput, unknown_name
+from kvbench.memory import host, numa
+from kvbench.memory.region import Region
+
+
+@dataclass(frozen=True)
+class MemoryKind:
+    """A parsed kind: `name` plus an optional integer argument (`numa:1` → ("numa", 1))."""
+
+    name: str
+    index: int | None = None
+
+    def __str__(self) -> str:
+        return self.name if self.index is None else f"{self.name}:{self.index}"
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    name: str
+    description: str
+    takes_index: bool
+    unavailable_reason: Callable[[], str | None]
+    allocate: Callable[[int, int | None], Region]
+
+
+def _cuda_only(kind: str) -> Callable[[int, int | None], Region]:
+    def allocate(size_bytes: int, index: int | None) -> Region:
+        from kvbench.memory import cuda_memory
+
+        return cuda_memory.allocate(kind, size_bytes, index)
+
+    return allocate
+
+
+_KINDS = {
+    "pageable": KindInfo("pageable", "ordinary host memory, touched before timing", False,
+                         lambda: None, lambda size, _i: host.pageable_buffer(size)),
+    "numa": KindInfo("numa", "host memory bound to NUMA node N with mbind (numa:N)", True,
+                     lambda: None, lambda size, i: host.numa_buffer(size, i)),
+    "pinned": KindInfo("pinned", "page-locked host memory (cudaHostAlloc)", False,
+                       cuda_unavailable_reason, _cuda_only("pinned")),
+    "device": KindInfo("device", "GPU memory (HBM), device:N for GPU N", True,
+                       cuda_unavailable_reason, _cuda_only("device")),
+}
+
+
+def parse_kind(text: str) -> MemoryKind:
+    """`"numa:1"` → MemoryKind("numa", 1); raises `BadInput` naming the text."""
+    name, _, arg = str(text).partition(":")
+    if name not in _KINDS:
+        raise unknown_name("memory kind", name, _KINDS)
+    info = _KINDS[name]
+    if not arg:
+        if name == "numa":
+            raise BadInput("bad memory 'numa': name the node, e.g. numa:0")
+        return MemoryKind(name)
+    if not info.takes_index or not arg.isdigit():
+        raise BadInput(f"bad memory '{text}': '{name}' takes {'a node/GPU number' if info.takes_index else 'no argument'}")
+    return MemoryKind(name, int(arg))
+
+
+def memory_kinds() -> dict[str, KindInfo]:
+    return dict(_KINDS)
+
+
+def kind_unavailable_reason(kind: MemoryKind) -> str | None:
+    """Why `kind` cannot be allocated here (None when it can)."""
+    reason = _KINDS[kind.name].unavailable_reason()
+    if reason:
+        return reason
+    if kind.name == "numa" and kind.index not in numa.online_nodes():
+        return f"NUMA node {kind.index} does not exist (nodes: {numa.online_nodes()})"
+    return None
+
+
+def allocate(kind: MemoryKind | str, size_bytes: int) -> Region:
+    """A region of `size_bytes` of `kind`, ready to use (touched, placed, verified)."""
+    kind = parse_kind(kind) if isinstance(kind, str) else kind
+    reason = _KINDS[kind.name].unavailable_reason()
+    if reason:
+        raise BadInput(f"memory '{kind}' is unavailable: {reason}")
+    return _KINDS[kind.name].allocate(size_bytes, kind.index)

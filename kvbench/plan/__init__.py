@@ -1,0 +1,1 @@
+"""From a suite (TOML) to the list of cases to run."""

@@ -1,0 +1,72 @@
+"""Expanding sweeps into cases: cartesian product, excludes, `--set` overrides, canonical params."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from kvbench.benches.params import case_hash
+from kvbench.benches.registry import get_bench
+from kvbench.errors import BadInput
+from kvbench.plan.suite import BenchSweep
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark with one set of canonical parameters."""
+
+    bench: str
+    params: dict[str, Any]
+
+    @property
+    def case_hash(self) -> str:
+        return case_hash(self.bench, self.params)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def expand(sweep: BenchSweep, overrides: dict[str, Any] | None = None) -> list[Case]:
+    """Every combination of the sweep's list values, with overrides applied and excludes removed."""
+    bench = get_bench(sweep.id)
+    raw = dict(sweep.params)
+    for name, value in (overrides or {}).items():
+        if name in bench.params:
+            raw[name] = value
+    names = list(raw)
+    excludes = [_canonical_subset(bench, e) for e in sweep.exclude]
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for combo in itertools.product(*(_as_list(raw[n]) for n in names)):
+        params = bench.canonical_params(dict(zip(names, combo, strict=True)))
+        if any(all(params[k] == v for k, v in ex.items()) for ex in excludes):
+            continue
+        bench.validate(params)
+        case = Case(sweep.id, params)
+        if case.case_hash not in seen:
+            seen.add(case.case_hash)
+            cases.append(case)
+    return cases
+
+
+def _canonical_subset(bench, exclude: dict[str, Any]) -> dict[str, Any]:
+    for name in exclude:
+        if name not in bench.params:
+            raise BadInput(f"exclude names unknown parameter '{name}' of {bench.id}")
+    return {name: bench.params[name].parse(name, value) for name, value in exclude.items()}
+
+
+def plan(sweeps: list[BenchSweep], only: list[str] | None = None, overrides: dict[str, Any] | None = None) -> list[Case]:
+    """Cases of the suite's sweeps, restricted to benchmarks in `only` (those not in the suite run
+    with their defaults). An override that no selected benchmark takes is an error."""
+    selected = [s for s in sweeps if not only or s.id in only]
+    for bench_id in only or []:
+        get_bench(bench_id)  # unknown ids fail here, with a suggestion
+        if not any(s.id == bench_id for s in selected):
+            selected.append(BenchSweep(id=bench_id))
+    for name in overrides or {}:
+        if not any(name in get_bench(s.id).params for s in selected):
+            raise BadInput(f"--set {name}: no selected benchmark takes a parameter '{name}'")
+    return [case for sweep in selected for case in expand(sweep, overrides)]

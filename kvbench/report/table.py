@@ -1,0 +1,59 @@
+"""Terminal tables (rich) and CSV for stored results."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable
+from typing import Any
+
+from rich.table import Table
+
+from kvbench.units import format_gbps
+
+STATUS_STYLE = {"ok": "green", "skipped": "yellow", "failed": "bold red"}
+
+
+def results_table(rows: list[dict[str, Any]], describe: Callable[[str, dict], str], title: str = "") -> Table:
+    """One line per result: median GB/s, p10–p90, peak and its source, efficiency, verified."""
+    table = Table(title=title, title_justify="left", show_lines=False)
+    for name, kw in (("benchmark", {}), ("parameters", {"overflow": "fold"}), ("median GB/s", {"justify": "right"}),
+                     ("p10–p90 GB/s", {"justify": "right"}), ("peak GB/s", {"justify": "right"}),
+                     ("peak source", {"overflow": "fold", "max_width": 36}), ("eff.", {"justify": "right"}),
+                     ("verified", {}), ("status", {"overflow": "fold"})):
+        table.add_column(name, **kw)
+    for row in rows:
+        status = row["status"]
+        if status == "ok":
+            rate = format_gbps(row["gbps_median"])
+            spread = f"{format_gbps(row['gbps_p10'])}–{format_gbps(row['gbps_p90'])}"
+            eff = f"{row['efficiency']:.0%}" if row["efficiency"] is not None else "-"
+            note = "; ".join(row.get("warnings") or [])
+            status_text = f"[green]ok[/]{' [yellow]' + note + '[/]' if note else ''}"
+        else:
+            rate = spread = eff = "-"
+            status_text = f"[{STATUS_STYLE.get(status, '')}]{status} — {row['reason']}[/]"
+        table.add_row(
+            row["bench"], describe(row["bench"], row["params"]), rate, spread,
+            format_gbps(row["peak_gbps"]), _short_source(row), eff,
+            "yes" if row["verified"] else "no", status_text,
+        )
+    return table
+
+
+def _short_source(row: dict[str, Any]) -> str:
+    source = row.get("peak_source") or "-"
+    return source.split(";")[0]
+
+
+CSV_COLUMNS = ["run_id", "bench", "params", "case_hash", "bytes_per_op", "gbps_median", "gbps_p10", "gbps_p90",
+               "median_s", "p10_s", "p90_s", "peak_gbps", "peak_source", "efficiency", "verified", "status", "reason"]
+
+
+def results_csv(rows: list[dict[str, Any]], describe: Callable[[str, dict], str]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({**row, "params": describe(row["bench"], row["params"])})
+    return out.getvalue()

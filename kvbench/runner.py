@@ -1,0 +1,105 @@
+"""Runs planned cases: availability, prepare, measure, peak, store — one case at a time.
+
+Each result is committed as soon as it exists; Ctrl-C marks the run `aborted` and keeps them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kvbench import __version__
+from kvbench.benches.registry import get_bench
+from kvbench.errors import BadInput, IntegrityError
+from kvbench.hardware import fingerprint
+from kvbench.hardware.facts import HostFacts
+from kvbench.hardware.path import path_peak
+from kvbench.measure.engine import Settings, measure
+from kvbench.plan.cases import Case
+from kvbench.result import Result
+from kvbench.store.database import Store
+
+
+@dataclass
+class RunInfo:
+    suite: str | None = None
+    suite_hash: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def git_state() -> tuple[str | None, bool | None]:
+    """(sha, dirty) of the checkout kvbench runs from; (None, None) when it is not one."""
+    top = Path(__file__).resolve().parent.parent
+    if not (top / ".git").exists():
+        return None, None
+    try:
+        sha = subprocess.run(["git", "-C", str(top), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "-C", str(top), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None, None
+    if sha.returncode != 0:
+        return None, None
+    return sha.stdout.strip(), bool(dirty.stdout.strip())
+
+
+def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callable[[], None] | None = None) -> Result:
+    """Measure one case; never raises for a case-level problem (it becomes skipped/failed)."""
+    bench = get_bench(case.bench)
+    base = {"bench": case.bench, "params": case.params, "case_hash": case.case_hash}
+    reason = bench.case_unavailable_reason(case.params)
+    if reason:
+        return Result(**base, status="skipped", reason=reason)
+    peak = path_peak(bench.path(case.params), facts)
+    try:
+        prepared = bench.prepare(case.params)
+    except (BadInput, RuntimeError, OSError, MemoryError) as exc:
+        return Result(**base, status="failed", reason=f"could not prepare: {exc}")
+    try:
+        measurement = measure(prepared.workload, settings, on_sample)
+    except IntegrityError as exc:
+        return Result(**base, status="failed", reason=f"integrity check failed: {exc}", metadata=prepared.metadata)
+    except (RuntimeError, OSError, ValueError) as exc:
+        return Result(**base, status="failed", reason=f"{type(exc).__name__}: {exc}",
+                      metadata={**prepared.metadata, "traceback": traceback.format_exc(limit=5)})
+    finally:
+        prepared.close()
+    return Result(**base, status="ok", measurement=measurement, peak=peak.peak, peak_reason=peak.reason,
+                  metadata={**prepared.metadata, **({"bottleneck": peak.bottleneck} if peak.bottleneck else {})})
+
+
+def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Settings, info: RunInfo,
+            on_result: Callable[[Result], None] | None = None,
+            on_sample: Callable[[], None] | None = None) -> int:
+    """Run every case into a new run of `store`; returns the run id.
+
+    KeyboardInterrupt marks the run `aborted`, any other escape `failed`; both re-raise.
+    """
+    host_id = fingerprint.host_id(facts)
+    ctx = fingerprint.context()
+    ctx_id = fingerprint.context_id(ctx)
+    store.ensure_host(host_id, facts.hostname, facts.to_dict())
+    store.ensure_context(ctx_id, ctx)
+    sha, dirty = git_state()
+    run_id = store.begin_run(
+        host_id=host_id, context_id=ctx_id, suite=info.suite, suite_hash=info.suite_hash,
+        kvbench_version=__version__, git_sha=sha, git_dirty=dirty, tags=info.tags,
+        system_state=fingerprint.system_state(facts),
+    )
+    try:
+        for case in cases:
+            result = run_case(case, facts, settings, on_sample)
+            store.add_result(run_id, result.to_row(), list(result.measurement.samples_s) if result.measurement else [])
+            if on_result:
+                on_result(result)
+    except KeyboardInterrupt:
+        store.finish_run(run_id, "aborted", "interrupted (SIGINT)")
+        raise
+    except BaseException as exc:
+        store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    store.finish_run(run_id, "complete")
+    return run_id

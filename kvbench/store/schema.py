@@ -1,0 +1,78 @@
+"""Tables (SQLAlchemy Core): host, context, run, result, sample, and the schema version."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+SCHEMA_VERSION = 1
+
+metadata = sa.MetaData()
+
+meta = sa.Table(
+    "kvbench_meta", metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(256), nullable=False),
+)
+
+host = sa.Table(
+    "host", metadata,
+    sa.Column("id", sa.String(64), primary_key=True),  # sha256 of the stable fingerprint
+    sa.Column("hostname", sa.String(256), nullable=False),
+    sa.Column("facts", sa.JSON, nullable=False),
+    sa.Column("first_seen", sa.DateTime(timezone=True), nullable=False),
+)
+
+context = sa.Table(
+    "context", metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("facts", sa.JSON, nullable=False),
+)
+
+run = sa.Table(
+    "run", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("host_id", sa.String(64), sa.ForeignKey("host.id"), nullable=False),
+    sa.Column("context_id", sa.String(64), sa.ForeignKey("context.id"), nullable=False),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("ended_at", sa.DateTime(timezone=True)),
+    sa.Column("status", sa.String(16), nullable=False),  # running | complete | aborted | failed
+    sa.Column("suite", sa.String(256)),
+    sa.Column("suite_hash", sa.String(64)),
+    sa.Column("kvbench_version", sa.String(32), nullable=False),
+    sa.Column("git_sha", sa.String(64)),
+    sa.Column("git_dirty", sa.Boolean),
+    sa.Column("reason", sa.Text),
+    sa.Column("tags", sa.JSON, nullable=False),
+    sa.Column("system_state", sa.JSON, nullable=False),
+)
+
+result = sa.Table(
+    "result", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("run.id", ondelete="CASCADE"), nullable=False, index=True),
+    sa.Column("bench", sa.String(64), nullable=False),
+    sa.Column("params", sa.JSON, nullable=False),
+    sa.Column("case_hash", sa.String(16), nullable=False, index=True),
+    sa.Column("bytes_per_op", sa.BigInteger),
+    sa.Column("loops", sa.Integer),
+    sa.Column("timer", sa.String(32)),
+    *(sa.Column(f"{stat}_s", sa.Float) for stat in ("median", "p10", "p90", "mean", "stdev", "min", "max")),
+    sa.Column("gbps_median", sa.Float),
+    sa.Column("gbps_p10", sa.Float),
+    sa.Column("gbps_p90", sa.Float),
+    sa.Column("peak_gbps", sa.Float),
+    sa.Column("peak_source", sa.Text),
+    sa.Column("efficiency", sa.Float),
+    sa.Column("verified", sa.Boolean, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),  # ok | skipped | failed
+    sa.Column("reason", sa.Text),
+    sa.Column("warnings", sa.JSON, nullable=False),
+    sa.Column("extra", sa.JSON, nullable=False),
+)
+
+sample = sa.Table(
+    "sample", metadata,
+    sa.Column("result_id", sa.Integer, sa.ForeignKey("result.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("idx", sa.Integer, primary_key=True),
+    sa.Column("seconds", sa.Float, nullable=False),  # seconds per operation
+)
