@@ -1,6 +1,6 @@
 """The path model: which links a transfer crosses, and the narrowest of them as its peak.
 
-A benchmark names its path as segments: `("dram_copy",)`, `("gpu_link", 0)`, `("hbm", 0)`,
+A benchmark names its path as segments: `("dram_copy",)`, `("dram_read",)`, `("gpu_link", 0)`, `("hbm", 0)`,
 `("nic", "mlx5_0/1")`, `("nvme", "nvme0")`. Links are taken *as negotiated*.
 """
 
@@ -27,6 +27,8 @@ class PathPeak:
 
 def segment_peak(segment: Segment, facts: HostFacts) -> tuple[Peak | None, str | None]:
     kind = segment[0]
+    if kind == "dram_read":  # DRAM read (or written) once by a device: the whole bus
+        return peaks.dram_peak(facts.dram)
     if kind == "dram_copy":
         peak, reason = peaks.dram_peak(facts.dram)
         if peak is None:
@@ -49,7 +51,8 @@ def segment_peak(segment: Segment, facts: HostFacts) -> tuple[Peak | None, str |
         return (peak, None) if peak else (None, f"NIC {segment[1]} rate unknown")
     if kind == "nvme":
         dev = next((n for n in facts.nvme if n.name == segment[1]), None)
-        pci = sysfs.pci_device(dev.bdf) if dev and dev.bdf else None
+        bdf = sysfs.normalize_bdf(dev.bdf) if dev and dev.bdf else None
+        pci = next((p for p in facts.pci if sysfs.normalize_bdf(p.bdf) == bdf), None)
         peak = peaks.nvme_peak(pci.link) if pci else None
         return (peak, None) if peak else (None, f"NVMe {segment[1]} link unknown")
     raise ValueError(f"unknown path segment {segment!r}")

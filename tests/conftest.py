@@ -1,0 +1,61 @@
+"""Shared fixtures: databases (SQLite always, PostgreSQL when .ci/run started one) and small suites."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def postgres_url() -> str | None:
+    return os.environ.get("KVBENCH_TEST_PG_URL")
+
+
+def _reset_postgres(url: str) -> None:
+    from kvbench.store import schema
+
+    engine = sa.create_engine(url, connect_args={"connect_timeout": 5})
+    try:
+        schema.metadata.drop_all(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE IF EXISTS kvbench_meta"))
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def pg_url() -> str:
+    url = postgres_url()
+    if not url:
+        pytest.skip("no PostgreSQL: KVBENCH_TEST_PG_URL is not set (.ci/run starts one)")
+    try:
+        _reset_postgres(url)
+    except sa.exc.OperationalError as exc:
+        pytest.skip(f"PostgreSQL at KVBENCH_TEST_PG_URL is not reachable: {exc.orig}")
+    return url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path) -> str:
+    """Each store test runs against SQLite and against a real PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'kvbench.sqlite'}"
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def tiny_suite() -> Path:
+    return FIXTURES / "tiny.toml"
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run `python -m kvbench ARGS` as a user would, capturing output."""
+    return subprocess.run([sys.executable, "-m", "kvbench", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=REPO)

@@ -1,0 +1,98 @@
+"""Facts and the path model on a recorded sysfs tree of a two-socket H200 server."""
+
+from pathlib import Path
+
+import pytest
+
+from kvbench.hardware import dimm, sysfs
+from kvbench.hardware.facts import Dram, Gpu, HostFacts
+from kvbench.hardware.fingerprint import host_id, stable_view
+from kvbench.hardware.path import path_peak
+
+ROOT = str(Path(__file__).resolve().parent.parent / "fixtures" / "sysfs" / "gpu-box")
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def test_pci_links_are_read_with_generation_and_width():
+    devices = {d.bdf: d for d in sysfs.pci_devices(ROOT)}
+    assert "0000:00:00.0" not in devices  # no link files: not listed
+    good, bad = devices["0000:1b:00.0"], devices["0000:9a:00.0"]
+    assert (good.link.gen, good.link.width, good.link.max_gen) == (5, 16, 5)
+    assert not good.link.downtrained
+    assert (bad.link.gen, bad.link.width) == (4, 8)
+    assert bad.link.downtrained and bad.numa_node == 1
+
+
+def test_bus_ids_match_in_any_spelling():
+    assert sysfs.pci_device("00000000:9A:00.0", ROOT).bdf == "0000:9a:00.0"
+    assert sysfs.pci_device("9a:00.0", ROOT).bdf == "0000:9a:00.0"
+    assert sysfs.pci_device("0000:ff:00.0", ROOT) is None
+
+
+def test_numa_cpu_nics_and_nvme():
+    nodes = sysfs.numa_nodes(ROOT)
+    assert [n.node for n in nodes] == [0, 1]
+    assert nodes[0].memory_bytes == 1056499712 * 1024
+    cpu = sysfs.cpu_info(ROOT)
+    assert cpu == {"cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "sockets": 2, "cores": 4, "threads": 4}
+    nic = sysfs.nics(ROOT)[0]
+    assert (nic.name, nic.kind, nic.rate_gbit, nic.bdf) == ("mlx5_0/1", "infiniband", 400.0, "0000:29:00.0")
+    nvme = sysfs.nvme_devices(ROOT)[0]
+    assert nvme.bdf == "0000:c1:00.0" and nvme.model.startswith("SAMSUNG")
+
+
+def _facts() -> HostFacts:
+    gpus = []
+    for index, bdf in enumerate(["0000:1b:00.0", "0000:9a:00.0"]):
+        dev = sysfs.pci_device(bdf, ROOT)
+        gpus.append(Gpu(index, "NVIDIA H200", f"GPU-{index}", bdf, dev.numa_node, dev.link, 141 << 30, 6144, 3201))
+    return HostFacts(
+        hostname="gpu-box", **sysfs.cpu_info(ROOT), kernel="6.8", numa=sysfs.numa_nodes(ROOT),
+        pci=sysfs.pci_devices(ROOT), gpus=tuple(gpus), nics=sysfs.nics(ROOT), nvme=sysfs.nvme_devices(ROOT),
+        dram=dimm.parse_dmidecode((FIXTURES / "dmidecode-2x-ddr5.txt").read_text()),
+    )
+
+
+def test_path_model_takes_the_narrowest_link_as_negotiated():
+    facts = _facts()
+    assert path_peak([("gpu_link", 0)], facts).peak.gbps == pytest.approx(63.0, abs=0.02)
+    downtrained = path_peak([("gpu_link", 1)], facts)
+    assert downtrained.peak.gbps == pytest.approx(15.75, abs=0.01)
+    assert "downtrained" in downtrained.peak.source
+    # DRAM → GPU 0: the PCIe link, not the DRAM, is the bottleneck
+    both = path_peak([("dram_read",), ("gpu_link", 0)], facts)
+    assert both.bottleneck == "gpu_link:0" and both.peak.gbps == pytest.approx(63.0, abs=0.02)
+    # a GPU read of its own HBM: the spec sheet number
+    assert path_peak([("hbm", 0)], facts).peak.gbps == 4800
+    # NIC → downtrained GPU: the GPU link (15.75) is narrower than the 50 GB/s port
+    assert path_peak([("nic", "mlx5_0/1"), ("gpu_link", 1)], facts).bottleneck == "gpu_link:1"
+    assert path_peak([("nvme", "nvme0")], facts).peak.gbps == 7.0
+
+
+def test_dram_copy_peak_is_half_the_dram_bus():
+    facts = _facts()
+    peak = path_peak([("dram_copy",)], facts).peak
+    assert peak.gbps == pytest.approx(2 * 4800e6 * 8 / 1e9 / 2)
+    unknown = path_peak([("dram_copy",)], HostFacts(**{**facts.__dict__, "dram": Dram(None, None, None, "no DMI")}))
+    assert unknown.peak is None and "no DMI" in unknown.reason
+
+
+def test_unknown_gpu_has_a_reason():
+    result = path_peak([("gpu_link", 5)], _facts())
+    assert result.peak is None and "GPU 5 not found" in result.reason
+
+
+def test_dmidecode_parsing_counts_populated_modules():
+    dram = dimm.parse_dmidecode((FIXTURES / "dmidecode-2x-ddr5.txt").read_text())
+    assert (dram.modules, dram.speed_mts, dram.total_bytes) == (2, 4800, 128 << 30)
+    assert dimm.parse_dmidecode("").reason
+
+
+def test_host_id_ignores_current_link_state():
+    facts = _facts()
+    idle = HostFacts(**{**facts.__dict__, "gpus": tuple(
+        Gpu(**{**g.__dict__, "link": type(g.link)(1, 16, g.link.max_gen, g.link.max_width)}) for g in facts.gpus)})
+    assert host_id(idle) == host_id(facts)
+    assert stable_view(facts)["gpus"][0]["link"]["gen"] is None
+    other = HostFacts(**{**facts.__dict__, "hostname": "gpu-box-2"})
+    assert host_id(other) != host_id(facts)
