@@ -1,0 +1,62 @@
+"""`dram.copy` through the runner: measured, verified, and failed when the bytes do not move."""
+
+import pytest
+
+from kvbench.benches import get_bench
+from kvbench.executors.host import HostExecutor
+from kvbench.hardware.fingerprint import collect_facts
+from kvbench.measure import Settings
+from kvbench.plan.cases import Case
+from kvbench.runner import run_case
+
+FAST = Settings(samples=5, min_sample_s=0.001, warmup_s=0)
+
+
+@pytest.fixture(scope="module")
+def facts():
+    return collect_facts(gpus=False, dram=False)
+
+
+def case(**params):
+    bench = get_bench("dram.copy")
+    return Case("dram.copy", bench.canonical_params({"size": "1MiB", **params}))
+
+
+@pytest.mark.parametrize("params", [
+    {"primitive": "memcpy"}, {"primitive": "numpy"}, {"fragment": "4KiB"}, {"fragment": "3000", "threads": 2},
+    {"primitive": "auto"}, {"src": "numa:0", "dst": "numa:0"},
+])
+def test_copies_are_measured_and_verified(facts, params):
+    result = run_case(case(**params), facts, FAST)
+    assert result.status == "ok", result.reason
+    assert result.measurement.verified
+    assert result.gbps["median"] > 0
+    assert result.measurement.bytes_per_op == 1 << 20
+    assert result.metadata["buffers"]["src"]["numa_node"] == 0
+    if params.get("primitive", "auto") == "auto":
+        assert result.metadata["primitive"] in result.metadata["primitive_trial_gbps"]
+
+
+def test_a_copy_that_does_not_happen_is_a_failure_not_a_number(facts, monkeypatch):
+    monkeypatch.setattr(HostExecutor, "bind", lambda self, *a, **k: (lambda: None))
+    result = run_case(case(primitive="memcpy"), facts, FAST)
+    assert result.status == "failed"
+    assert "integrity check failed" in result.reason
+    assert result.measurement is None and result.to_row()["verified"] is False
+
+
+def test_gpu_memory_cases_are_skipped_with_the_reason(facts):
+    result = run_case(case(src="pinned"), facts, FAST)
+    assert result.status == "skipped" and "not host memory" in result.reason
+
+
+def test_more_threads_than_the_host_has_is_skipped(facts):
+    result = run_case(case(threads=4096), facts, FAST)
+    assert result.status == "skipped" and "at most" in result.reason
+
+
+def test_peak_is_null_with_a_reason_when_dimms_are_unreadable(facts):
+    result = run_case(case(primitive="memcpy"), facts, FAST)
+    row = result.to_row()
+    assert row["peak_gbps"] is None and row["efficiency"] is None
+    assert row["peak_source"].startswith("DRAM peak unknown")

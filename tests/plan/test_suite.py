@@ -1,0 +1,76 @@
+from pathlib import Path
+
+import pytest
+
+from kvbench.errors import BadInput
+from kvbench.plan.cases import plan
+from kvbench.plan.suite import BenchSweep, load_suite, suite_names
+
+
+def test_shipped_suites_load_and_plan():
+    assert "quick" in suite_names()
+    for name in suite_names():
+        suite, path, digest = load_suite(name)
+        assert len(digest) == 64 and path.suffix == ".toml"
+        assert plan(suite.bench)
+
+
+def test_lists_expand_as_a_cartesian_product_minus_excludes():
+    sweep = BenchSweep(id="dram.copy", params={"size": ["4MiB", "64MiB"], "threads": [1, 2]},
+                       exclude=[{"size": "4MiB", "threads": 2}])
+    cases = plan([sweep])
+    assert [(c.params["size"], c.params["threads"]) for c in cases] == [(4 << 20, 1), (64 << 20, 1), (64 << 20, 2)]
+    assert all(c.params["src"] == "pageable" for c in cases)  # defaults filled in
+    assert len({c.case_hash for c in cases}) == 3
+
+
+def test_overrides_replace_the_sweep_and_duplicates_collapse():
+    sweep = BenchSweep(id="dram.copy", params={"size": ["4MiB", "64MiB"]})
+    cases = plan([sweep], overrides={"size": "1MiB"})
+    assert [c.params["size"] for c in cases] == [1 << 20]
+
+
+def test_a_selected_bench_not_in_the_suite_runs_with_defaults():
+    cases = plan([], only=["dram.copy"])
+    assert cases[0].params["size"] == 256 << 20
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"only": ["dram.cpy"]}, "unknown benchmark 'dram.cpy'; did you mean 'dram.copy'"),
+    ({"overrides": {"sise": "1MiB"}}, "no selected benchmark takes a parameter 'sise'"),
+    ({"overrides": {"size": "12XB"}}, "bad size '12XB'"),
+])
+def test_bad_selection_is_named(kwargs, message):
+    with pytest.raises(BadInput, match=message):
+        plan([BenchSweep(id="dram.copy")], **kwargs)
+
+
+def test_unknown_parameter_suggests_the_closest():
+    with pytest.raises(BadInput, match="did you mean 'threads'"):
+        plan([BenchSweep(id="dram.copy", params={"thread": 2})])
+
+
+def _write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "suite.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_toml_syntax_error_names_the_file_and_line(tmp_path):
+    path = _write(tmp_path, 'name = "x"\n[[bench]\nid = "dram.copy"\n')
+    with pytest.raises(BadInput, match=r"suite .*suite.toml: TOML syntax error: .*line 2"):
+        load_suite(path)
+
+
+def test_schema_error_names_the_key_and_line(tmp_path):
+    path = _write(tmp_path, 'name = "x"\n\n[[bench]]\nid = "dram.copy"\n\n[[bench]]\nid = "dram.copy"\nsamples = 3\n')
+    with pytest.raises(BadInput, match=r"line 8: key 'bench.1.samples'"):
+        load_suite(path)
+    path = _write(tmp_path, 'name = "x"\n[settings]\nsamples = 2\n[[bench]]\nid = "dram.copy"\n')
+    with pytest.raises(BadInput, match=r"line 3: key 'settings.samples'.*greater than or equal to 5"):
+        load_suite(path)
+
+
+def test_unknown_suite_lists_the_shipped_ones():
+    with pytest.raises(BadInput, match="unknown suite 'quik'; did you mean 'quick'"):
+        load_suite("quik")

@@ -1,0 +1,124 @@
+"""The `kvbench` command end to end, as a user runs it."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from tests.conftest import REPO, run_cli
+
+CONTRACT_KEYS = {"bench", "params", "bytes", "samples", "gbps", "peak_gbps", "efficiency", "verified", "status", "reason"}
+
+
+def test_run_quick_writes_the_json_contract(tmp_path):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    proc = run_cli("run", "--suite", "quick", "--db", db, "--json", "-", "--tag", "purpose=ci")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["run"]["status"] == "complete" and doc["run"]["tags"] == {"purpose": "ci"}
+    assert len(doc["results"]) == 10  # 3 sizes x 2 threads x 2 fragments, less 4MiB x 2 threads
+    for result in doc["results"]:
+        assert CONTRACT_KEYS <= set(result)
+        assert result["status"] == "ok" and result["verified"] is True
+        assert result["samples"] >= 5 and len(result["samples_s"]) == result["samples"]
+        assert set(result["gbps"]) == {"median", "p10", "p90"}
+        assert result["gbps"]["p10"] <= result["gbps"]["median"] <= result["gbps"]["p90"]
+    assert "dram.copy" in proc.stderr  # the table went to stderr, keeping stdout pure JSON
+
+
+def test_results_reads_back_in_every_format(tmp_path, tiny_suite):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    assert run_cli("run", "--suite", str(tiny_suite), "--db", db).returncode == 0
+    table = run_cli("results", "latest", "--db", db)
+    assert table.returncode == 0 and "dram.copy" in table.stdout and "fragment=4KiB" in table.stdout
+    csv_out = run_cli("results", "1", "--format", "csv", "--db", db)
+    assert csv_out.stdout.splitlines()[0].startswith("run_id,bench,params")
+    assert len(csv_out.stdout.splitlines()) == 3
+    doc = json.loads(run_cli("results", "--format", "json", "--db", db).stdout)
+    assert [r["params"]["fragment"] for r in doc["results"]] == [0, 4096]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "--bench", "dram.cpy"], "unknown benchmark 'dram.cpy'; did you mean 'dram.copy'"),
+    (["run", "--bench", "dram.copy", "--set", "size=12XB"], "bad size '12XB'"),
+    (["run", "--bench", "dram.copy", "--set", "sise=1MiB"], "no selected benchmark takes a parameter 'sise'"),
+    (["run", "--bench", "dram.copy", "--set", "size=1TiB"], "larger than 90% of the"),
+    (["run", "--bench", "dram.copy", "--set", "src=numa:7"], "numa:7"),
+    (["run", "--suite", "nosuch"], "unknown suite 'nosuch'"),
+    (["run", "--bench", "dram.copy", "--set", "size=1MiB", "--db", "postgresql+psycopg://u:pw@127.0.0.1:1/x"],
+     "cannot reach database"),
+    (["results", "7"], "run 7 does not exist"),
+    (["results", "--format", "xml"], "bad --format 'xml'"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    env = {"KVBENCH_DB": f"sqlite:///{tmp_path / 'k.sqlite'}"}
+    if args[0] == "results":
+        run_cli("run", "--suite", "tests/fixtures/tiny.toml", env=env)
+    proc = run_cli(*args, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_bad_input_writes_nothing_to_the_database(tmp_path):
+    path = tmp_path / "k.sqlite"
+    proc = run_cli("run", "--bench", "dram.copy", "--set", "size=1TiB", "--db", f"sqlite:///{path}")
+    assert proc.returncode == 2
+    assert not path.exists()
+
+
+def test_malformed_suite_names_file_key_and_line(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "bad"\n[[bench]]\nid = "dram.copy"\nparams = { size = ["1MiB"] }\ncolour = 3\n')
+    proc = run_cli("run", "--suite", str(bad), "--db", f"sqlite:///{tmp_path / 'k.sqlite'}")
+    assert proc.returncode == 2
+    assert f"suite {bad}, line 5: key 'bench.0.colour'" in proc.stderr
+
+
+def test_info_and_list_describe_this_host():
+    info = run_cli("info", "--json")
+    assert info.returncode == 0, info.stderr
+    doc = json.loads(info.stdout)
+    assert len(doc["host_id"]) == 64 and doc["facts"]["threads"] >= 1
+    assert doc["peaks"]["dram.copy"]["gbps"] is None or doc["peaks"]["dram.copy"]["gbps"] > 0
+    listing = run_cli("list")
+    assert listing.returncode == 0
+    assert "dram.copy" in listing.stdout and "quick" in listing.stdout and "host-numpy" in listing.stdout
+
+
+def test_ctrl_c_mid_run_keeps_finished_results_and_marks_the_run_aborted(tmp_path):
+    path = tmp_path / "k.sqlite"
+    db = f"sqlite:///{path}"
+    proc = subprocess.Popen([sys.executable, "-m", "kvbench", "run", "--suite", "tests/fixtures/many.toml", "--db", db],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    engine = sa.create_engine(db)
+    deadline = time.monotonic() + 120
+    finished = 0
+    while time.monotonic() < deadline and finished < 2:
+        time.sleep(0.2)
+        if path.exists():
+            try:
+                with engine.connect() as conn:
+                    finished = conn.execute(sa.text("SELECT count(*) FROM result")).scalar()
+            except sa.exc.OperationalError:
+                pass  # tables not created yet
+    assert finished >= 2, "the run never stored a result"
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "marked aborted" in stderr
+    with engine.connect() as conn:
+        status, reason = conn.execute(sa.text("SELECT status, reason FROM run")).one()
+        kept = conn.execute(sa.text("SELECT count(*) FROM result")).scalar()
+        orphans = conn.execute(sa.text(
+            "SELECT count(*) FROM result r WHERE NOT EXISTS (SELECT 1 FROM sample s WHERE s.result_id = r.id)")).scalar()
+    engine.dispose()
+    assert status == "aborted" and "SIGINT" in reason
+    assert 2 <= kept < 40 and orphans == 0
+    again = run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db)
+    assert again.returncode == 0, again.stderr
