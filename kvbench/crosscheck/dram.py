@@ -25,6 +25,7 @@ class Figure:
     name: str
     gbps: float | None
     note: str
+    comparable: bool = True  # measures the same thing as dram.copy (a DRAM-to-DRAM copy)
 
 
 def mbw(size_bytes: int, repeats: int) -> list[Figure]:
@@ -38,9 +39,13 @@ def mbw(size_bytes: int, repeats: int) -> list[Figure]:
         proc = subprocess.run([exe, "-q", "-n", str(repeats), f"-t{test}", str(mib)], capture_output=True, text=True,
                               timeout=600)
         match = _MBW_AVG.search(proc.stdout)
-        note = "glibc memcpy of the whole array" if method == "MEMCPY" else "memcpy in 256 KiB blocks"
+        # Debian's mbw 1.2.2 MCBLOCK loop advances only the destination: every 256 KiB block
+        # is copied from the same, cache-resident, source block (seen in its disassembly), so
+        # it measures DRAM writes, not a DRAM-to-DRAM copy. Shown, but not a copy peer.
+        note = ("glibc memcpy of the whole array" if method == "MEMCPY" else
+                "memcpy in 256 KiB blocks, but re-reading one cached source block: write bandwidth, not a copy")
         figures.append(Figure(f"mbw {method}", float(match.group(2)) * 2**20 / 1e9 if match else None,
-                              note if match else f"failed: {proc.stderr.strip()[:80]}"))
+                              note if match else f"failed: {proc.stderr.strip()[:80]}", comparable=method == "MEMCPY"))
     return figures
 
 
@@ -80,6 +85,6 @@ def render(console: Console, figures: tuple[Figure, list[Figure]]) -> None:
         ratio = f"{ours.gbps / peer.gbps:.2f}" if ours.gbps and peer.gbps else "-"
         table.add_row(peer.name, f"{peer.gbps:.2f}" if peer.gbps else "-", ratio, peer.note)
     console.print(table)
-    best = max((p for p in peers if p.gbps), key=lambda p: p.gbps, default=None)
+    best = max((p for p in peers if p.gbps and p.comparable), key=lambda p: p.gbps, default=None)
     if best and ours.gbps:
-        console.print(f"kvbench / best peer ({best.name}): {ours.gbps / best.gbps:.2f} (goal ≥ 0.95)")
+        console.print(f"kvbench / best copy peer ({best.name}): {ours.gbps / best.gbps:.2f} (goal ≥ 0.95)")

@@ -1,0 +1,27 @@
+import shutil
+
+import pytest
+
+from kvbench.crosscheck.dram import _MBW_AVG, crosscheck_dram, mbw
+
+RECORDED = """0\tMethod: MEMCPY\tElapsed: 0.01355\tMiB: 256.00000\tCopy: 18894.383 MiB/s
+AVG\tMethod: MEMCPY\tElapsed: 0.01349\tMiB: 256.00000\tCopy: 18977.020 MiB/s
+"""
+
+
+def test_mbw_average_is_parsed_and_converted_from_mib():
+    method, mib_s = _MBW_AVG.search(RECORDED).groups()
+    assert method == "MEMCPY" and float(mib_s) * 2**20 / 1e9 == pytest.approx(19.899, abs=0.001)
+
+
+@pytest.mark.skipif(shutil.which("mbw") is None, reason="mbw is not installed (Debian package mbw)")
+def test_mbw_runs_and_mcblock_is_not_a_copy_peer():
+    memcpy, mcblock = mbw(16 << 20, 2)
+    assert memcpy.gbps > 0 and memcpy.comparable
+    assert mcblock.gbps > 0 and not mcblock.comparable
+
+
+def test_crosscheck_measures_kvbench_next_to_numpy():
+    ours, peers = crosscheck_dram(8 << 20, repeats=2)
+    assert ours.gbps > 0 and "primitive" in ours.note
+    assert any(p.name == "numpy copyto" and p.gbps > 0 for p in peers)
