@@ -68,7 +68,8 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
     finally:
         prepared.close()
     return Result(**base, status="ok", measurement=measurement, peak=peak.peak, peak_reason=peak.reason,
-                  metadata={**prepared.metadata, **({"bottleneck": peak.bottleneck} if peak.bottleneck else {})})
+                  metadata={**prepared.metadata, **prepared.derive(measurement),
+                            **({"bottleneck": peak.bottleneck} if peak.bottleneck else {})})
 
 
 def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Settings, info: RunInfo,

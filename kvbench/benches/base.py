@@ -11,6 +11,7 @@ from kvbench.benches.params import Param
 from kvbench.errors import unknown_name
 from kvbench.hardware.path import Segment
 from kvbench.measure.engine import Workload
+from kvbench.measure.measurement import Measurement
 
 
 @dataclass
@@ -20,6 +21,7 @@ class Prepared:
     workload: Workload
     metadata: dict[str, Any] = field(default_factory=dict)
     close: Callable[[], None] = lambda: None
+    derive: Callable[[Measurement], dict[str, Any]] = lambda m: {}  # figures computed from the samples
 
 
 class Benchmark(ABC):

@@ -14,7 +14,7 @@ from kvbench.units import parse_size
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter: `kind` is `size` (bytes), `int`, `memory` (a memory kind) or `choice`."""
+    """One parameter: `kind` is `size` (bytes), `int`, `text`, `memory` (a memory kind) or `choice`."""
 
     kind: str
     default: Any
@@ -31,6 +31,8 @@ class Param:
                 out = int(value)
             except (TypeError, ValueError):
                 raise BadInput(f"bad {name}={value!r}: expected an integer") from None
+        elif self.kind == "text":
+            return str(value)
         elif self.kind == "memory":
             return str(parse_kind(str(value)))
         elif self.kind == "choice":

@@ -116,6 +116,17 @@ class DescriptorList:
             self.src_offset[row] + offset, self.dst_offset[row] + offset, piece_len
         )
 
+    def coalesce(self) -> DescriptorList:
+        """Merge each row into the previous one where both source and destination continue it."""
+        if len(self) < 2:
+            return self
+        src, dst, length = self.src_offset, self.dst_offset, self.length
+        continues = (src[1:] == src[:-1] + length[:-1]) & (dst[1:] == dst[:-1] + length[:-1])
+        starts = np.flatnonzero(np.concatenate(([True], ~continues)))
+        if len(starts) == len(self):
+            return self
+        return DescriptorList.from_arrays(src[starts], dst[starts], np.add.reduceat(length, starts))
+
     def split_even(self, parts: int, align: int = 4096) -> DescriptorList:
         """Cut rows so that the list has at least `parts` rows of similar size (for `parts` threads)."""
         if parts <= 1 or len(self) >= parts * 4:

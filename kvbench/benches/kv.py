@@ -1,0 +1,147 @@
+"""`kv.restore` and `kv.offload`: move a model's KV blocks between tiers in real serving layouts.
+
+Restore reads `tokens / block_tokens` blocks (random slots of a pool, seeded, or the first
+ones) from a `src_layout` pool and writes them into a `dst_layout` pool; offload is the way
+back. Every strategy consumes the same descriptor list; `contiguous` moves the same bytes in
+one copy, the ceiling the others are compared to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kvbench.benches.base import Benchmark, Prepared
+from kvbench.benches.params import Param
+from kvbench.benches.registry import register
+from kvbench.errors import BadInput, IntegrityError
+from kvbench.executors.host import HostExecutor, NumpyExecutor, max_threads
+from kvbench.hardware.path import Segment
+from kvbench.kv.check import first_mismatch
+from kvbench.kv.descriptors import DescriptorList
+from kvbench.kv.geometry import DTYPE_BYTES, PRESETS, get_model
+from kvbench.kv.layouts import LAYOUTS, KVShape, pick_blocks, region_bytes, restore_descriptors
+from kvbench.measure.engine import Workload
+from kvbench.measure.measurement import Measurement
+from kvbench.memory.host import available_host_bytes, check_fits
+from kvbench.memory.kinds import allocate
+from kvbench.memory.pattern import fill_pattern
+
+# Strategies that run on host memory; the CUDA ones (ce-graph, ce-loop, ce-batch, sm-gather,
+# staged) register with the GPU backend.
+HOST_STRATEGIES = {
+    "host": HostExecutor(0),
+    "host-numpy": NumpyExecutor(),
+    "contiguous": HostExecutor(0),
+}
+
+
+class _KVTransfer(Benchmark):
+    direction: str  # "restore" or "offload"
+    params = {
+        "model": Param("text", "Llama-3.1-70B", f"preset ({', '.join(PRESETS)}) or a config.json path"),
+        "tokens": Param("int", 4096, "tokens to move (a multiple of block_tokens)", minimum=1),
+        "block_tokens": Param("int", 16, "tokens per KV block", minimum=1),
+        "src_layout": Param("choice", "page_first", "source pool layout", choices=LAYOUTS),
+        "dst_layout": Param("choice", "layer_first", "destination pool layout", choices=LAYOUTS),
+        "dtype": Param("choice", "bf16", "KV element type", choices=tuple(DTYPE_BYTES)),
+        "tp": Param("int", 1, "tensor-parallel degree (each GPU holds kv_heads / tp)", minimum=1),
+        "strategy": Param("choice", "host", "how fragments are moved", choices=tuple(HOST_STRATEGIES)),
+        "src": Param("memory", "pageable", "source memory kind"),
+        "dst": Param("memory", "pageable", "destination memory kind"),
+        "concurrency": Param("int", 1, "copy threads", minimum=1),
+        "selection": Param("choice", "random", "which pool blocks: random (seeded) or sequential",
+                           choices=("random", "sequential")),
+        "pool_blocks": Param("int", 0, "blocks in the source pool (0: 4 x the blocks moved)", minimum=0),
+        "seed": Param("int", 0, "seed of the random block selection", minimum=0),
+    }
+
+    def _shape(self, params: dict[str, Any]) -> KVShape:
+        return KVShape.of(get_model(params["model"]), params["block_tokens"], params["dtype"], params["tp"])
+
+    def _blocks(self, params: dict[str, Any]) -> tuple[int, int]:
+        blocks = params["tokens"] // params["block_tokens"]
+        return blocks, params["pool_blocks"] or 4 * blocks
+
+    def validate(self, params: dict[str, Any]) -> None:
+        if params["tokens"] % params["block_tokens"]:
+            raise BadInput(f"bad tokens={params['tokens']}: not a multiple of block_tokens={params['block_tokens']} "
+                           f"(kvbench moves whole blocks; use {params['tokens'] // params['block_tokens'] * params['block_tokens'] or params['block_tokens']})")
+        shape = self._shape(params)
+        blocks, pool = self._blocks(params)
+        if blocks > pool:
+            raise BadInput(f"bad pool_blocks={pool}: too small for {blocks} blocks of {params['block_tokens']} tokens")
+        for layout in (params["src_layout"], params["dst_layout"]):
+            region_bytes(layout, shape, pool)  # raises for a layout this block size cannot use
+        need = region_bytes(params["src_layout"], shape, pool) + region_bytes(params["dst_layout"], shape, blocks)
+        check_fits(need, "KV source pool + destination", available_host_bytes())
+
+    def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
+        for key in ("src", "dst"):
+            if not params[key].startswith(("pageable", "numa")):
+                return f"{key}={params[key]}: strategy '{params['strategy']}' moves host memory only"
+        if params["concurrency"] > max_threads():
+            return f"concurrency={params['concurrency']} but this host runs at most {max_threads()} copy threads"
+        return None
+
+    def path(self, params: dict[str, Any]) -> list[Segment]:
+        return [("dram_copy",)]
+
+    def prepare(self, params: dict[str, Any]) -> Prepared:
+        shape = self._shape(params)
+        blocks, pool = self._blocks(params)
+        selection = "sequential" if "contiguous" in (params["src_layout"], params["dst_layout"]) else params["selection"]
+        picked = pick_blocks(blocks, pool, selection, params["seed"])
+        pool_layout, moved_layout = params["src_layout"], params["dst_layout"]
+        descriptors = restore_descriptors(shape, pool_layout, moved_layout, picked, pool)
+        pool_bytes, moved_bytes = region_bytes(pool_layout, shape, pool), region_bytes(moved_layout, shape, blocks)
+        if self.direction == "offload":  # the way back: from the blocks in use into the pool
+            descriptors = DescriptorList.from_arrays(descriptors.dst_offset, descriptors.src_offset, descriptors.length)
+            src_bytes, dst_bytes = moved_bytes, pool_bytes
+        else:
+            src_bytes, dst_bytes = pool_bytes, moved_bytes
+        fragments = len(descriptors)
+        if params["strategy"] == "contiguous":
+            descriptors = DescriptorList.contiguous(descriptors.total_bytes)
+        src = allocate(params["src"], src_bytes)
+        dst = allocate(params["dst"], dst_bytes)
+        fill_pattern(src.host_array, seed=params["seed"] + 1)
+        run = HOST_STRATEGIES[params["strategy"]].bind(src, dst, descriptors, params["concurrency"])
+
+        def check() -> None:
+            row = first_mismatch(descriptors, src.host_array, dst.host_array)
+            if row is not None:
+                raise IntegrityError(f"descriptor {row} of {len(descriptors)} landed wrong")
+
+        total = descriptors.total_bytes
+        workload = Workload(total, run, lambda: dst.host_array.fill(0), check)
+        metadata = {
+            "model_bytes_per_token": shape.units * shape.token_unit_bytes, "blocks": blocks, "pool_blocks": pool,
+            "fragments": fragments, "fragment_bytes": shape.unit_bytes, "selection": selection,
+            "buffers": {"src": src.describe(), "dst": dst.describe()},
+        }
+
+        def derive(m: Measurement) -> dict[str, Any]:
+            median = m.summary.median
+            return {"tokens_per_s": params["tokens"] / median, "us_per_fragment": median / fragments * 1e6}
+
+        def close() -> None:
+            src.close()
+            dst.close()
+
+        return Prepared(workload, metadata, close, derive)
+
+
+@register
+class KVRestore(_KVTransfer):
+    id = "kv.restore"
+    description = "restore a model's KV blocks from a pool into serving layout (bytes once)"
+    direction = "restore"
+
+
+@register
+class KVOffload(_KVTransfer):
+    id = "kv.offload"
+    description = "offload a model's KV blocks from serving layout back into a pool"
+    direction = "offload"
