@@ -29,9 +29,11 @@ class Unavailable(Exception):
     """A benchmark, executor or memory kind cannot run on this host; the message says why."""
 
 
-def unknown_name(kind: str, name: str, known: Iterable[str]) -> BadInput:
-    """A `BadInput` for an unknown name that suggests the closest known one."""
+def unknown_name(kind: str, name: str, known: Iterable[str], list_all: bool = False) -> BadInput:
+    """A `BadInput` for an unknown name that suggests the closest known one (and lists all if asked)."""
     known = sorted(known)
     close = difflib.get_close_matches(name, known, n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(known)}"
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    if list_all or not close:
+        hint += f" (known: {', '.join(known)})"
     return BadInput(f"unknown {kind} '{name}'{hint}")

@@ -20,7 +20,8 @@ def test_run_quick_writes_the_json_contract(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["run"]["status"] == "complete" and doc["run"]["tags"] == {"purpose": "ci"}
-    assert len(doc["results"]) == 10  # 3 sizes x 2 threads x 2 fragments, less 4MiB x 2 threads
+    # dram.copy: 3 sizes x 2 threads x 2 fragments, less 4MiB x 2 threads; kv.restore: 2 strategies
+    assert len(doc["results"]) == 12
     for result in doc["results"]:
         assert CONTRACT_KEYS <= set(result)
         assert result["status"] == "ok" and result["verified"] is True

@@ -16,7 +16,7 @@ from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
-from kvbench.executors.host import HostExecutor, NumpyExecutor, max_threads
+from kvbench.executors.host import PIECE_BYTES, HostExecutor, NumpyExecutor, max_threads
 from kvbench.hardware.path import Segment
 from kvbench.kv.descriptors import DescriptorList
 from kvbench.measure.engine import Workload
@@ -25,12 +25,10 @@ from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.pattern import fill_pattern
 from kvbench.memory.region import Region
 
-BLOCK_BYTES = 256 << 10
-
 # name → (executor, description)
 PRIMITIVES = {
     "memcpy": (HostExecutor(0), "libc memcpy per descriptor (numba loop)"),
-    "memcpy-256KiB": (HostExecutor(BLOCK_BYTES), "libc memcpy in 256 KiB pieces (numba loop)"),
+    "memcpy-256KiB": (HostExecutor(PIECE_BYTES), "libc memcpy in 256 KiB pieces (numba loop)"),
     "numpy": (NumpyExecutor(), "numpy copyto per descriptor"),
 }
 

@@ -16,7 +16,7 @@ from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
-from kvbench.executors.host import HostExecutor, NumpyExecutor, max_threads
+from kvbench.executors.host import PIECE_BYTES, HostExecutor, NumpyExecutor, max_threads
 from kvbench.hardware.path import Segment
 from kvbench.kv.check import first_mismatch
 from kvbench.kv.descriptors import DescriptorList
@@ -33,7 +33,7 @@ from kvbench.memory.pattern import fill_pattern
 HOST_STRATEGIES = {
     "host": HostExecutor(0),
     "host-numpy": NumpyExecutor(),
-    "contiguous": HostExecutor(0),
+    "contiguous": HostExecutor(PIECE_BYTES),  # one descriptor, copied with the host's fastest piece size
 }
 
 

@@ -75,7 +75,7 @@ def get_model(name: str) -> ModelGeometry:
         return PRESETS[name]
     if name.endswith(".json") or Path(name).is_file():
         return read_hf_config(Path(name))
-    raise unknown_name("model", name, PRESETS)
+    raise unknown_name("model", name, PRESETS, list_all=True)
 
 
 def read_hf_config(path: Path) -> ModelGeometry:

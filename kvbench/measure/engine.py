@@ -60,7 +60,8 @@ def calibrate(workload: Workload, settings: Settings) -> int:
     loops = 1
     while True:
         elapsed = timer.time(workload.run, loops)
-        floor = max(settings.min_sample_s, (timer.resolution_s + timer.overhead_s(loops)) / MAX_OVERHEAD)
+        # Aim at half the allowed overhead: the overhead itself is measured again, and varies.
+        floor = max(settings.min_sample_s, 2 * (timer.resolution_s + timer.overhead_s(loops)) / MAX_OVERHEAD)
         if elapsed >= floor or loops >= settings.max_loops:
             return loops
         grow = floor / max(elapsed, 1e-9)

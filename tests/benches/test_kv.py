@@ -1,0 +1,65 @@
+"""`kv.restore` / `kv.offload` on host memory through the runner."""
+
+import pytest
+
+from kvbench.benches import get_bench
+from kvbench.errors import BadInput
+from kvbench.hardware.fingerprint import collect_facts
+from kvbench.measure import Settings
+from kvbench.plan.cases import Case, plan
+from kvbench.plan.suite import BenchSweep
+from kvbench.runner import run_case
+
+FAST = Settings(samples=5, min_sample_s=0.001, warmup_s=0)
+
+
+@pytest.fixture(scope="module")
+def facts():
+    return collect_facts(gpus=False, dram=False)
+
+
+def case(bench="kv.restore", **params):
+    return Case(bench, get_bench(bench).canonical_params({"model": "Qwen2.5-32B", "tokens": 256, **params}))
+
+
+@pytest.mark.parametrize("bench", ["kv.restore", "kv.offload"])
+@pytest.mark.parametrize("params", [
+    {}, {"strategy": "host-numpy"}, {"concurrency": 2}, {"src_layout": "chunk", "dst_layout": "layer_first"},
+    {"block_tokens": 1, "model": "DeepSeek-V3"}, {"dtype": "fp8", "tp": 2},
+])
+def test_restores_are_verified_and_report_kv_figures(facts, bench, params):
+    result = run_case(case(bench, **params), facts, FAST)
+    assert result.status == "ok", result.reason
+    assert result.measurement.verified
+    meta = result.metadata
+    assert meta["tokens_per_s"] > 0 and meta["us_per_fragment"] > 0
+    assert result.measurement.bytes_per_op == 256 * meta["model_bytes_per_token"]
+
+
+def test_qwen_restore_has_128_fragments_per_block(facts):
+    result = run_case(case(), facts, FAST)
+    assert result.metadata["fragments"] == 16 * 128 and result.metadata["fragment_bytes"] == 32_768
+
+
+def test_contiguous_strategy_moves_the_same_bytes_in_one_piece(facts):
+    frag = run_case(case(), facts, FAST)
+    ceiling = run_case(case(strategy="contiguous"), facts, FAST)
+    assert ceiling.status == "ok" and ceiling.measurement.verified
+    assert ceiling.measurement.bytes_per_op == frag.measurement.bytes_per_op
+
+
+@pytest.mark.parametrize("params,message", [
+    ({"tokens": 100}, "not a multiple of block_tokens=16"),
+    ({"tp": 3}, "tp=3: it must divide"),
+    ({"model": "gpt-5"}, "unknown model 'gpt-5'"),
+    ({"pool_blocks": 4}, "too small for 16 blocks"),
+    ({"block_tokens": 48, "tokens": 480, "src_layout": "chunk"}, "block_tokens dividing 256"),
+])
+def test_bad_kv_input_is_refused_before_running(params, message):
+    with pytest.raises(BadInput, match=message):
+        plan([BenchSweep(id="kv.restore", params={"model": "Qwen2.5-32B", "tokens": 256, **params})])
+
+
+def test_gpu_memory_is_skipped_with_the_reason(facts):
+    result = run_case(case(dst="device"), facts, FAST)
+    assert result.status == "skipped" and "host memory only" in result.reason
