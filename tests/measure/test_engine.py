@@ -38,15 +38,25 @@ def test_calibration_grows_loops_until_a_sample_is_long_enough():
     assert loops < 0.05 / 1e-6  # does not overshoot wildly
 
 
-def test_calibration_keeps_overhead_under_one_percent_on_the_real_clock():
-    def spin():
-        end = time.perf_counter_ns() + 2000
+def spin(ns):
+    def run():
+        end = time.perf_counter_ns() + ns
         while time.perf_counter_ns() < end:
             pass
 
-    m = measure(workload(run=spin), Settings(samples=5, min_sample_s=0.001, warmup_s=0))
-    assert m.overhead_fraction < 0.01
-    assert m.summary.median == pytest.approx(2e-6, rel=0.5)
+    return run
+
+
+def test_overhead_stays_under_one_percent_on_the_real_clock():
+    m = measure(workload(run=spin(50_000)), Settings(samples=5, min_sample_s=0.002, warmup_s=0))
+    assert m.overhead_fraction < 0.01 and not m.warnings
+    assert m.summary.median == pytest.approx(50e-6, rel=0.5)
+    assert m.loops * m.summary.median >= 0.002
+
+
+def test_an_operation_too_short_for_a_python_loop_is_flagged():
+    m = measure(workload(run=lambda: None), Settings(samples=5, min_sample_s=0.001, warmup_s=0))
+    assert any(w.startswith("timer overhead") for w in m.warnings)
 
 
 def test_measure_reports_per_operation_seconds_and_rates():
