@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -128,8 +129,7 @@ def run(
         cases = plan(sweeps, bench, overrides)
     engine_settings = settings.engine_settings()
     if samples:
-        engine_settings = type(engine_settings)(samples=samples, min_sample_s=engine_settings.min_sample_s,
-                                                warmup_s=engine_settings.warmup_s)
+        engine_settings = dataclasses.replace(engine_settings, samples=samples)
     if not cases:
         raise BadInput("the selection has no cases to run")
     store = open_store(db)
@@ -138,7 +138,6 @@ def run(
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("eta"), TimeRemainingColumn(), console=err, transient=True)
     task = progress.add_task("kvbench run", total=len(cases))
-    run_id = None
 
     def on_result(result) -> None:
         progress.update(task, advance=1, description=f"{result.bench} {describe_params(result.bench, result.params)}"[:60])

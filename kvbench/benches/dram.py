@@ -7,6 +7,7 @@ own buffers and keeps the fastest, recording which.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -35,8 +36,6 @@ PRIMITIVES = {
 
 def pick_fastest(candidates: dict[str, Callable[[], None]], trials: int = 3) -> tuple[str, dict[str, float]]:
     """Time each candidate (one warm-up, then the best of `trials`) and return the fastest's name."""
-    import time
-
     seconds: dict[str, float] = {}
     for name, run in candidates.items():
         run()

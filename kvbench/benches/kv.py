@@ -65,15 +65,16 @@ class _KVTransfer(Benchmark):
         return blocks, params["pool_blocks"] or 4 * blocks
 
     def validate(self, params: dict[str, Any]) -> None:
-        if params["tokens"] % params["block_tokens"]:
-            raise BadInput(f"bad tokens={params['tokens']}: not a multiple of block_tokens={params['block_tokens']} "
-                           f"(kvbench moves whole blocks; use {params['tokens'] // params['block_tokens'] * params['block_tokens'] or params['block_tokens']})")
+        tokens, block_tokens = params["tokens"], params["block_tokens"]
+        if tokens % block_tokens:
+            whole = max(tokens // block_tokens, 1) * block_tokens
+            raise BadInput(f"bad tokens={tokens}: not a multiple of block_tokens={block_tokens} "
+                           f"(kvbench moves whole blocks; use {whole})")
         shape = self._shape(params)
         blocks, pool = self._blocks(params)
         if blocks > pool:
-            raise BadInput(f"bad pool_blocks={pool}: too small for {blocks} blocks of {params['block_tokens']} tokens")
-        for layout in (params["src_layout"], params["dst_layout"]):
-            region_bytes(layout, shape, pool)  # raises for a layout this block size cannot use
+            raise BadInput(f"bad pool_blocks={pool}: too small for {blocks} blocks of {block_tokens} tokens")
+        # region_bytes also refuses a layout this block size cannot use
         need = region_bytes(params["src_layout"], shape, pool) + region_bytes(params["dst_layout"], shape, blocks)
         check_fits(need, "KV source pool + destination", available_host_bytes())
 

@@ -7,6 +7,7 @@ descriptors that calls libc `memcpy` for each row, parallel over rows, with the 
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -69,10 +70,6 @@ class HostExecutor(Executor):
     def __init__(self, block_bytes: int = 0) -> None:
         self.block_bytes = block_bytes
 
-    def with_block(self, block_bytes: int) -> HostExecutor:
-        """The same executor, copying every descriptor in pieces of at most `block_bytes`."""
-        return HostExecutor(block_bytes)
-
     def bind(self, src: Region, dst: Region, descriptors: DescriptorList, threads: int = 1) -> Callable[[], None]:
         src_arr, dst_arr = _host_arrays(src, dst, self.name)
         check_threads(threads)
@@ -91,6 +88,12 @@ class HostExecutor(Executor):
                 numba.set_num_threads(threads)
                 _copy_rows_parallel(dst_addr, src_addr, src_off, dst_off, length)
         return run
+
+
+@functools.cache
+def _copy_pool(threads: int) -> ThreadPoolExecutor:
+    """One pool per thread count for the whole process: binding a case must not leak threads."""
+    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kvbench-copy")
 
 
 @register
@@ -112,7 +115,7 @@ class NumpyExecutor(Executor):
         if threads == 1:
             return lambda: copy_group(views)
         groups = [views[i::threads] for i in range(threads)]
-        pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kvbench-copy")
+        pool = _copy_pool(threads)
 
         def run() -> None:
             for future in [pool.submit(copy_group, g) for g in groups]:

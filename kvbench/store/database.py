@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
 from kvbench.errors import BadInput
 from kvbench.store import schema
@@ -173,5 +173,3 @@ class Store:
     def dispose(self) -> None:
         self.engine.dispose()
 
-
-__all__ = ["Store", "open_store", "default_url", "SQLAlchemyError"]
