@@ -15,6 +15,7 @@ from rich.table import Table
 
 from kvbench import __version__
 from kvbench.errors import BadInput, CheckFailed
+from kvbench.units import format_gbps
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure every path KV-cache bytes travel. Rates in decimal GB/s (1 GB = 1e9 B).")
@@ -197,6 +198,72 @@ def results(
         run_row = store.run(run_id)
         out.print(results_table(rows, describe_params,
                                 title=f"run {run_id} · {run_row['suite'] or 'ad hoc'} · {run_row['status']} · started {run_row['started_at']:%Y-%m-%d %H:%M}"))
+
+
+@app.command()
+def fit(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id or 'latest'")] = "latest",
+    db: DbOption = None,
+) -> None:
+    """Per-fragment cost α (µs) and streaming bandwidth β (GB/s) of each KV strategy over a block-size sweep."""
+    from kvbench.analyze.fit import fit_results
+    from kvbench.store.database import open_store
+
+    store = open_store(db)
+    run_id = store.resolve_run(run_ref)
+    fits = fit_results(store.results(run_id))
+    if not fits:
+        raise BadInput(f"run {run_id} has no kv.restore / kv.offload results to fit")
+    table = Table(title=f"run {run_id}: time = fragments × α + bytes / β", title_justify="left")
+    for col in ("benchmark", "series", "α µs/fragment", "β GB/s", "R²", "points"):
+        table.add_column(col, overflow="fold")
+    for params, result in fits:
+        bench = params.pop("bench")
+        series = describe_params(bench, params)
+        if result is None:
+            table.add_row(bench, series, "-", "-", "-", "-", end_section=False)
+            continue
+        table.add_row(bench, series, f"{result.alpha_us:.3f}",
+                      f"{result.beta_gbps:.1f}" if result.beta_gbps else "∞", f"{result.r2:.3f}", str(result.points))
+    out.print(table)
+    out.print("'-': fewer than 3 block sizes, or fragments grew in proportion to bytes — sweep block_tokens to fit")
+
+
+@app.command("plan")
+def plan_cmd(
+    model: Annotated[str, typer.Option(help="model preset or config.json path")],
+    tokens: Annotated[int, typer.Option(min=1, help="tokens to restore")],
+    tp: Annotated[int, typer.Option(min=1, help="tensor-parallel degree")] = 1,
+    dtype: Annotated[str, typer.Option(help="bf16 | fp16 | fp8")] = "bf16",
+    block_tokens: Annotated[int, typer.Option("--block-tokens", min=1, help="tokens per KV block")] = 16,
+    db: DbOption = None,
+) -> None:
+    """Restore time of a model's KV from each tier measured on this host: at the spec peak and as measured."""
+    from kvbench.analyze.restore_plan import restore_plan
+    from kvbench.hardware import fingerprint
+    from kvbench.kv.geometry import get_model
+    from kvbench.store.database import open_store
+
+    geometry = get_model(model)
+    store = open_store(db)
+    host_id = fingerprint.host_id(fingerprint.collect_facts())
+    plans = restore_plan(geometry, tokens, dtype, tp, block_tokens, store.host_results(host_id, "kv.restore"))
+    if not plans:
+        raise BadInput(f"no kv.restore results for this host in {store.url}; run 'kvbench run --suite kv-restore' first")
+    fragment = block_tokens * geometry.unit_bytes_per_token(dtype, tp)
+    table = Table(title=f"restore {tokens} tokens of {geometry.name} ({dtype}, tp={tp}, {block_tokens}-token blocks, "
+                        f"{fragment} B fragments)", title_justify="left")
+    for col in ("tier", "KV bytes", "spec GB/s", "at spec", "measured GB/s", "at measured", "best strategy", "note"):
+        table.add_column(col, overflow="fold")
+
+    def ms(seconds: float | None) -> str:
+        return f"{seconds * 1e3:.2f} ms" if seconds is not None else "-"
+
+    for p in plans:
+        table.add_row(p.tier, f"{p.kv_bytes / 1e9:.3f} GB", format_gbps(p.peak_gbps), ms(p.peak_s),
+                      format_gbps(p.measured_gbps), ms(p.measured_s) if p.measured_s else "no measurement",
+                      p.strategy or "-", p.note)
+    out.print(table)
 
 
 @crosscheck_app.command("dram")

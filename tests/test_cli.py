@@ -123,3 +123,28 @@ def test_ctrl_c_mid_run_keeps_finished_results_and_marks_the_run_aborted(tmp_pat
     assert 2 <= kept < 40 and orphans == 0
     again = run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db)
     assert again.returncode == 0, again.stderr
+
+
+def test_fit_and_plan_read_a_block_size_sweep(tmp_path):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    assert run_cli("run", "--suite", "tests/fixtures/kv-sweep.toml", "--db", db).returncode == 0
+    fitted = run_cli("fit", "--db", db)
+    assert fitted.returncode == 0, fitted.stderr
+    rows = [line.split("│") for line in fitted.stdout.splitlines() if "kv.restore" in line]
+    host = next(r for r in rows if r[2].strip() == "model=Qwen2.5-32B")
+    ceiling = next(r for r in rows if "strategy=contiguous" in r[2])
+    assert float(host[3]) > 0 and host[6].strip() == "3"  # α from 3 block sizes
+    assert ceiling[3].strip() == "-"  # one piece at every block size: nothing to fit
+    plan = run_cli("plan", "--model", "Qwen2.5-32B", "--tokens", "8192", "--db", db)
+    assert plan.returncode == 0, plan.stderr
+    assert "DRAM → DRAM" in plan.stdout and "ms" in plan.stdout  # 32 KiB fragments lie inside the sweep
+    outside = run_cli("plan", "--model", "Qwen2.5-32B", "--tokens", "8192", "--block-tokens", "256", "--db", db)
+    assert "no measurement" in outside.stdout
+
+
+def test_plan_without_results_and_with_an_unknown_model_is_bad_input(tmp_path):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    empty = run_cli("plan", "--model", "Llama-3.1-8B", "--tokens", "10", "--db", db)
+    assert empty.returncode == 2 and "no kv.restore results for this host" in empty.stderr
+    unknown = run_cli("plan", "--model", "Llama-9", "--tokens", "10", "--db", db)
+    assert unknown.returncode == 2 and "unknown model 'Llama-9'" in unknown.stderr

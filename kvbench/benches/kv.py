@@ -102,9 +102,10 @@ class _KVTransfer(Benchmark):
             src_bytes, dst_bytes = moved_bytes, pool_bytes
         else:
             src_bytes, dst_bytes = pool_bytes, moved_bytes
-        fragments = len(descriptors)
+        layout_fragments = len(descriptors)
         if params["strategy"] == "contiguous":
             descriptors = DescriptorList.contiguous(descriptors.total_bytes)
+        fragments = len(descriptors)  # what this strategy really submits: 1 for the ceiling
         src = allocate(params["src"], src_bytes)
         dst = allocate(params["dst"], dst_bytes)
         fill_pattern(src.host_array, seed=params["seed"] + 1)
@@ -119,7 +120,8 @@ class _KVTransfer(Benchmark):
         workload = Workload(total, run, lambda: dst.host_array.fill(0), check)
         metadata = {
             "model_bytes_per_token": shape.units * shape.token_unit_bytes, "blocks": blocks, "pool_blocks": pool,
-            "fragments": fragments, "fragment_bytes": shape.unit_bytes, "selection": selection,
+            "fragments": fragments, "layout_fragments": layout_fragments, "fragment_bytes": shape.unit_bytes,
+            "selection": selection,
             "buffers": {"src": src.describe(), "dst": dst.describe()},
         }
 

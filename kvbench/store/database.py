@@ -164,6 +164,16 @@ class Store:
                                 .order_by(schema.result.c.id)).mappings()
             return [dict(r) for r in rows]
 
+    def host_results(self, host_id: str, bench: str | None = None) -> list[dict]:
+        """Every result of every run on `host_id` (oldest first), with its run's start time."""
+        query = (sa.select(schema.result, schema.run.c.started_at, schema.run.c.context_id)
+                 .join(schema.run, schema.run.c.id == schema.result.c.run_id)
+                 .where(schema.run.c.host_id == host_id).order_by(schema.result.c.id))
+        if bench:
+            query = query.where(schema.result.c.bench == bench)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(query).mappings()]
+
     def samples(self, result_id: int) -> list[float]:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(schema.sample.c.seconds).where(schema.sample.c.result_id == result_id)

@@ -39,6 +39,7 @@ def test_restores_are_verified_and_report_kv_figures(facts, bench, params):
 def test_qwen_restore_has_128_fragments_per_block(facts):
     result = run_case(case(), facts, FAST)
     assert result.metadata["fragments"] == 16 * 128 and result.metadata["fragment_bytes"] == 32_768
+    assert result.metadata["layout_fragments"] == 16 * 128
 
 
 def test_contiguous_strategy_moves_the_same_bytes_in_one_piece(facts):
@@ -46,6 +47,7 @@ def test_contiguous_strategy_moves_the_same_bytes_in_one_piece(facts):
     ceiling = run_case(case(strategy="contiguous"), facts, FAST)
     assert ceiling.status == "ok" and ceiling.measurement.verified
     assert ceiling.measurement.bytes_per_op == frag.measurement.bytes_per_op
+    assert ceiling.metadata["fragments"] == 1 and ceiling.metadata["layout_fragments"] == 16 * 128
 
 
 @pytest.mark.parametrize("params,message", [

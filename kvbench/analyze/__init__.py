@@ -1,0 +1,1 @@
+"""Turning stored results into answers: per-transfer cost fits, restore-time plans."""

@@ -1,0 +1,42 @@
+import pytest
+
+from kvbench.analyze.restore_plan import interpolate, restore_plan, tier_of
+from kvbench.kv.geometry import get_model
+
+
+def test_tiers_are_named_by_memory_kinds():
+    assert tier_of({"src": "pinned", "dst": "device:0"}) == "DRAM → GPU"
+    assert tier_of({"src": "numa:1", "dst": "pageable"}) == "DRAM → DRAM"
+    assert tier_of({"src": "file", "dst": "device"}) == "file → GPU"
+
+
+def test_interpolation_stays_inside_the_sweep():
+    points = {4096: (10.0, "a"), 65536: (20.0, "b")}
+    assert interpolate(points, 4096) == (10.0, "a")
+    gbps, strategy = interpolate(points, 16384)  # halfway in log2: 12 → 14 → 16
+    assert gbps == pytest.approx(15.0) and "interpolated" in strategy
+    assert interpolate(points, 2048) is None and interpolate(points, 1 << 20) is None
+
+
+def _row(case, strategy, fragment_bytes, gbps, peak=None, src="pinned", dst="device"):
+    return {"bench": "kv.restore", "status": "ok", "case_hash": case, "gbps_median": gbps, "peak_gbps": peak,
+            "peak_source": None if peak else "DRAM peak unknown: no DMI",
+            "params": {"strategy": strategy, "src": src, "dst": dst}, "extra": {"fragment_bytes": fragment_bytes}}
+
+
+def test_plan_uses_the_best_strategy_at_the_models_fragment_size():
+    llama = get_model("Llama-3.1-70B")  # 16-token blocks → 32 KiB fragments
+    rows = [
+        _row("a", "ce-loop", 32768, 5.0, peak=63.0), _row("b", "sm-gather", 32768, 50.0, peak=63.0),
+        _row("c", "contiguous", 32768, 60.0, peak=63.0), _row("a", "ce-loop", 32768, 6.0, peak=63.0),
+        _row("h", "host", 2048, 9.0, src="pageable", dst="pageable"),
+    ]
+    plans = {p.tier: p for p in restore_plan(llama, 4096, "bf16", 1, 16, rows)}
+    gpu = plans["DRAM → GPU"]
+    assert gpu.kv_bytes == 4096 * 327_680
+    assert gpu.peak_s == pytest.approx(gpu.kv_bytes / 63e9)
+    assert gpu.measured_gbps == 50.0 and gpu.strategy == "sm-gather"  # not the contiguous ceiling
+    assert gpu.measured_s == pytest.approx(gpu.kv_bytes / 50e9)
+    host = plans["DRAM → DRAM"]
+    assert host.measured_s is None and "no measurement at 32768 B" in host.note
+    assert "DRAM peak unknown" in host.note
