@@ -157,17 +157,10 @@ def run(
         raise CheckFailed(f"run {run_id}: {sum(r['status'] == 'failed' for r in rows)} case(s) failed")
 
 
-def _json_document(store, run_id: int) -> dict:
-    from kvbench.result import row_to_json, run_to_json
-
-    return {
-        "run": run_to_json(store.run(run_id)),
-        "results": [row_to_json(r, store.samples(r["id"])) for r in store.results(run_id)],
-    }
-
-
 def _write_json(store, run_id: int, target: str) -> None:
-    text = json.dumps(_json_document(store, run_id), indent=2, default=str)
+    from kvbench.analyze.runs import run_document
+
+    text = json.dumps(run_document(store, run_id), indent=2, default=str)
     if target == "-":
         sys.stdout.write(text + "\n")
     else:
@@ -264,6 +257,247 @@ def plan_cmd(
                       format_gbps(p.measured_gbps), ms(p.measured_s) if p.measured_s else "no measurement",
                       p.strategy or "-", p.note)
     out.print(table)
+
+
+def _documents(refs: list[str], db: str | None):
+    """Run documents for run ids, `latest`, `baseline` or export files; the store opens only if needed."""
+    from kvbench.analyze.runs import load_document
+    from kvbench.store.database import open_store
+
+    store = None
+
+    def store_factory():
+        nonlocal store
+        store = store or open_store(db)
+        return store
+
+    return [load_document(ref, store_factory) for ref in refs]
+
+
+@app.command()
+def compare(
+    base: Annotated[str, typer.Argument(help="run id, 'latest', 'baseline', or a JSON export")],
+    new: Annotated[str, typer.Argument(help="run id, 'latest', 'baseline', or a JSON export")] = "latest",
+    threshold: Annotated[str, typer.Option(help="practical floor for a regression, e.g. 5%")] = "5%",
+    fmt: Annotated[str, typer.Option("--format", help="table | markdown | json")] = "table",
+    cross_host: Annotated[bool, typer.Option("--cross-host", help="allow runs of different hosts or contexts")] = False,
+    db: DbOption = None,
+) -> None:
+    """Regressions from BASE to NEW: Mann-Whitney U on the raw samples and a practical floor. Exit 1 on one."""
+    from kvbench.analyze.compare import compare_runs, has_regression
+
+    if fmt not in ("table", "markdown", "json"):
+        raise BadInput(f"bad --format '{fmt}': choose table, markdown or json")
+    floor = _fraction(threshold, "--threshold")
+    base_doc, new_doc = _documents([base, new], db)
+    comparisons = compare_runs(base_doc, new_doc, floor, cross_host)
+    title = f"run {base_doc['run']['id']} → run {new_doc['run']['id']} (regression: p < 0.01 and ≥ {floor:.0%})"
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"base": base_doc["run"]["id"], "new": new_doc["run"]["id"], "threshold": floor,
+                                     "comparisons": [c.to_dict() for c in comparisons]}, indent=2) + "\n")
+    elif fmt == "markdown":
+        from kvbench.report.table import comparisons_markdown
+
+        sys.stdout.write(comparisons_markdown(comparisons, title, describe_params))
+    else:
+        from kvbench.report.table import comparisons_table
+
+        out.print(comparisons_table(comparisons, title, describe_params))
+    if has_regression(comparisons):
+        raise CheckFailed(f"{sum(c.verdict == 'regression' for c in comparisons)} regression(s) from run "
+                          f"{base_doc['run']['id']} to run {new_doc['run']['id']}")
+
+
+def _fraction(text: str, option: str) -> float:
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise BadInput(f"bad {option} '{text}': give a percentage such as 5%") from None
+    if not 0 <= value < 1:
+        raise BadInput(f"bad {option} '{text}': must be between 0% and 100%")
+    return value
+
+
+@app.command()
+def export(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, 'latest', 'baseline' or a JSON export")] = "latest",
+    fmt: Annotated[str, typer.Option("--format", help="github-action-benchmark | pytest-benchmark | json")] = "json",
+    output: Annotated[str, typer.Option("-o", "--output", help="file, or - for stdout")] = "-",
+    db: DbOption = None,
+) -> None:
+    """Write a run in a format CI dashboards read."""
+    from kvbench.analyze import export as exporters
+
+    makers = {"github-action-benchmark": exporters.github_action_benchmark,
+              "pytest-benchmark": exporters.pytest_benchmark, "json": lambda d: d}
+    if fmt not in makers:
+        raise BadInput(f"bad --format '{fmt}': choose {', '.join(makers)}")
+    (doc,) = _documents([run_ref], db)
+    text = json.dumps(makers[fmt](doc), indent=2, default=str) + "\n"
+    if output == "-":
+        sys.stdout.write(text)
+    else:
+        Path(output).write_text(text)
+        err.print(f"wrote {output}")
+
+
+@app.command()
+def tag(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id or 'latest'")],
+    key: Annotated[str, typer.Argument(help="tag name, e.g. baseline")],
+    value: Annotated[str, typer.Argument(help="tag value")] = "1",
+    db: DbOption = None,
+) -> None:
+    """Tag a stored run (a run tagged `baseline` is what `compare baseline` and reports compare with)."""
+    from kvbench.store.database import open_store
+
+    store = open_store(db)
+    run_id = store.resolve_run(run_ref)
+    store.set_tag(run_id, key, value)
+    out.print(f"run {run_id}: {key}={value}")
+
+
+@app.command()
+def history(
+    bench: Annotated[str, typer.Argument(help="benchmark id")],
+    params: Annotated[list[str] | None, typer.Option("--params", help="only cases with key=value")] = None,
+    threshold: Annotated[str, typer.Option(help="smallest level shift that starts a segment")] = "5%",
+    db: DbOption = None,
+) -> None:
+    """Median GB/s of each case over all runs of this host, cut where the level persistently shifted."""
+    from kvbench.analyze.history import segments
+    from kvbench.benches.registry import get_bench
+    from kvbench.hardware import fingerprint
+    from kvbench.store.database import open_store
+
+    spec = get_bench(bench)
+    wanted = {k: spec.params[k].parse(k, v) if k in spec.params else v for k, v in _pairs(params, "--params").items()}
+    floor = _fraction(threshold, "--threshold")
+    store = open_store(db)
+    host_id = fingerprint.host_id(fingerprint.collect_facts())
+    rows = [r for r in store.host_results(host_id, bench)
+            if r["status"] == "ok" and all(r["params"].get(k) == v for k, v in wanted.items())]
+    if not rows:
+        raise BadInput(f"no {bench} results for this host{' with ' + ' '.join(params) if params else ''} in {store.url}")
+    cases: dict[str, list[dict]] = {}
+    for r in rows:
+        cases.setdefault(r["case_hash"], []).append(r)
+    for series in cases.values():
+        values = [r["gbps_median"] for r in series]
+        table = Table(title=f"{bench} {describe_params(bench, series[0]['params'])}", title_justify="left")
+        for col in ("run", "started", "median GB/s", "segment"):
+            table.add_column(col)
+        for n, seg in enumerate(segments(values, floor)):
+            for r in series[seg.start:seg.end]:
+                table.add_row(str(r["run_id"]), f"{r['started_at']:%Y-%m-%d %H:%M}", format_gbps(r["gbps_median"]),
+                              f"{n + 1} (median {format_gbps(seg.median)})")
+        out.print(table)
+
+
+@app.command()
+def accept(
+    suite: Annotated[str, typer.Option(help="suite to run")] = "acceptance",
+    rules: Annotated[str | None, typer.Option(help="rules TOML (default: suites/rules matching this host)")] = None,
+    junit: Annotated[str | None, typer.Option(help="write JUnit XML here")] = None,
+    run_ref: Annotated[str | None, typer.Option("--run", help="judge a stored run instead of running the suite")] = None,
+    db: DbOption = None,
+) -> None:
+    """Run the acceptance suite and judge it against the rules: PASS / FAIL / SKIP per rule. Exit 1 on a FAIL."""
+    from kvbench.analyze.accept import judge, junit_xml, load_rules, rules_for_host
+    from kvbench.analyze.runs import run_document
+    from kvbench.hardware import fingerprint
+    from kvbench.report.table import verdicts_table
+    from kvbench.store.database import open_store
+
+    rules_files = [load_rules(Path(rules))] if rules else None  # bad rules fail before anything runs
+    if run_ref is None:
+        run(suite=suite, bench=None, set_=None, db=db, json_out=None, tag=["purpose=acceptance"], samples=None)
+        run_ref = "latest"
+    store = open_store(db)
+    doc = run_document(store, store.resolve_run(run_ref))
+    gpus = ((doc.get("host") or {}).get("facts") or {}).get("gpus") or []
+    verdicts = judge(doc, rules_files or rules_for_host(gpus))
+    out.print(verdicts_table(verdicts, f"acceptance of run {doc['run']['id']}"))
+    if junit:
+        Path(junit).write_text(junit_xml(verdicts))
+        err.print(f"wrote {junit}")
+    failed = [v for v in verdicts if v.verdict == "FAIL"]
+    if failed:
+        raise CheckFailed(f"{len(failed)} acceptance rule(s) failed: {', '.join(sorted({v.rule for v in failed}))}")
+
+
+@app.command("fleet")
+def fleet_cmd(
+    bench: Annotated[list[str] | None, typer.Option("--bench", help="only these benchmarks")] = None,
+    outliers_only: Annotated[bool, typer.Option("--outliers", help="show only the hosts that stand out")] = False,
+    db: DbOption = None,
+) -> None:
+    """Every host's latest result per case side by side; hosts far from their SKU's median are flagged."""
+    from kvbench.analyze.fleet import fleet
+    from kvbench.store.database import open_store
+
+    store = open_store(db)
+    rows = [r for r in store.all_results() if not bench or r["bench"] in bench]
+    if not rows:
+        raise BadInput(f"no results in {store.url}{' for ' + ', '.join(bench) if bench else ''}")
+    table = Table(title=f"fleet · {store.url}", title_justify="left")
+    for col in ("benchmark", "parameters", "host", "SKU", "GB/s", "SKU median", "deviation", ""):
+        table.add_column(col, overflow="fold")
+    flagged = 0
+    for r in fleet(rows, store.hosts()):
+        flagged += r.outlier
+        if outliers_only and not r.outlier:
+            continue
+        table.add_row(r.bench, describe_params(r.bench, r.params), r.hostname, r.sku, format_gbps(r.gbps),
+                      format_gbps(r.sku_median), f"{r.deviation:+.1%}", "[bold red]OUTLIER[/]" if r.outlier else "")
+    out.print(table)
+    out.print(f"{flagged} outlier(s)")
+
+
+@app.command()
+def report(
+    runs: Annotated[list[str] | None, typer.Argument(metavar="RUN...", help="run ids, 'latest', or JSON exports")] = None,
+    output: Annotated[str, typer.Option("-o", "--output", help="report file")] = "report.html",
+    fmt: Annotated[str, typer.Option("--format", help="html | markdown")] = "html",
+    baseline: Annotated[str | None, typer.Option(help="compare with this run ('baseline' = the tagged one)")] = None,
+    model: Annotated[str, typer.Option(help="model for the restore plan")] = "Llama-3.1-70B",
+    tokens: Annotated[int, typer.Option(min=1, help="tokens for the restore plan")] = 8192,
+    db: DbOption = None,
+) -> None:
+    """One self-contained HTML report (plots embedded) or Markdown for a ticket."""
+    from kvbench.report import content, render
+
+    if fmt not in ("html", "markdown"):
+        raise BadInput(f"bad --format '{fmt}': choose html or markdown")
+    docs = _documents(runs or ["latest"], db)
+    base = _documents([baseline], db)[0] if baseline else None
+    built = content.build(docs, base, model=model, tokens=tokens)
+    text = render.html(built) if fmt == "html" else render.markdown(built)
+    if output == "-":
+        sys.stdout.write(text)
+    else:
+        Path(output).write_text(text)
+        err.print(f"wrote {output}")
+
+
+@app.command()
+def plot(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, 'latest', or a JSON export")] = "latest",
+    bench: Annotated[str, typer.Option(help="benchmark to draw")] = "dram.copy",
+    output: Annotated[str, typer.Option("-o", "--output", help="figure file (.png or .svg)")] = "figure.png",
+    db: DbOption = None,
+) -> None:
+    """One figure for a slide: rate vs size for a benchmark, or KV strategies vs block size for kv.restore."""
+    from kvbench.report import plots
+
+    if not output.endswith((".png", ".svg")):
+        raise BadInput(f"bad --output '{output}': use a .png or .svg file")
+    (doc,) = _documents([run_ref], db)
+    fig = plots.kv_strategies(doc["results"]) if bench == "kv.restore" else plots.bandwidth_vs_size(doc["results"], bench)
+    if fig is None:
+        raise BadInput(f"run {doc['run']['id']} has nothing to draw for {bench} (needs a size or block_tokens sweep)")
+    plots.save(fig, output)
+    err.print(f"wrote {output}")
 
 
 @crosscheck_app.command("dram")

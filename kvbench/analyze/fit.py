@@ -54,10 +54,11 @@ def series_key(row: dict[str, Any]) -> tuple:
 
 
 def fit_results(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], TransferFit | None]]:
-    """One fit per series of ok results that carry a fragment count (kv.restore, kv.offload)."""
+    """One fit per series of ok KV results (kv.restore, kv.offload) that sweep block_tokens."""
     series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        if row["status"] == "ok" and "fragments" in (row.get("extra") or {}):
+        # Only block-size sweeps: fragment count and bytes must vary independently.
+        if row["status"] == "ok" and "block_tokens" in row["params"] and "fragments" in (row.get("extra") or {}):
             series[series_key(row)].append(row)
     out = []
     for (bench, params), members in series.items():

@@ -57,3 +57,50 @@ def results_csv(rows: list[dict[str, Any]], describe: Callable[[str, dict], str]
     for row in rows:
         writer.writerow({**row, "params": describe(row["bench"], row["params"])})
     return out.getvalue()
+
+
+VERDICT_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow", "regression": "bold red",
+                 "improvement": "green", "noisy": "yellow", "too-few-samples": "yellow"}
+
+
+def verdicts_table(verdicts: list, title: str) -> Table:
+    """Acceptance verdicts: rule, case, PASS/FAIL/SKIP, measured, threshold, why."""
+    table = Table(title=title, title_justify="left")
+    for col in ("rule", "case", "verdict", "measured", "threshold", "why"):
+        table.add_column(col, overflow="fold")
+    for v in verdicts:
+        style = VERDICT_STYLE.get(v.verdict, "")
+        table.add_row(v.rule, v.case, f"[{style}]{v.verdict}[/]", v.measured, v.threshold, v.why)
+    return table
+
+
+def _change(c) -> str:
+    return f"{c.change:+.1%}" if c.change is not None else "-"
+
+
+def comparisons_table(comparisons: list, title: str, describe: Callable[[str, dict], str]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("benchmark", "parameters", "base GB/s", "new GB/s", "change", "p", "verdict"):
+        table.add_column(col, overflow="fold")
+    for c in comparisons:
+        style = VERDICT_STYLE.get(c.verdict, "")
+        verdict = f"[{style}]{c.verdict}[/]" if style else c.verdict
+        table.add_row(c.bench, describe(c.bench, c.params), format_gbps(c.base_gbps), format_gbps(c.new_gbps),
+                      _change(c), f"{c.p_value:.3g}" if c.p_value is not None else "-",
+                      f"{verdict} {c.note}".strip())
+    return table
+
+
+def comparisons_markdown(comparisons: list, title: str, describe: Callable[[str, dict], str]) -> str:
+    """A Markdown table for a CI job summary; regressions first and in bold."""
+    order = {"regression": 0, "noisy": 1, "too-few-samples": 2, "improvement": 3}
+    lines = [f"### {title}", "", "| benchmark | parameters | base GB/s | new GB/s | change | p | verdict |",
+             "|---|---|---|---|---|---|---|"]
+    for c in sorted(comparisons, key=lambda c: order.get(c.verdict, 9)):
+        verdict = f"**{c.verdict}**" if c.verdict == "regression" else c.verdict
+        p = f"{c.p_value:.3g}" if c.p_value is not None else "-"
+        lines.append(f"| {c.bench} | {describe(c.bench, c.params)} | {format_gbps(c.base_gbps)} | "
+                     f"{format_gbps(c.new_gbps)} | {_change(c)} | {p} | {verdict} {c.note}".rstrip() + " |")
+    regressions = sum(c.verdict == "regression" for c in comparisons)
+    lines += ["", f"{regressions} regression(s) among {len(comparisons)} case(s)."]
+    return "\n".join(lines) + "\n"

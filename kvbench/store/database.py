@@ -131,11 +131,11 @@ class Store:
     def resolve_run(self, ref: str | int = "latest") -> int:
         """A run id from `latest` or a number; `BadInput` when there is no such run."""
         with self.engine.connect() as conn:
+            newest = conn.execute(sa.select(sa.func.max(schema.run.c.id))).scalar()
+            if newest is None:
+                raise BadInput(f"database {self.url} holds no runs yet; start one with 'kvbench run'")
             if str(ref) == "latest":
-                run_id = conn.execute(sa.select(sa.func.max(schema.run.c.id))).scalar()
-                if run_id is None:
-                    raise BadInput(f"database {self.url} holds no runs yet; start one with 'kvbench run'")
-                return int(run_id)
+                return int(newest)
             try:
                 run_id = int(ref)
             except ValueError:
@@ -163,6 +163,24 @@ class Store:
             rows = conn.execute(sa.select(schema.result).where(schema.result.c.run_id == run_id)
                                 .order_by(schema.result.c.id)).mappings()
             return [dict(r) for r in rows]
+
+    def hosts(self) -> dict[str, dict]:
+        with self.engine.connect() as conn:
+            return {r["id"]: dict(r) for r in conn.execute(sa.select(schema.host)).mappings()}
+
+    def all_results(self, bench: str | None = None) -> list[dict]:
+        """Results of every run on every host (oldest first), with host id and run start."""
+        query = (sa.select(schema.result, schema.run.c.host_id, schema.run.c.started_at, schema.run.c.context_id)
+                 .join(schema.run, schema.run.c.id == schema.result.c.run_id).order_by(schema.result.c.id))
+        if bench:
+            query = query.where(schema.result.c.bench == bench)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(query).mappings()]
+
+    def set_tag(self, run_id: int, key: str, value: str) -> None:
+        with self.engine.begin() as conn:
+            tags = conn.execute(sa.select(schema.run.c.tags).where(schema.run.c.id == run_id)).scalar_one()
+            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(tags={**(tags or {}), key: value}))
 
     def host_results(self, host_id: str, bench: str | None = None) -> list[dict]:
         """Every result of every run on `host_id` (oldest first), with its run's start time."""

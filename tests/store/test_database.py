@@ -60,6 +60,9 @@ def test_missing_runs_are_bad_input(db_url):
     store = open_store(db_url)
     with pytest.raises(BadInput, match="no runs yet"):
         store.resolve_run("latest")
+    with pytest.raises(BadInput, match="no runs yet"):
+        store.resolve_run("42")
+    _begin(store)
     with pytest.raises(BadInput, match="run 42 does not exist"):
         store.resolve_run("42")
 

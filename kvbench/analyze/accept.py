@@ -1,0 +1,213 @@
+"""Acceptance of a server: rules kept as data (suites/rules/*.toml) judged against a run.
+
+A rule names a benchmark, a parameter subset and one threshold: a fraction of the path's
+peak, an absolute rate with its unit, or a ratio between two cases. A rule whose benchmark
+did not run is SKIP with the reason, never PASS.
+"""
+
+from __future__ import annotations
+
+import tomllib
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from kvbench.analyze.runs import RunDocument
+from kvbench.benches.params import format_params
+from kvbench.benches.registry import all_benches
+from kvbench.errors import BadInput
+from kvbench.resources import suites_dir
+
+RATE_UNITS = {"MB/s": 1e-3, "GB/s": 1.0, "TB/s": 1e3}
+
+
+class Threshold(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    value: float
+    unit: str
+
+
+class Ratio(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    of: dict[str, Any]
+    to: dict[str, Any]
+    min: float
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    bench: str
+    params: dict[str, Any] = {}
+    min_fraction_of_peak: float | None = None
+    min: Threshold | None = None
+    ratio: Ratio | None = None
+    why: str = ""
+
+    @model_validator(mode="after")
+    def one_threshold(self) -> Rule:
+        given = [x for x in (self.min_fraction_of_peak, self.min, self.ratio) if x is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of min_fraction_of_peak, min, ratio")
+        return self
+
+
+class RulesFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    match: dict[str, str] = {}  # gpu_name (substring) or pci_device_id; empty: every host
+    rule: list[Rule]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    rule: str
+    bench: str
+    case: str
+    verdict: str  # PASS | FAIL | SKIP
+    measured: str
+    threshold: str
+    why: str
+
+
+def load_rules(path: Path) -> RulesFile:
+    try:
+        rules = RulesFile.model_validate(tomllib.loads(path.read_text()))
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"rules {path}: TOML syntax error: {exc}") from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise BadInput(f"rules {path}: key '{'.'.join(map(str, err['loc']))}': {err['msg']}") from None
+    except FileNotFoundError:
+        raise BadInput(f"rules file '{path}' does not exist") from None
+    for rule in rules.rule:
+        if rule.min is not None and rule.min.unit not in RATE_UNITS:
+            raise BadInput(f"rules {path}: rule '{rule.id}' gives unit '{rule.min.unit}' but {rule.bench} "
+                           f"measures a rate: use {', '.join(RATE_UNITS)}")
+    return rules
+
+
+def applies(rules: RulesFile, gpus: list[dict[str, Any]]) -> bool:
+    if not rules.match:
+        return True
+    name, device = rules.match.get("gpu_name"), rules.match.get("pci_device_id")
+    return any((name and name.lower() in g["name"].lower()) or (device and device == g.get("pci_device_id"))
+               for g in gpus)
+
+
+def rules_for_host(gpus: list[dict[str, Any]], path: Path | None = None) -> list[RulesFile]:
+    """The rules file given, or every shipped file whose SKU matches this host (the default always)."""
+    if path is not None:
+        return [load_rules(path)]
+    return [r for r in (load_rules(p) for p in sorted((suites_dir() / "rules").glob("*.toml"))) if applies(r, gpus)]
+
+
+def _canonical(bench: str, params: dict[str, Any]) -> dict[str, Any]:
+    spec = all_benches().get(bench)
+    if spec is None:
+        return params
+    return {k: spec.params[k].parse(k, v) if k in spec.params else v for k, v in params.items()}
+
+
+def _matching(doc: RunDocument, bench: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    wanted = _canonical(bench, params)
+    return [r for r in doc["results"] if r["bench"] == bench and all(r["params"].get(k) == v for k, v in wanted.items())]
+
+
+def _case(bench: str, params: dict[str, Any], skip_defaults: bool = True) -> str:
+    spec = all_benches().get(bench)
+    canonical = _canonical(bench, params)
+    return format_params(canonical, spec.params if spec else None, skip_defaults=skip_defaults) or "all"
+
+
+def _not_run(bench: str) -> str:
+    if bench in all_benches():
+        return "not run: the suite has no such case"
+    return f"not run: benchmark {bench} is not available in this kvbench"
+
+
+def judge_rule(rule: Rule, doc: RunDocument) -> list[Verdict]:
+    head = {"rule": rule.id, "bench": rule.bench}
+    if rule.ratio is not None:
+        return _judge_ratio(rule, doc)
+    found = _matching(doc, rule.bench, rule.params)
+    threshold = (f"≥ {rule.min_fraction_of_peak:.0%} of peak" if rule.min_fraction_of_peak is not None
+                 else f"≥ {rule.min.value:g} {rule.min.unit}")
+    if not found:
+        return [Verdict(**head, case=_case(rule.bench, rule.params), verdict="SKIP", measured="-",
+                        threshold=threshold, why=_not_run(rule.bench))]
+    out = []
+    for r in found:
+        case = _case(r["bench"], r["params"])
+        if r["status"] != "ok":
+            verdict = "FAIL" if r["status"] == "failed" else "SKIP"
+            out.append(Verdict(**head, case=case, verdict=verdict, measured="-", threshold=threshold,
+                               why=f"{r['status']}: {r['reason']}"))
+            continue
+        rate = r["gbps"]["median"]
+        if rule.min_fraction_of_peak is not None:
+            if r["efficiency"] is None:
+                out.append(Verdict(**head, case=case, verdict="SKIP", measured=f"{rate:.2f} GB/s", threshold=threshold,
+                                   why=f"peak unknown: {r.get('peak_source') or 'no peak'}"))
+                continue
+            ok = r["efficiency"] >= rule.min_fraction_of_peak
+            measured = f"{r['efficiency']:.1%} of {r['peak_gbps']:.1f} GB/s"
+        else:
+            ok = rate >= rule.min.value * RATE_UNITS[rule.min.unit]
+            measured = f"{rate:.2f} GB/s"
+        out.append(Verdict(**head, case=case, verdict="PASS" if ok else "FAIL", measured=measured,
+                           threshold=threshold, why=rule.why))
+    return out
+
+
+def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
+    """One verdict per pair of ok cases that differ only in the ratio's `of` / `to` parameters."""
+    ratio = rule.ratio
+    threshold = f"≥ {ratio.min:g} x"
+    varying = set(ratio.of) | set(ratio.to)
+    tops = [r for r in _matching(doc, rule.bench, {**rule.params, **ratio.of}) if r["status"] == "ok"]
+    bottoms = [r for r in _matching(doc, rule.bench, {**rule.params, **ratio.to}) if r["status"] == "ok"]
+
+    def rest(r: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in r["params"].items() if k not in varying}
+
+    def same_case(a: dict[str, Any], b: dict[str, Any]) -> bool:  # and the same run, when several are judged
+        return rest(a) == rest(b) and a.get("run_id") == b.get("run_id")
+
+    out = []
+    for top in tops:
+        bottom = next((b for b in bottoms if same_case(b, top)), None)
+        if bottom is None:
+            continue
+        value = top["gbps"]["median"] / bottom["gbps"]["median"]
+        run = f"run {top['run_id']} " if top.get("run_id") is not None else ""
+        case = (f"{run}{_case(rule.bench, rest(top))}: {_case(rule.bench, ratio.of, False)} / "
+                f"{_case(rule.bench, ratio.to, False)}")
+        out.append(Verdict(rule.id, rule.bench, case, "PASS" if value >= ratio.min else "FAIL", f"{value:.2f} x",
+                           threshold, rule.why))
+    if not out:
+        case = f"{_case(rule.bench, {**rule.params, **ratio.of}, False)} / {_case(rule.bench, ratio.to, False)}"
+        out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold, _not_run(rule.bench)))
+    return out
+
+
+def judge(doc: RunDocument, rules: list[RulesFile]) -> list[Verdict]:
+    return [v for rules_file in rules for rule in rules_file.rule for v in judge_rule(rule, doc)]
+
+
+def junit_xml(verdicts: list[Verdict], name: str = "kvbench accept") -> str:
+    """One testcase per verdict; FAIL as <failure>, SKIP as <skipped>, with the reason."""
+    suite = ET.Element("testsuite", name=name, tests=str(len(verdicts)),
+                       failures=str(sum(v.verdict == "FAIL" for v in verdicts)),
+                       skipped=str(sum(v.verdict == "SKIP" for v in verdicts)), errors="0")
+    for v in verdicts:
+        case = ET.SubElement(suite, "testcase", classname=f"kvbench.accept.{v.bench}", name=f"{v.rule} [{v.case}]")
+        text = f"measured {v.measured}, threshold {v.threshold}; {v.why}".strip("; ")
+        if v.verdict == "FAIL":
+            ET.SubElement(case, "failure", message=text)
+        elif v.verdict == "SKIP":
+            ET.SubElement(case, "skipped", message=text)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True)

@@ -1,0 +1,72 @@
+"""Exports that existing CI dashboards read.
+
+* github-action-benchmark, `customBiggerIsBetter`: `[{"name", "unit", "value", "range", "extra"}]`.
+* pytest-benchmark's JSON (so `pytest-benchmark compare` reads it); its stats are in seconds
+  per operation, as pytest-benchmark's own are.
+"""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+import numpy as np
+
+from kvbench import __version__
+from kvbench.analyze.runs import RunDocument, ok_results
+
+
+def case_name(result: dict[str, Any]) -> str:
+    params = ",".join(f"{k}={v}" for k, v in sorted(result["params"].items()))
+    return f"{result['bench']}[{params}]"
+
+
+def github_action_benchmark(doc: RunDocument) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": case_name(r),
+            "unit": "GB/s",
+            "value": r["gbps"]["median"],
+            "range": f"{r['gbps']['p10']:.3f}..{r['gbps']['p90']:.3f}",
+            "extra": f"run {doc['run']['id']}; samples {r['samples']}; peak {r['peak_gbps'] or 'unknown'} GB/s",
+        }
+        for r in ok_results(doc)
+    ]
+
+
+def _stats(samples: list[float]) -> dict[str, Any]:
+    data = np.asarray(samples, dtype=float)
+    q1, median, q3 = np.percentile(data, [25, 50, 75])
+    iqr = q3 - q1
+    mean, std = float(data.mean()), float(data.std(ddof=1)) if data.size > 1 else 0.0
+    return {
+        "min": float(data.min()), "max": float(data.max()), "mean": mean, "stddev": std,
+        "rounds": int(data.size), "median": float(median), "iqr": float(iqr), "q1": float(q1), "q3": float(q3),
+        "iqr_outliers": int(((data < q1 - 1.5 * iqr) | (data > q3 + 1.5 * iqr)).sum()),
+        "stddev_outliers": int((np.abs(data - mean) > std).sum()),
+        "outliers": "0;0", "ld15iqr": float(data[data >= q1 - 1.5 * iqr].min()),
+        "hd15iqr": float(data[data <= q3 + 1.5 * iqr].max()), "ops": 1 / mean if mean else 0.0,
+        "total": float(data.sum()), "iterations": 1, "data": data.tolist(),
+    }
+
+
+def pytest_benchmark(doc: RunDocument) -> dict[str, Any]:
+    run = doc["run"]
+    return {
+        "machine_info": {"node": run["host_id"][:16], "processor": platform.processor(),
+                         "machine": platform.machine(), "python_version": platform.python_version()},
+        "commit_info": {"id": run.get("git_sha") or "", "dirty": bool(run.get("git_dirty")), "project": "kvbench"},
+        "benchmarks": [
+            {
+                "group": r["bench"], "name": case_name(r), "fullname": case_name(r),
+                "params": r["params"], "param": None,
+                "extra_info": {"bytes_per_op": r["bytes"], "gbps_median": r["gbps"]["median"]},
+                "options": {"disable_gc": False, "timer": "perf_counter", "min_rounds": 5, "max_time": 1.0,
+                            "min_time": 0.0, "warmup": True},
+                "stats": _stats(r["samples_s"]),
+            }
+            for r in ok_results(doc) if r.get("samples_s")
+        ],
+        "datetime": run["started_at"],
+        "version": f"kvbench-{__version__}",
+    }

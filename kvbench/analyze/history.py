@@ -1,0 +1,48 @@
+"""History of one case on one host, cut into segments where the level persistently shifts.
+
+A shift starts a new segment only when it is at least `threshold` away from the current
+segment's median and the next point confirms it; a one-off outlier does not (asv's idea,
+kept simple).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+THRESHOLD = 0.05
+
+
+@dataclass(frozen=True)
+class Segment:
+    start: int  # index of the first point
+    end: int  # index after the last point
+    median: float
+
+
+def _off(value: float, level: float, threshold: float) -> int:
+    """+1 / -1 when `value` is above / below `level` by at least `threshold` (relative), else 0."""
+    if level == 0:
+        return 0
+    change = value / level - 1
+    return 0 if abs(change) < threshold else (1 if change > 0 else -1)
+
+
+def segments(values: list[float], threshold: float = THRESHOLD, confirm: int = 2) -> list[Segment]:
+    """Segments of `values` (e.g. median GB/s per run, oldest first)."""
+    if not values:
+        return []
+    cuts = [0]
+    start = 0
+    i = 1
+    while i < len(values):
+        level = float(np.median(values[start:i]))
+        side = _off(values[i], level, threshold)
+        window = values[i : i + confirm]
+        if side and len(window) == confirm and all(_off(v, level, threshold) == side for v in window):
+            cuts.append(i)
+            start = i
+        i += 1
+    cuts.append(len(values))
+    return [Segment(a, b, float(np.median(values[a:b]))) for a, b in zip(cuts, cuts[1:], strict=False)]

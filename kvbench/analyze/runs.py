@@ -1,0 +1,62 @@
+"""Run documents: a run and its results in the JSON contract, from the store or an export file.
+
+Every analysis reads this one shape, so a stored run and a `--json` export compare alike.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kvbench.errors import BadInput
+from kvbench.result import row_to_json, run_to_json
+from kvbench.store.database import Store
+
+RunDocument = dict[str, Any]  # {"run": {...}, "results": [...]} as `kvbench run --json` writes it
+
+
+def run_document(store: Store, run_id: int) -> RunDocument:
+    """The run, its host's facts and every result with its raw samples."""
+    run = store.run(run_id)
+    host = store.host(run["host_id"]) or {}
+    return {
+        "run": run_to_json(run),
+        "host": {"id": run["host_id"], "hostname": host.get("hostname"), "facts": host.get("facts")},
+        "results": [row_to_json(r, store.samples(r["id"])) for r in store.results(run_id)],
+    }
+
+
+def load_document(ref: str, store_factory) -> RunDocument:
+    """A run by id, `latest`, `baseline` (the newest run tagged `baseline` on its host), or a JSON export path.
+
+    `store_factory` is called only when the store is needed, so comparing two files needs no database.
+    """
+    path = Path(ref)
+    if path.suffix == ".json" or path.is_file():
+        try:
+            doc = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise BadInput(f"export file '{ref}' does not exist") from None
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"export file '{ref}' is not JSON: {exc}") from None
+        if not isinstance(doc, dict) or "run" not in doc or "results" not in doc:
+            raise BadInput(f"export file '{ref}' is not a kvbench run export (no 'run' and 'results')")
+        return doc
+    store = store_factory()
+    if ref == "baseline":
+        return run_document(store, baseline_run(store))
+    return run_document(store, store.resolve_run(ref))
+
+
+def baseline_run(store: Store, host_id: str | None = None) -> int:
+    """The newest complete run tagged `baseline` (on `host_id` when given)."""
+    runs = [r for r in store.runs() if "baseline" in (r["tags"] or {}) and r["status"] == "complete"
+            and (host_id is None or r["host_id"] == host_id)]
+    if not runs:
+        raise BadInput("no run is tagged as baseline; tag one with 'kvbench run --tag baseline=1' or 'kvbench tag RUN baseline'")
+    return int(runs[-1]["id"])
+
+
+def ok_results(doc: RunDocument) -> list[dict[str, Any]]:
+    return [r for r in doc["results"] if r["status"] == "ok"]

@@ -1,0 +1,86 @@
+"""What a report says, computed once from run documents; HTML and Markdown only render it."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvbench.analyze.accept import Verdict, judge, rules_for_host
+from kvbench.analyze.compare import Comparison, compare_runs
+from kvbench.analyze.fit import fit_results
+from kvbench.analyze.restore_plan import TierPlan, restore_plan
+from kvbench.analyze.runs import RunDocument
+from kvbench.kv.geometry import get_model
+from kvbench.report import plots
+
+# Questions whose figures need GPU benchmarks; listed with the reason when the runs lack them.
+GPU_QUESTIONS = {
+    "pcie.h2d": "Pinned vs pageable: how much does page-locking host memory buy?",
+    "pcie.bidir": "Both directions at once: each direction and the sum",
+    "pcie.multi": "All GPUs at once: is the aggregate below the sum of singles (a shared uplink)?",
+    "pcie.numa": "NUMA near vs far: host memory on which node feeds which GPU fastest?",
+}
+
+
+@dataclass
+class Figure:
+    question: str
+    png_base64: str
+
+
+@dataclass
+class ReportContent:
+    title: str
+    runs: list[dict[str, Any]]
+    host: dict[str, Any] | None
+    results: list[dict[str, Any]]
+    figures: list[Figure] = field(default_factory=list)
+    missing: list[tuple[str, str]] = field(default_factory=list)
+    fits: list[tuple[dict[str, Any], Any]] = field(default_factory=list)
+    plan: list[TierPlan] = field(default_factory=list)
+    plan_title: str = ""
+    verdicts: list[Verdict] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
+    baseline: str | None = None
+
+
+def _figure(fig) -> Figure | None:
+    if fig is None:
+        return None
+    title = fig.axes[0].get_title()
+    return Figure(title, base64.b64encode(plots.png_bytes(fig)).decode())
+
+
+def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: str = "Llama-3.1-70B",
+          tokens: int = 8192, block_tokens: int = 16) -> ReportContent:
+    results = [{**r, "run_id": d["run"]["id"]} for d in docs for r in d["results"]]
+    host = next((d.get("host") for d in docs if d.get("host") and d["host"].get("facts")), None)
+    content = ReportContent(
+        title=f"kvbench report — run{'s' if len(docs) > 1 else ''} {', '.join(str(d['run']['id']) for d in docs)}",
+        runs=[d["run"] for d in docs], host=host, results=results,
+    )
+    benches = {r["bench"] for r in results if r["status"] == "ok"}
+    for bench in sorted(benches):
+        if fig := _figure(plots.bandwidth_vs_size(results, bench)):
+            content.figures.append(fig)
+    if fig := _figure(plots.kv_strategies(results)):
+        content.figures.append(fig)
+    content.missing = [(q, f"no {bench} results in these runs (GPU benchmarks did not run here)")
+                       for bench, q in GPU_QUESTIONS.items() if bench not in benches]
+    stored_rows = [{"bench": r["bench"], "status": r["status"], "params": r["params"], "bytes_per_op": r["bytes"],
+                    "median_s": (r.get("seconds") or {}).get("median"), "extra": r.get("metadata") or {}}
+                   for r in results]
+    content.fits = fit_results(stored_rows)
+    geometry = get_model(model)
+    plan_rows = [{"bench": r["bench"], "status": r["status"], "case_hash": r["case"], "params": r["params"],
+                  "gbps_median": (r.get("gbps") or {}).get("median"), "peak_gbps": r["peak_gbps"],
+                  "peak_source": r.get("peak_source"), "extra": r.get("metadata") or {}} for r in results]
+    content.plan = restore_plan(geometry, tokens, "bf16", 1, block_tokens, plan_rows)
+    content.plan_title = f"Restore {tokens} tokens of {geometry.name} (bf16, {block_tokens}-token blocks)"
+    gpus = ((host or {}).get("facts") or {}).get("gpus") or []
+    content.verdicts = judge({"results": results}, rules_for_host(gpus))
+    if baseline is not None:
+        content.baseline = f"run {baseline['run']['id']}"
+        content.comparisons = compare_runs(baseline, docs[-1])
+    return content

@@ -1,0 +1,51 @@
+"""HTML (one self-contained file, plots embedded) and Markdown from a ReportContent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2
+
+from kvbench.benches.params import format_params
+from kvbench.benches.registry import all_benches
+from kvbench.hardware.facts import Link
+from kvbench.report.content import ReportContent
+from kvbench.units import format_gbps, format_size
+
+_ENV = jinja2.Environment(loader=jinja2.PackageLoader("kvbench.report", "templates"),
+                          autoescape=lambda name: bool(name) and name.endswith(".html.j2"), undefined=jinja2.StrictUndefined)
+
+
+def params_text(params: dict[str, Any], bench_id: str | None = None) -> str:
+    """Parameters that differ from their benchmark's defaults, sizes in binary units."""
+    params = dict(params)
+    bench = all_benches().get(bench_id or params.pop("bench", ""))
+    if bench is None:
+        return " ".join(f"{k}={format_size(v) if k in ('size', 'fragment') and v else v}" for k, v in params.items())
+    return format_params(params, bench.params, skip_defaults=True) or "(defaults)"
+
+
+def _links(host: dict[str, Any] | None) -> list[dict[str, Any]]:
+    facts = (host or {}).get("facts") or {}
+    rows = []
+    for gpu in facts.get("gpus") or []:
+        link = Link(**gpu["link"])
+        rows.append({"device": f"GPU {gpu['index']} {gpu['name']}", "bus": gpu["bus_id"], "link": link})
+    for dev in facts.get("pci") or []:
+        link = Link(**dev["link"])
+        if link.downtrained:
+            rows.append({"device": f"PCI {dev['pci_class']}", "bus": dev["bdf"], "link": link})
+    return rows
+
+
+def _context(content: ReportContent) -> dict[str, Any]:
+    return {"c": content, "links": _links(content.host), "gbps": format_gbps, "params": params_text,
+            "ms": lambda s, missing="-": f"{s * 1e3:.2f} ms" if s is not None else missing}
+
+
+def html(content: ReportContent) -> str:
+    return _ENV.get_template("report.html.j2").render(**_context(content))
+
+
+def markdown(content: ReportContent) -> str:
+    return _ENV.get_template("report.md.j2").render(**_context(content))

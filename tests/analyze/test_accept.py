@@ -1,0 +1,87 @@
+"""Acceptance rules judged against a stored real run (tests/fixtures/runs/)."""
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from kvbench.analyze.accept import applies, judge, junit_xml, load_rules, rules_for_host
+from kvbench.errors import BadInput
+
+RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
+
+
+@pytest.fixture
+def quick():
+    return json.loads((RUNS / "quick-cpu-vm.json").read_text())
+
+
+def write(tmp_path, text):
+    path = tmp_path / "rules.toml"
+    path.write_text(text)
+    return path
+
+
+def test_absolute_fraction_and_ratio_rules(tmp_path, quick):
+    rules = load_rules(write(tmp_path, """
+name = "t"
+[[rule]]
+id = "floor"
+bench = "dram.copy"
+params = { size = "256MiB", threads = 1, fragment = 0 }
+min = { value = 1, unit = "GB/s" }
+[[rule]]
+id = "impossible"
+bench = "dram.copy"
+params = { size = "256MiB", threads = 1, fragment = 0 }
+min = { value = 10, unit = "TB/s" }
+[[rule]]
+id = "efficiency"
+bench = "dram.copy"
+params = { size = "256MiB", threads = 1, fragment = 0 }
+min_fraction_of_peak = 0.5
+[[rule]]
+id = "fragments"
+bench = "kv.restore"
+ratio = { of = { strategy = "host" }, to = { strategy = "contiguous" }, min = 0.01 }
+[[rule]]
+id = "gpu"
+bench = "hbm.read"
+min_fraction_of_peak = 0.9
+"""))
+    verdicts = {v.rule: v for v in judge(quick, [rules])}
+    assert verdicts["floor"].verdict == "PASS" and verdicts["floor"].measured.endswith("GB/s")
+    assert verdicts["impossible"].verdict == "FAIL"
+    assert verdicts["efficiency"].verdict == "SKIP" and "peak unknown" in verdicts["efficiency"].why
+    assert verdicts["fragments"].verdict == "PASS" and verdicts["fragments"].measured.endswith(" x")
+    assert verdicts["gpu"].verdict == "SKIP" and "hbm.read is not available" in verdicts["gpu"].why
+
+
+def test_a_unit_that_is_not_a_rate_is_refused(tmp_path):
+    path = write(tmp_path, 'name = "t"\n[[rule]]\nid = "x"\nbench = "dram.copy"\nmin = { value = 3, unit = "ms" }\n')
+    with pytest.raises(BadInput, match="rule 'x' gives unit 'ms'.*GB/s"):
+        load_rules(path)
+
+
+def test_a_rule_needs_exactly_one_threshold(tmp_path):
+    path = write(tmp_path, 'name = "t"\n[[rule]]\nid = "x"\nbench = "dram.copy"\n')
+    with pytest.raises(BadInput, match="exactly one of"):
+        load_rules(path)
+
+
+def test_sku_rules_apply_only_to_their_gpus():
+    h200 = [{"name": "NVIDIA H200", "pci_device_id": "0x233510de"}]
+    names = [r.name for r in rules_for_host(h200)]
+    assert names == ["default", "h200"]
+    assert [r.name for r in rules_for_host([])] == ["default"]
+    assert not applies(rules_for_host(h200)[1], [{"name": "NVIDIA B200"}])
+
+
+def test_junit_has_one_testcase_per_verdict(quick):
+    verdicts = judge(quick, rules_for_host([]))
+    root = ET.fromstring(junit_xml(verdicts))
+    assert root.tag == "testsuite" and int(root.get("tests")) == len(verdicts)
+    assert int(root.get("skipped")) == sum(v.verdict == "SKIP" for v in verdicts)
+    skipped = [c for c in root if c.find("skipped") is not None]
+    assert all(c.find("skipped").get("message") for c in skipped)

@@ -1,0 +1,79 @@
+"""Reports rendered from stored real runs (tests/fixtures/runs/), checked in a real browser."""
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kvbench.report import content, plots, render
+
+RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
+
+
+def docs():
+    return [json.loads((RUNS / name).read_text()) for name in ("quick-cpu-vm.json", "kv-restore-cpu-vm.json")]
+
+
+@pytest.fixture(scope="module")
+def built():
+    quick, kv = docs()
+    return content.build([quick, kv], baseline=quick)
+
+
+def test_report_answers_each_question_it_has_data_for(built):
+    questions = [f.question for f in built.figures]
+    assert "How fast does dram.copy move bytes, by transfer size?" in questions
+    assert "How close does each KV strategy get to one contiguous copy, by block size?" in questions
+    assert len(built.missing) == 4 and all("did not run here" in why for _, why in built.missing)
+    assert any(fit and fit.alpha_us > 0 for _, fit in built.fits)
+    assert built.plan and built.plan[0].tier == "DRAM → DRAM" and built.plan[0].measured_gbps > 0
+    assert {v.verdict for v in built.verdicts} >= {"PASS", "SKIP"}
+    assert any(c.verdict == "unchanged" for c in built.comparisons)
+
+
+def test_html_is_self_contained(built):
+    html = render.html(built)
+    images = re.findall(r'<img alt="[^"]+" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(images) == len(built.figures) == 2
+    assert "http://" not in html and "https://" not in html  # nothing to fetch
+    for section in ("Host", "Figures", "Per-fragment cost", "Restore 8192 tokens", "Acceptance", "Regressions"):
+        assert f"<h2>{section}" in html
+
+
+def test_markdown_has_the_tables(built):
+    md = render.markdown(built)
+    assert "| rule | case | verdict |" in md and "## Regressions vs baseline run" in md
+    assert "&#39;" not in md  # no HTML escaping in Markdown
+
+
+def test_single_figure_for_a_slide(tmp_path):
+    quick = docs()[0]
+    for name in ("fig.png", "fig.svg"):
+        plots.save(plots.bandwidth_vs_size(quick["results"], "dram.copy"), str(tmp_path / name))
+        assert (tmp_path / name).stat().st_size > 10_000
+    assert plots.bandwidth_vs_size(quick["results"], "hbm.read") is None
+
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--enable-logging=stderr", "--v=0"]
+
+
+def test_the_page_loads_in_chromium_with_every_image(built, tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium is not installed (.ci/run installs Debian's chromium)")
+    page = tmp_path / "report.html"
+    page.write_text(render.html(built))
+    common = [browser, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,2400"]
+    dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert 'data-images="2"' in dom.stdout and 'data-broken-images="0"' in dom.stdout
+    console_errors = [line for line in dom.stderr.splitlines() if "CONSOLE" in line and ("rror" in line or "Uncaught" in line)]
+    assert console_errors == []
+    shot = tmp_path / "report.png"
+    subprocess.run([*common, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000

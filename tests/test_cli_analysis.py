@@ -1,0 +1,135 @@
+"""accept, compare, export, tag, history, fleet, report and plot as a user runs them."""
+
+import copy
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, run_cli
+
+QUICK = FIXTURES / "runs" / "quick-cpu-vm.json"
+
+
+def slowed(tmp_path: Path, factor: float = 1.25) -> Path:
+    """The stored quick run with every dram.copy sample `factor` slower: a known regression."""
+    doc = json.loads(QUICK.read_text())
+    new = copy.deepcopy(doc)
+    new["run"]["id"] = 99
+    for r in new["results"]:
+        if r["bench"] == "dram.copy" and r["status"] == "ok":
+            r["samples_s"] = [s * factor for s in r["samples_s"]]
+            r["gbps"] = {k: v / factor for k, v in r["gbps"].items()}
+    path = tmp_path / "slowed.json"
+    path.write_text(json.dumps(new))
+    return path
+
+
+def test_compare_finds_the_regression_and_exits_1(tmp_path):
+    proc = run_cli("compare", str(QUICK), str(slowed(tmp_path)), "--format", "json")
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    verdicts = {c["case"]: c["verdict"] for c in doc["comparisons"]}
+    assert list(verdicts.values()).count("regression") >= 8  # every steady dram.copy case
+    assert "regression(s) from run" in proc.stderr
+
+
+def test_compare_markdown_for_a_ci_summary(tmp_path):
+    proc = run_cli("compare", str(QUICK), str(slowed(tmp_path)), "--format", "markdown")
+    assert proc.stdout.startswith("### run") and "**regression**" in proc.stdout
+
+
+def test_unchanged_runs_pass(tmp_path):
+    proc = run_cli("compare", str(QUICK), str(slowed(tmp_path, 1.0)))
+    assert proc.returncode == 0 and "regression" not in proc.stdout.replace("(regression:", "")
+
+
+def test_compare_refuses_another_host(tmp_path):
+    other = json.loads(QUICK.read_text())
+    other["run"]["host_id"] = "0" * 64
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(other))
+    proc = run_cli("compare", str(QUICK), str(path))
+    assert proc.returncode == 2 and "different hosts" in proc.stderr and "--cross-host" in proc.stderr
+    assert run_cli("compare", str(QUICK), str(path), "--cross-host").returncode == 0
+
+
+def test_export_formats(tmp_path):
+    gab = json.loads(run_cli("export", str(QUICK), "--format", "github-action-benchmark").stdout)
+    assert gab[0]["unit"] == "GB/s"
+    target = tmp_path / "pb.json"
+    assert run_cli("export", str(QUICK), "--format", "pytest-benchmark", "-o", str(target)).returncode == 0
+    assert json.loads(target.read_text())["benchmarks"]
+
+
+def test_accept_judges_a_stored_run_and_writes_junit(tmp_path):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db).returncode == 0
+    rules = tmp_path / "rules.toml"
+    rules.write_text('name = "t"\n[[rule]]\nid = "too-fast"\nbench = "dram.copy"\n'
+                     'min = { value = 100, unit = "TB/s" }\n[[rule]]\nid = "gpu"\nbench = "hbm.read"\n'
+                     'min_fraction_of_peak = 0.9\n')
+    junit = tmp_path / "accept.xml"
+    proc = run_cli("accept", "--run", "latest", "--rules", str(rules), "--junit", str(junit), "--db", db)
+    assert proc.returncode == 1 and "acceptance rule(s) failed: too-fast" in proc.stderr
+    assert "FAIL" in proc.stdout and "SKIP" in proc.stdout
+    root = ET.parse(junit).getroot()
+    assert root.get("failures") == "2" and root.get("skipped") == "1"  # two dram.copy cases fail, hbm skips
+
+
+def test_accept_runs_the_suite_with_the_shipped_rules(tmp_path):
+    suite = tmp_path / "acc.toml"
+    suite.write_text('name = "acc"\n[settings]\nsamples = 5\nmin_sample_s = 0.002\n[[bench]]\nid = "dram.copy"\n'
+                     'params = { size = "8MiB", primitive = "memcpy" }\n')
+    proc = run_cli("accept", "--suite", str(suite), "--db", f"sqlite:///{tmp_path / 'k.sqlite'}")
+    assert proc.returncode == 0, proc.stderr
+    assert "hbm-read" in proc.stdout and "SKIP" in proc.stdout
+
+
+def test_a_rules_unit_mismatch_is_bad_input(tmp_path):
+    rules = tmp_path / "rules.toml"
+    rules.write_text('name = "t"\n[[rule]]\nid = "lat"\nbench = "dram.copy"\nmin = { value = 3, unit = "us" }\n')
+    proc = run_cli("accept", "--run", "latest", "--rules", str(rules), "--db", f"sqlite:///{tmp_path / 'k.sqlite'}")
+    assert proc.returncode == 2 and "unit 'us'" in proc.stderr
+
+
+def test_tag_baseline_then_compare_and_history(tmp_path):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    for _ in range(2):
+        assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db).returncode == 0
+    assert "baseline=1" in run_cli("tag", "1", "baseline", "--db", db).stdout
+    proc = run_cli("compare", "baseline", "latest", "--db", db)
+    assert proc.returncode in (0, 1) and "run 1 → run 2" in proc.stdout
+    hist = run_cli("history", "dram.copy", "--params", "fragment=4KiB", "--db", db)
+    assert hist.returncode == 0, hist.stderr
+    assert hist.stdout.count("fragment=4KiB") == 1 and "segment" in hist.stdout
+
+
+def test_report_and_plot_from_the_database(tmp_path):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    assert run_cli("run", "--suite", "tests/fixtures/kv-sweep.toml", "--db", db).returncode == 0
+    page = tmp_path / "r.html"
+    assert run_cli("report", "latest", "-o", str(page), "--db", db).returncode == 0
+    html = page.read_text()
+    assert "data:image/png;base64," in html and "Restore 8192 tokens of Llama-3.1-70B" in html
+    md = run_cli("report", "latest", "--format", "markdown", "-o", "-", "--db", db)
+    assert "| rule | case | verdict |" in md.stdout
+    fig = tmp_path / "kv.svg"
+    assert run_cli("plot", "latest", "--bench", "kv.restore", "-o", str(fig), "--db", db).returncode == 0
+    assert fig.read_text().lstrip().startswith("<?xml")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["report", "-o", "x.html"], "holds no runs yet"),
+    (["report", "5"], "holds no runs yet"),
+    (["compare", "1", "2"], "holds no runs yet"),
+    (["compare", "baseline", "latest"], "no run is tagged as baseline"),
+    (["fleet"], "no results in"),
+    (["history", "dram.copy"], "no dram.copy results for this host"),
+    (["plot", "-o", "x.gif"], "use a .png or .svg file"),
+])
+def test_analysis_bad_input_on_an_empty_database(tmp_path, args, message):
+    proc = run_cli(*args, "--db", f"sqlite:///{tmp_path / 'empty.sqlite'}")
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
