@@ -37,6 +37,12 @@ class Ratio(BaseModel):
     min: float
 
 
+class Spread(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    over: str  # the parameter that differs, e.g. gpu
+    max: float  # largest allowed shortfall from the fastest, as a fraction
+
+
 class Rule(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
@@ -45,13 +51,18 @@ class Rule(BaseModel):
     min_fraction_of_peak: float | None = None
     min: Threshold | None = None
     ratio: Ratio | None = None
+    spread: Spread | None = None
+    link_at_max: bool | None = None  # the result's link, read under load, at max gen and width
+    replay_unchanged: bool | None = None  # no PCIe replay-counter increase during the result
     why: str = ""
 
     @model_validator(mode="after")
     def one_threshold(self) -> Rule:
-        given = [x for x in (self.min_fraction_of_peak, self.min, self.ratio) if x is not None]
+        given = [x for x in (self.min_fraction_of_peak, self.min, self.ratio, self.spread, self.link_at_max,
+                             self.replay_unchanged) if x is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of min_fraction_of_peak, min, ratio")
+            raise ValueError("give exactly one of min_fraction_of_peak, min, ratio, spread, link_at_max, "
+                             "replay_unchanged")
         return self
 
 
@@ -133,6 +144,10 @@ def judge_rule(rule: Rule, doc: RunDocument) -> list[Verdict]:
     head = {"rule": rule.id, "bench": rule.bench}
     if rule.ratio is not None:
         return _judge_ratio(rule, doc)
+    if rule.spread is not None:
+        return _judge_spread(rule, doc)
+    if rule.link_at_max or rule.replay_unchanged:
+        return _judge_recorded(rule, doc)
     found = _matching(doc, rule.bench, rule.params)
     threshold = (f"≥ {rule.min_fraction_of_peak:.0%} of peak" if rule.min_fraction_of_peak is not None
                  else f"≥ {rule.min.value:g} {rule.min.unit}")
@@ -191,6 +206,62 @@ def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
     if not out:
         case = f"{_case(rule.bench, {**rule.params, **ratio.of}, False)} / {_case(rule.bench, ratio.to, False)}"
         out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold, _not_run(rule.bench)))
+    return out
+
+
+def _judge_spread(rule: Rule, doc: RunDocument) -> list[Verdict]:
+    """Cases that differ only in `spread.over` (e.g. every GPU of a run) within `max` of the fastest."""
+    over = rule.spread.over
+    threshold = f"all within {rule.spread.max:.0%} of the fastest {over}"
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in _matching(doc, rule.bench, rule.params):
+        if r["status"] == "ok":
+            key = (r.get("run_id"), tuple(sorted((k, str(v)) for k, v in r["params"].items() if k != over)))
+            groups.setdefault(key, []).append(r)
+    out = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        rates = {str(m["params"].get(over)): m["gbps"]["median"] for m in members}
+        fastest = max(rates.values())
+        slowest_key = min(rates, key=rates.__getitem__)
+        shortfall = 1 - rates[slowest_key] / fastest
+        case = f"{_case(rule.bench, {k: v for k, v in members[0]['params'].items() if k != over})}: {over} " +             ", ".join(rates)
+        out.append(Verdict(rule.id, rule.bench, case, "PASS" if shortfall <= rule.spread.max else "FAIL",
+                           f"{over}={slowest_key} {shortfall:.1%} below the fastest", threshold, rule.why))
+    if not out:
+        out.append(Verdict(rule.id, rule.bench, _case(rule.bench, rule.params), "SKIP", "-", threshold,
+                           _not_run(rule.bench) if not _matching(doc, rule.bench, rule.params)
+                           else f"fewer than two values of {over} in one run"))
+    return out
+
+
+def _judge_recorded(rule: Rule, doc: RunDocument) -> list[Verdict]:
+    """Facts a GPU benchmark records with its result: the link under load, the replay-counter delta."""
+    found = [r for r in _matching(doc, rule.bench, rule.params) if r["status"] == "ok"]
+    threshold = "link at max gen/width under load" if rule.link_at_max else "replay counter unchanged"
+    if not found:
+        return [Verdict(rule.id, rule.bench, _case(rule.bench, rule.params), "SKIP", "-", threshold,
+                        _not_run(rule.bench))]
+    out = []
+    for r in found:
+        meta = r.get("metadata") or {}
+        case = _case(r["bench"], r["params"])
+        if rule.link_at_max:
+            link = meta.get("link")
+            if not link:
+                out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold, "the result recorded no link"))
+                continue
+            ok = link["gen"] == link["max_gen"] and link["width"] == link["max_width"]
+            measured = f"Gen{link['gen']} x{link['width']} of Gen{link['max_gen']} x{link['max_width']}"
+        else:
+            if "pcie_replay_delta" not in meta:
+                out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold,
+                                   "the result recorded no replay counter"))
+                continue
+            ok = meta["pcie_replay_delta"] == 0
+            measured = f"+{meta['pcie_replay_delta']} replays"
+        out.append(Verdict(rule.id, rule.bench, case, "PASS" if ok else "FAIL", measured, threshold, rule.why))
     return out
 
 

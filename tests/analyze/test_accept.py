@@ -85,3 +85,43 @@ def test_junit_has_one_testcase_per_verdict(quick):
     assert int(root.get("skipped")) == sum(v.verdict == "SKIP" for v in verdicts)
     skipped = [c for c in root if c.find("skipped") is not None]
     assert all(c.find("skipped").get("message") for c in skipped)
+
+
+def gpu_doc():
+    """Recorded facts of a synthetic 4-GPU run, to exercise the rules GPU benchmarks feed."""
+    def r(gpu, gbps, link, replays):
+        return {"bench": "dram.copy", "params": {"size": 1 << 28, "threads": gpu}, "status": "ok",
+                "gbps": {"median": gbps}, "metadata": {"link": link, "pcie_replay_delta": replays}}
+
+    full = {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16}
+    x8 = {"gen": 5, "width": 8, "max_gen": 5, "max_width": 16}
+    return {"results": [r(1, 54.0, full, 0), r(2, 53.5, full, 0), r(3, 27.0, x8, 12), r(4, 54.2, full, 0)]}
+
+
+def test_spread_link_and_replay_rules(tmp_path):
+    rules = load_rules(write(tmp_path, """
+name = "t"
+[[rule]]
+id = "spread"
+bench = "dram.copy"
+spread = { over = "threads", max = 0.10 }
+[[rule]]
+id = "link"
+bench = "dram.copy"
+link_at_max = true
+[[rule]]
+id = "replay"
+bench = "dram.copy"
+replay_unchanged = true
+"""))
+    verdicts = judge(gpu_doc(), [rules])
+    (spread,) = [v for v in verdicts if v.rule == "spread"]
+    assert spread.verdict == "FAIL" and spread.measured.startswith("threads=3 50.")
+    links = [v.verdict for v in verdicts if v.rule == "link"]
+    assert links == ["PASS", "PASS", "FAIL", "PASS"]
+    assert [v.measured for v in verdicts if v.rule == "replay"][2] == "+12 replays"
+
+
+def test_recorded_fact_rules_skip_when_nothing_was_recorded(quick):
+    verdicts = [v for v in judge(quick, rules_for_host([])) if v.rule in ("pcie-link-at-max", "multi-gpu-spread")]
+    assert verdicts and all(v.verdict == "SKIP" for v in verdicts)
