@@ -513,6 +513,25 @@ def crosscheck_dram(
     render(out, run_crosscheck(parse_size(size), repeats))
 
 
+@crosscheck_app.command("storage")
+def crosscheck_storage(
+    io_size: Annotated[str, typer.Option(help="bytes per I/O")] = "1MiB",
+    depth: Annotated[int, typer.Option(help="I/Os in flight (fio iodepth = kvbench batch)")] = 32,
+    file_size: Annotated[str, typer.Option(help="file size")] = "256MiB",
+    path: Annotated[str | None, typer.Option(help="directory (default: system temp dir)")] = None,
+    api: Annotated[str, typer.Option(help="engine on both sides: aio (fio libaio) | uring (fio io_uring)")] = "aio",
+) -> None:
+    """fio next to kvbench storage.read through NIXL POSIX: same directory, sizes, depth, engine, O_DIRECT."""
+    from kvbench.crosscheck.dram import render
+    from kvbench.crosscheck.storage import crosscheck_storage as run_crosscheck
+    from kvbench.units import parse_size
+
+    if api not in ("aio", "uring"):
+        raise BadInput(f"bad --api '{api}': choose aio or uring")
+    figures = run_crosscheck(parse_size(io_size, "io_size"), depth, parse_size(file_size, "file_size"), path, api)
+    render(out, figures, f"storage.read crosscheck ({io_size}, depth {depth}, {api}, GB/s = 1e9 B/s)", goal=0.90)
+
+
 @app.command()
 def version() -> None:
     """Print kvbench's version."""

@@ -40,6 +40,8 @@ class Result:
     @property
     def warnings(self) -> list[str]:
         out = list(self.measurement.warnings) if self.measurement else []
+        if self.metadata.get("warning"):
+            out.append(self.metadata["warning"])
         if self.efficiency is not None and self.efficiency > 1.0:
             out.append(f"above 100% of peak ({self.efficiency:.0%}): a measurement bug, not a result")
         return out

@@ -6,6 +6,7 @@ A benchmark names its path as segments: `("dram_copy",)`, `("dram_read",)`, `("g
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,6 +50,13 @@ def segment_peak(segment: Segment, facts: HostFacts) -> tuple[Peak | None, str |
         ports = segment[2] if len(segment) > 2 else 1
         peak = peaks.nic_peak(nic, ports) if nic else None
         return (peak, None) if peak else (None, f"NIC {segment[1]} rate unknown")
+    if kind == "loopback":  # both agents on this host: no link of the network is crossed
+        return None, f"peer={segment[1]} on this host: no network link to take a peak from"
+    if kind == "storage":  # a filesystem's source device: an NVMe drive has a peak, others do not
+        nvme = nvme_of(segment[1])
+        if nvme is None:
+            return None, f"no spec peak for storage on {segment[1]} (not an NVMe drive)"
+        return segment_peak(("nvme", nvme), facts)
     if kind == "nvme":
         dev = next((n for n in facts.nvme if n.name == segment[1]), None)
         bdf = sysfs.normalize_bdf(dev.bdf) if dev and dev.bdf else None
@@ -56,6 +64,12 @@ def segment_peak(segment: Segment, facts: HostFacts) -> tuple[Peak | None, str |
         peak = peaks.nvme_peak(pci.link) if pci else None
         return (peak, None) if peak else (None, f"NVMe {segment[1]} link unknown")
     raise ValueError(f"unknown path segment {segment!r}")
+
+
+def nvme_of(device: str) -> str | None:
+    """`/dev/nvme0n1p2` → `nvme0`."""
+    match = re.match(r"/dev/(nvme\d+)n\d+", device)
+    return match.group(1) if match else None
 
 
 def path_peak(segments: Sequence[Segment], facts: HostFacts) -> PathPeak:

@@ -1,0 +1,151 @@
+"""NIXL, the data plane for storage and network transfers: import, availability, agents, and one
+prepared transfer that a measurement can post again and again.
+
+The Python module is `nixl` (meta package) or `nixl_cu13` / `nixl_cu12`; it works on a machine
+without a GPU (UCX and POSIX plugins). Transfers are prepared once (`prep_xfer_dlist` +
+`make_prepped_xfer` from numpy descriptor arrays), so Python is not what gets measured.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import time
+from types import ModuleType
+
+import numpy as np
+
+DEFAULT_TIMEOUT_S = 60.0
+
+
+@functools.cache
+def nixl_api() -> ModuleType | None:
+    # NIXL logs every agent and backend at INFO, which would flood the progress bar.
+    os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")
+    for name in ("nixl._api", "nixl_cu13._api", "nixl_cu12._api"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
+def nixl_version() -> str | None:
+    from importlib import metadata
+
+    for dist in ("nixl", "nixl-cu13", "nixl-cu12"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def nixl_unavailable_reason() -> str | None:
+    if nixl_api() is None:
+        return "NIXL is not installed (pip install nixl-cu13, or the cu12/cu13 extra)"
+    return None
+
+
+@functools.cache
+def plugins() -> tuple[str, ...]:
+    """Backend plugins this NIXL build can load (creating none of them)."""
+    api = nixl_api()
+    if api is None:
+        return ()
+    agent = api.nixl_agent("kvbench-probe", api.nixl_agent_config(backends=[]))
+    return tuple(agent.get_plugin_list())
+
+
+@functools.cache
+def backend_unavailable_reason(backend: str) -> str | None:
+    """None when `backend` (UCX, POSIX, GDS, GDS_MT) can be instantiated here, else why not."""
+    reason = nixl_unavailable_reason()
+    if reason:
+        return reason
+    if backend not in plugins():
+        return f"NIXL plugin {backend} is missing (available: {', '.join(plugins())})"
+    api = nixl_api()
+    agent = api.nixl_agent(f"kvbench-probe-{backend.lower()}", api.nixl_agent_config(backends=[]))
+    try:
+        agent.create_backend(backend)
+    except Exception as exc:  # the plugin's own error (e.g. GDS without CUDA / cuFile)
+        return f"NIXL backend {backend} cannot start here: {str(exc).strip().splitlines()[0][:160]}"
+    return None
+
+
+def make_agent(name: str, backends: list[str], threads: int = 0, listen_port: int | None = None,
+               telemetry: bool = True, backend_params: dict[str, str] | None = None):
+    """An agent with `backends` created; `backend_params` go to every backend's init (e.g. use_uring)."""
+    api = nixl_api()
+    config = api.nixl_agent_config(
+        enable_prog_thread=True, enable_listen_thread=listen_port is not None,
+        listen_port=listen_port or 0, capture_telemetry=telemetry, num_threads=threads,
+        backends=[] if backend_params else backends,
+    )
+    agent = api.nixl_agent(name, config)
+    if backend_params:
+        for backend in backends:
+            agent.create_backend(backend, dict(backend_params))
+    return agent
+
+
+def desc_array(addresses: np.ndarray, lengths: np.ndarray, device: int | np.ndarray = 0) -> np.ndarray:
+    """An Nx3 uint64 array of (address or file offset, length, device id or fd) rows."""
+    n = len(lengths)
+    out = np.empty((n, 3), dtype=np.uint64)
+    out[:, 0] = addresses
+    out[:, 1] = lengths
+    out[:, 2] = device
+    return out
+
+
+class PreparedTransfer:
+    """One NIXL request, prepared once; `run()` posts it and waits until it is done."""
+
+    def __init__(self, agent, operation: str, local: np.ndarray, local_mem: str, remote: np.ndarray,
+                 remote_mem: str, remote_agent: str, backends: list[str] | None = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.agent = agent
+        self.timeout_s = timeout_s
+        backends = backends or []
+        self._local = agent.prep_xfer_dlist("NIXL_INIT_AGENT", local, local_mem, backends=backends)
+        self._remote = agent.prep_xfer_dlist(remote_agent, remote, remote_mem, backends=backends)
+        indices = np.arange(len(local), dtype=np.int32)
+        self.handle = agent.make_prepped_xfer(operation, self._local, indices, self._remote, indices,
+                                              backends=backends)
+
+    @property
+    def backend(self) -> str:
+        """The backend NIXL chose for this request (query_xfer_backend)."""
+        return self.agent.query_xfer_backend(self.handle)
+
+    def run(self) -> None:
+        state = self.agent.transfer(self.handle)
+        deadline = None
+        while state == "PROC":
+            state = self.agent.check_xfer_state(self.handle)
+            if state == "PROC":
+                deadline = deadline or time.monotonic() + self.timeout_s
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"NIXL transfer did not finish within {self.timeout_s:.0f} s")
+        if state != "DONE":
+            raise RuntimeError("NIXL transfer failed (state ERR): the peer or the backend reported an error")
+
+    def telemetry(self) -> dict[str, float] | None:
+        """Post and transfer time of the last request in µs, when telemetry was captured."""
+        try:
+            t = self.agent.get_xfer_telemetry(self.handle)
+        except Exception:
+            return None
+        return {"post_us": float(t.postDuration), "xfer_us": float(t.xferDuration), "descs": int(t.descCount)}
+
+    def release(self) -> None:
+        for release in (lambda: self.agent.release_xfer_handle(self.handle),
+                        lambda: self.agent.release_dlist_handle(self._local),
+                        lambda: self.agent.release_dlist_handle(self._remote)):
+            try:
+                release()
+            except Exception:
+                pass

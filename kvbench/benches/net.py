@@ -1,0 +1,154 @@
+"""`net.write` / `net.read`: local memory ↔ a remote NIXL agent's memory over UCX.
+
+Each operation is one NIXL request of `batch` descriptors of `block_size` bytes. The far side
+is a second agent in this process (`peer=inproc`) or `python -m kvbench.peer` in another
+process on this host (`peer=local`, metadata through NIXL's listener on 127.0.0.1).
+`device` memory on either side asks UCX for GPUDirect RDMA; the result records the backend
+NIXL chose.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from typing import Any
+
+import numpy as np
+
+from kvbench.backends.nixl import PreparedTransfer, backend_unavailable_reason, desc_array, make_agent, nixl_version
+from kvbench.benches.base import Benchmark, Prepared
+from kvbench.benches.params import Param
+from kvbench.benches.registry import register
+from kvbench.errors import IntegrityError
+from kvbench.hardware.path import Segment
+from kvbench.measure.engine import Workload
+from kvbench.memory.host import available_host_bytes, check_fits
+from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
+from kvbench.memory.nixl_regions import nixl_memory
+from kvbench.memory.pattern import fill_pattern
+from kvbench.net_peers import InprocPeer, ProcessPeer, expected_crc, free_port
+
+REMOTE_SEED, LOCAL_SEED = 11, 23
+
+
+def ucx_settings() -> dict[str, str]:
+    """The UCX environment that decides transports and devices (what UCX picked is not exposed)."""
+    return {k: v for k, v in os.environ.items() if k.startswith("UCX_")}
+
+
+class _Net(Benchmark):
+    operation: str  # READ pulls remote → local, WRITE pushes local → remote
+    params = {
+        "local": Param("memory", "pageable", "this side's memory: pageable | numa:N | pinned | device"),
+        "remote": Param("memory", "pageable", "the peer's memory kind"),
+        "block_size": Param("size", "1MiB", "bytes per descriptor", minimum=1),
+        "batch": Param("int", 64, "descriptors per request", minimum=1),
+        "threads": Param("int", 0, "UCX backend threads (0: default)", minimum=0),
+        "peer": Param("choice", "inproc", "far side: inproc | local (another process)", choices=("inproc", "local")),
+        "timeout_s": Param("int", 30, "seconds to wait for the peer", minimum=1),
+    }
+
+    def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
+        reason = backend_unavailable_reason("UCX")
+        if reason:
+            return reason
+        for key in ("local", "remote"):
+            kind = parse_kind(params[key])
+            if kind.name not in ("pageable", "numa", "pinned", "device"):
+                return f"{key}={params[key]}: not a memory kind NIXL can register"
+            reason = kind_unavailable_reason(kind)
+            if reason:
+                return f"{key}={params[key]}: {reason}"
+        return None
+
+    def validate(self, params: dict[str, Any]) -> None:
+        check_fits(2 * params["block_size"] * params["batch"], "local + remote buffers", available_host_bytes())
+
+    def path(self, params: dict[str, Any]) -> list[Segment]:
+        return [("loopback", params["peer"])]
+
+    def prepare(self, params: dict[str, Any]) -> Prepared:
+        size = params["block_size"] * params["batch"]
+        listen = free_port() if params["peer"] == "local" else None
+        agent = make_agent(f"kvbench-net-{os.getpid()}-{self.operation.lower()}", ["UCX"], params["threads"],
+                           listen_port=listen)
+        region = allocate(params["local"], size)
+        peer = None
+        try:
+            if params["peer"] == "inproc":
+                peer = InprocPeer(agent, size, params["remote"], REMOTE_SEED)
+            else:
+                peer = ProcessPeer(agent, listen, size, params["remote"], REMOTE_SEED, params["timeout_s"])
+            mem_type, base, device = nixl_memory(region)
+            agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
+            offsets = np.arange(params["batch"], dtype=np.uint64) * np.uint64(params["block_size"])
+            lengths = np.full(params["batch"], params["block_size"])
+            transfer = PreparedTransfer(agent, self.operation, desc_array(base + offsets, lengths, device), mem_type,
+                                        desc_array(peer.base + offsets, lengths, peer.device), peer.mem_type,
+                                        peer.name, ["UCX"], timeout_s=params["timeout_s"])
+        except BaseException:
+            if peer is not None:
+                peer.close()
+            region.close()
+            raise
+
+        def local_bytes() -> np.ndarray:
+            return region.host_array if region.host_array is not None else region.device_array.get()
+
+        if self.operation == "WRITE":
+            if region.host_array is not None:
+                fill_pattern(region.host_array, seed=LOCAL_SEED)
+            else:
+                pattern = np.empty(size, dtype=np.uint8)
+                fill_pattern(pattern, seed=LOCAL_SEED)
+                region.device_array.set(pattern)
+            want_crc = expected_crc(size, LOCAL_SEED)
+
+            def reset() -> None:
+                peer.zero()
+
+            def check() -> None:
+                if peer.crc() != want_crc:
+                    raise IntegrityError("the peer's buffer does not hold the bytes written (crc32 differs)")
+        else:
+            want_crc = expected_crc(size, REMOTE_SEED)
+
+            def reset() -> None:
+                if region.host_array is not None:
+                    region.host_array.fill(0)
+                else:
+                    region.device_array.fill(0)
+
+            def check() -> None:
+                if zlib.crc32(memoryview(np.ascontiguousarray(local_bytes()))) != want_crc:
+                    raise IntegrityError("the local buffer does not hold the peer's bytes (crc32 differs)")
+
+        metadata = {
+            "nixl_backend": transfer.backend, "nixl_version": nixl_version(), "ucx_env": ucx_settings(),
+            "gpu_memory": any(parse_kind(params[k]).name == "device" for k in ("local", "remote")),
+            "buffers": {"local": region.describe(), "remote": peer.describe()},
+        }
+
+        def derive(_m) -> dict[str, Any]:
+            return {"telemetry": transfer.telemetry()}
+
+        def close() -> None:
+            transfer.release()
+            peer.close()
+            region.close()
+
+        return Prepared(Workload(size, transfer.run, reset, check), metadata, close, derive)
+
+
+@register
+class NetWrite(_Net):
+    id = "net.write"
+    description = "local memory to a remote NIXL agent over UCX (RDMA write where available)"
+    operation = "WRITE"
+
+
+@register
+class NetRead(_Net):
+    id = "net.read"
+    description = "a remote NIXL agent's memory to local memory over UCX (RDMA read where available)"
+    operation = "READ"

@@ -1,0 +1,194 @@
+"""`storage.read` / `storage.write`: files ↔ host or GPU memory through NIXL (POSIX, GDS, GDS_MT).
+
+Each operation is one NIXL request of `batch` descriptors of `io_size` bytes (the requests in
+flight). Requests are prepared once and cycled; files are cold (written, fsynced, dropped from
+the page cache) and opened O_DIRECT — where the filesystem refuses O_DIRECT the result says
+`page-cache` and carries a warning, never passing cached bytes off as disk bandwidth.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from kvbench.backends.nixl import PreparedTransfer, backend_unavailable_reason, desc_array, make_agent
+from kvbench.benches.base import Benchmark, Prepared
+from kvbench.benches.params import Param
+from kvbench.benches.registry import register
+from kvbench.errors import BadInput, IntegrityError
+from kvbench.hardware.path import Segment
+from kvbench.measure.engine import Workload
+from kvbench.memory.files import check_directory, create_files, mount_of
+from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
+from kvbench.memory.nixl_regions import nixl_memory
+from kvbench.memory.pattern import fill_pattern
+
+BACKENDS = {"posix": "POSIX", "gds": "GDS", "gds_mt": "GDS_MT"}
+# The POSIX plugin's I/O engines (its init parameters); "auto" lets the plugin pick.
+POSIX_APIS = {"auto": {}, "aio": {"use_aio": "true"}, "uring": {"use_uring": "true"},
+              "posix_aio": {"use_posix_aio": "true"}}
+MAX_REQUESTS = 256  # distinct prepared requests cycled through; more only costs preparation
+
+
+def plan_requests(files: int, file_bytes: int, io_size: int, batch: int, pattern: str, seed: int) -> np.ndarray:
+    """(requests, batch, 2) array of (file index, offset) for each descriptor of each request."""
+    per_file = file_bytes // io_size
+    blocks = np.stack(np.divmod(np.arange(files * per_file), per_file), axis=1)  # (file, block)
+    if pattern == "random":
+        blocks = blocks[np.random.default_rng(seed).permutation(len(blocks))]
+    count = min(len(blocks) // batch, MAX_REQUESTS)
+    chosen = blocks[: count * batch].reshape(count, batch, 2).copy()
+    chosen[:, :, 1] *= io_size
+    return chosen
+
+
+class _Storage(Benchmark):
+    operation: str  # READ (file → memory) or WRITE (memory → file)
+    params = {
+        "backend": Param("choice", "posix", "NIXL backend", choices=tuple(BACKENDS)),
+        "api": Param("choice", "auto", "POSIX engine: auto | aio (libaio) | uring (io_uring) | posix_aio",
+                     choices=tuple(POSIX_APIS)),
+        "target": Param("memory", "pageable", "memory side: pageable | numa:N | pinned | device"),
+        "io_size": Param("size", "1MiB", "bytes per I/O (descriptor)", minimum=512),
+        "batch": Param("int", 32, "I/Os per request (in flight)", minimum=1),
+        "threads": Param("int", 0, "backend threads (0: the backend's default)", minimum=0),
+        "files": Param("int", 1, "files the I/Os spread over", minimum=1),
+        "file_size": Param("size", "256MiB", "bytes per file", minimum=4096),
+        "direct": Param("int", 1, "O_DIRECT (1) or buffered (0)", minimum=0),
+        "pattern": Param("choice", "sequential", "offset order", choices=("sequential", "random")),
+        "path": Param("text", "", "directory for the files (default: the system temp dir)"),
+        "seed": Param("int", 0, "seed of the random order", minimum=0),
+    }
+
+    def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
+        reason = backend_unavailable_reason(BACKENDS[params["backend"]])
+        if reason:
+            return reason
+        kind = parse_kind(params["target"])
+        if kind.name not in ("pageable", "numa", "pinned", "device"):
+            return f"target={params['target']}: storage moves to host or GPU memory"
+        return kind_unavailable_reason(kind)
+
+    def validate(self, params: dict[str, Any]) -> None:
+        if params["file_size"] % params["io_size"]:
+            raise BadInput(f"bad io_size={params['io_size']}: file_size={params['file_size']} is not a multiple of it")
+        if params["direct"] and params["io_size"] % 4096:
+            raise BadInput(f"bad io_size={params['io_size']}: O_DIRECT needs a multiple of 4096 bytes")
+        blocks = params["files"] * params["file_size"] // params["io_size"]
+        if blocks < params["batch"]:
+            raise BadInput(f"bad batch={params['batch']}: the files hold only {blocks} I/Os of io_size")
+        check_directory(params["path"] or _tempdir(), params["files"] * params["file_size"])
+
+    def path(self, params: dict[str, Any]) -> list[Segment]:
+        segments: list[Segment] = [("storage", mount_of(params["path"] or _tempdir())["device"])]
+        target = parse_kind(params["target"])
+        if target.name == "device":
+            segments.append(("gpu_link", target.index or 0))
+        return segments
+
+    def prepare(self, params: dict[str, Any]) -> Prepared:
+        io, batch = params["io_size"], params["batch"]
+        files = create_files(params["path"] or None, params["files"], params["file_size"], bool(params["direct"]),
+                             writable=self.operation == "WRITE")
+        try:
+            region = allocate(params["target"], io * batch)
+        except BaseException:
+            files.close()
+            raise
+        backend = BACKENDS[params["backend"]]
+        engine = POSIX_APIS[params["api"]] if backend == "POSIX" else {}
+        try:
+            agent = make_agent(f"kvbench-storage-{os.getpid()}", [backend], params["threads"], backend_params=engine)
+        except Exception as exc:
+            region.close()
+            files.close()
+            raise RuntimeError(f"NIXL {backend} with api={params['api']} did not start: {exc}") from exc
+        mem_type, base, device = nixl_memory(region)
+        agent.register_memory(desc_array(np.array([base]), np.array([region.size_bytes]), device), mem_type)
+        agent.register_memory([(0, files.size_bytes, fd, "") for fd in files.fds], "FILE")
+        requests = plan_requests(params["files"], params["file_size"], io, batch, params["pattern"], params["seed"])
+        local = desc_array(base + np.arange(batch, dtype=np.uint64) * io, np.full(batch, io), device)
+        fds = np.array(files.fds, dtype=np.uint64)
+        transfers = [
+            PreparedTransfer(agent, self.operation, local, mem_type,
+                             desc_array(req[:, 1], np.full(batch, io), fds[req[:, 0]]), "FILE", agent.name,
+                             [backend])
+            for req in requests
+        ]
+        host = region.host_array
+        if self.operation == "WRITE" and host is not None:
+            fill_pattern(host, seed=1000)
+        state = {"next": 0, "last": 0}
+
+        def run() -> None:
+            i = state["next"]
+            transfers[i].run()
+            state["last"], state["next"] = i, (i + 1) % len(transfers)
+
+        def buffer_bytes() -> np.ndarray:
+            return host if host is not None else region.device_array.get()
+
+        def reset() -> None:
+            state["next"] = 0
+            if self.operation == "READ":
+                if host is not None:
+                    host.fill(0)
+                else:
+                    region.device_array.fill(0)
+            else:  # clear what the first request will write, so the check sees it written
+                for f, offset in requests[0]:
+                    fd = os.open(files.paths[int(f)], os.O_WRONLY)
+                    try:
+                        os.pwrite(fd, bytes(io), int(offset))
+                    finally:
+                        os.close(fd)
+
+        def check() -> None:
+            got = buffer_bytes()
+            for k, (f, offset) in enumerate(requests[state["last"]]):
+                on_disk = files.read_back(int(f), int(offset), io) if self.operation == "WRITE" else None
+                want = files.expected(int(f), int(offset), io) if self.operation == "READ" else got[k * io:(k + 1) * io]
+                have = got[k * io:(k + 1) * io] if self.operation == "READ" else on_disk
+                if not np.array_equal(have, want):
+                    raise IntegrityError(f"I/O {k} of request {state['last']} (file {f}, offset {offset}) differs")
+
+        metadata = {
+            "nixl_backend": transfers[0].backend, "posix_api": params["api"], "requests": len(transfers),
+            "direct": files.direct, "page_cache": not files.direct,
+            "filesystem": files.mount, "buffers": {"target": region.describe()},
+        }
+        if not files.direct and params["direct"]:
+            metadata["warning"] = f"{files.mount.get('fstype')} refused O_DIRECT: bytes came from the page cache"
+
+        def derive(m) -> dict[str, Any]:
+            return {"telemetry": transfers[state["last"]].telemetry(), "iops": batch / m.summary.median}
+
+        def close() -> None:
+            for t in transfers:
+                t.release()
+            region.close()
+            files.close()
+
+        return Prepared(Workload(io * batch, run, reset, check), metadata, close, derive)
+
+
+def _tempdir() -> str:
+    import tempfile
+
+    return tempfile.gettempdir()
+
+
+@register
+class StorageRead(_Storage):
+    id = "storage.read"
+    description = "file to host/GPU memory through NIXL (POSIX, GDS), cold, O_DIRECT"
+    operation = "READ"
+
+
+@register
+class StorageWrite(_Storage):
+    id = "storage.write"
+    description = "host/GPU memory to file through NIXL (POSIX, GDS), O_DIRECT"
+    operation = "WRITE"

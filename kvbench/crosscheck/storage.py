@@ -1,0 +1,61 @@
+"""`kvbench crosscheck storage`: fio next to `storage.read`, same directory, file size, I/O size,
+depth (= kvbench's batch), libaio, O_DIRECT."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from kvbench.crosscheck.dram import Figure
+from kvbench.hardware import fingerprint
+from kvbench.measure.engine import Settings
+from kvbench.plan.cases import Case
+from kvbench.benches.registry import get_bench
+from kvbench.runner import run_case
+
+
+FIO_ENGINES = {"aio": "libaio", "uring": "io_uring"}
+
+
+def fio_read(directory: str, file_bytes: int, io_size: int, depth: int, engine: str = "libaio",
+             seconds: int = 5) -> Figure:
+    exe = shutil.which("fio")
+    if exe is None:
+        return Figure("fio read", None, "skipped — fio is not installed (apt-get install fio)")
+    path = tempfile.mktemp(prefix="kvbench-fio-", suffix=".dat", dir=directory)
+    try:
+        proc = subprocess.run(
+            [exe, "--name=kvbench", f"--filename={path}", "--rw=read", f"--bs={io_size}", f"--iodepth={depth}",
+             f"--ioengine={engine}", "--direct=1", f"--size={file_bytes}", f"--runtime={seconds}", "--time_based",
+             "--invalidate=1", "--output-format=json"],
+            capture_output=True, text=True, timeout=seconds + 120)
+        if proc.returncode != 0:
+            return Figure("fio read", None, f"failed: {proc.stderr.strip()[:120]}")
+        job = json.loads(proc.stdout)["jobs"][0]["read"]
+        return Figure(f"fio read {engine}", job["bw_bytes"] / 1e9,
+                      f"{engine}, depth {depth}, O_DIRECT, {job['iops']:.0f} IOPS")
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+def crosscheck_storage(io_size: int, depth: int, file_bytes: int, directory: str | None = None,
+                       api: str = "aio") -> tuple[Figure, list[Figure]]:
+    """kvbench through the NIXL POSIX engine `api` next to fio with the matching engine."""
+    directory = directory or tempfile.gettempdir()
+    bench = get_bench("storage.read")
+    params = bench.canonical_params({"io_size": io_size, "batch": depth, "file_size": file_bytes, "path": directory,
+                                     "api": api})
+    result = run_case(Case("storage.read", params), fingerprint.collect_facts(gpus=False, dram=False),
+                      Settings(samples=7, min_sample_s=0.2))
+    if result.status != "ok":
+        ours = Figure("kvbench storage.read", None, f"{result.status}: {result.reason}")
+    else:
+        meta = result.metadata
+        ours = Figure("kvbench storage.read", result.gbps["median"],
+                      f"NIXL {meta['nixl_backend']} api={api}, batch {depth}, "
+                      f"{'O_DIRECT' if meta['direct'] else 'page cache'}, {meta['iops']:.0f} IOPS")
+    return ours, [fio_read(directory, file_bytes, io_size, depth, FIO_ENGINES[api])]

@@ -1,0 +1,130 @@
+"""The two kinds of far side a network benchmark talks to, behind one small interface.
+
+* `InprocPeer`: a second NIXL agent in this process (UCX loopback inside one process).
+* `ProcessPeer`: `python -m kvbench.peer` in another process on this host; metadata through
+  NIXL's listener on 127.0.0.1, control messages as NIXL notifications.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import zlib
+
+import numpy as np
+
+from kvbench.backends.nixl import desc_array, make_agent
+from kvbench.memory.kinds import allocate
+from kvbench.memory.nixl_regions import nixl_memory
+from kvbench.memory.pattern import fill_pattern
+from kvbench.peer import region_crc, wait_for_metadata
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now, for a NIXL listener."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class InprocPeer:
+    def __init__(self, initiator, size: int, memory: str, seed: int) -> None:
+        self.agent = make_agent(f"{initiator.name}-target", ["UCX"], telemetry=False)
+        self.name = self.agent.name
+        self.region = allocate(memory, size)
+        self._fill(seed)
+        mem_type, base, device = nixl_memory(self.region)
+        self.agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
+        initiator.add_remote_agent(self.agent.get_agent_metadata())
+        self.base, self.size, self.device, self.mem_type = base, size, device, mem_type
+
+    def _fill(self, seed: int) -> None:
+        if self.region.host_array is not None:
+            fill_pattern(self.region.host_array, seed=seed)
+        else:
+            pattern = np.empty(self.region.size_bytes, dtype=np.uint8)
+            fill_pattern(pattern, seed=seed)
+            self.region.device_array.set(pattern)
+
+    def crc(self) -> int:
+        return region_crc(self.region)
+
+    def zero(self) -> None:
+        if self.region.host_array is not None:
+            self.region.host_array.fill(0)
+        else:
+            self.region.device_array.fill(0)
+
+    def describe(self) -> dict:
+        return {"peer": "inproc", **self.region.describe()}
+
+    def close(self) -> None:
+        self.region.close()
+
+
+class ProcessPeer:
+    def __init__(self, initiator, listen_port: int, size: int, memory: str, seed: int, timeout_s: float) -> None:
+        self.initiator = initiator
+        self.timeout_s = timeout_s
+        self.name = f"{initiator.name}-peer"
+        self.memory = memory
+        cmd = [sys.executable, "-m", "kvbench.peer", "--name", self.name, "--port", str(free_port()),
+               "--initiator", initiator.name, "--initiator-port", str(listen_port), "--size", str(size),
+               "--memory", memory, "--seed", str(seed), "--timeout", str(timeout_s)]
+        self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                        env={**os.environ, "NIXL_LOG_LEVEL": "WARN"})
+        self._inbox: list[bytes] = []
+        try:
+            base, size_, device, mem_type = self._wait(lambda m: m.startswith(b"BASE:")).decode().split(":")[1:]
+            wait_for_metadata(initiator, self.name, timeout_s)
+        except BaseException:
+            self.close()
+            raise
+        self.base, self.size, self.device, self.mem_type = int(base), int(size_), int(device), mem_type
+
+    def _wait(self, wanted) -> bytes:
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            for message in self._inbox:
+                if wanted(message):
+                    self._inbox.remove(message)
+                    return message
+            self._inbox.extend(self.initiator.get_new_notifs().get(self.name, []))
+            if self.process.poll() is not None:
+                tail = (self.process.stderr.read() or b"").decode(errors="replace").strip().splitlines()[-1:]
+                raise RuntimeError(f"peer process exited with status {self.process.returncode}"
+                                   f"{': ' + tail[0] if tail else ''}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"peer '{self.name}' did not answer within {self.timeout_s:.0f} s")
+            time.sleep(0.001)
+
+    def crc(self) -> int:
+        self.initiator.send_notif(self.name, b"CRC?")
+        return int(self._wait(lambda m: m.startswith(b"CRC:")).split(b":")[1])
+
+    def zero(self) -> None:
+        self.initiator.send_notif(self.name, b"ZERO")
+        self._wait(lambda m: m == b"ZEROED")
+
+    def describe(self) -> dict:
+        return {"peer": "local", "kind": self.memory, "pid": self.process.pid, "size_bytes": self.size}
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self.initiator.send_notif(self.name, b"BYE")
+                self.process.wait(timeout=5)
+            except Exception:
+                self.process.kill()
+                self.process.wait(timeout=5)
+        if self.process.stderr:
+            self.process.stderr.close()
+
+
+def expected_crc(size: int, seed: int) -> int:
+    data = np.empty(size, dtype=np.uint8)
+    fill_pattern(data, seed=seed)
+    return zlib.crc32(memoryview(data))
