@@ -15,12 +15,18 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# Without a GPU, NIXL's CPU plugins (UCX, POSIX) still work; nixl-cu13 declares torch as a
+# dependency it does not import, so it goes in without it rather than pulling a CUDA torch.
+NIXL_CPU := $(if $(CUDA_EXTRA),,$(PIP) install --no-deps "nixl-cu13>=1.5,<2")
+
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 	$(PIP) install -e ".$(RUN_EXTRAS)"
+	$(NIXL_CPU)
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(PIP) install -e ".$(TEST_EXTRAS)"
+	$(NIXL_CPU)
 	touch $@ $(VENV)/.installed-run
 
 setup: $(VENV)/.installed-run

@@ -532,6 +532,18 @@ def crosscheck_storage(
     render(out, figures, f"storage.read crosscheck ({io_size}, depth {depth}, {api}, GB/s = 1e9 B/s)", goal=0.90)
 
 
+@crosscheck_app.command("net")
+def crosscheck_net(
+    tls: Annotated[str | None, typer.Option(help="UCX_TLS for both sides, e.g. cma,self (default: UCX chooses)")] = None,
+) -> None:
+    """ucx_perftest ucp_put_bw on loopback next to net.write peer=local, at 1 MiB and 64 KiB."""
+    from kvbench.crosscheck.dram import render
+    from kvbench.crosscheck.net import crosscheck_net as run_crosscheck
+
+    for figures in run_crosscheck(tls=tls):
+        render(out, figures, f"net.write crosscheck (loopback, UCX_TLS={tls or 'default'}, GB/s = 1e9 B/s)", goal=0.0)
+
+
 @app.command()
 def version() -> None:
     """Print kvbench's version."""

@@ -66,12 +66,14 @@ class InprocPeer:
 
 
 class ProcessPeer:
+    command = [sys.executable, "-m", "kvbench.peer"]  # what starts the far side
+
     def __init__(self, initiator, listen_port: int, size: int, memory: str, seed: int, timeout_s: float) -> None:
         self.initiator = initiator
         self.timeout_s = timeout_s
         self.name = f"{initiator.name}-peer"
         self.memory = memory
-        cmd = [sys.executable, "-m", "kvbench.peer", "--name", self.name, "--port", str(free_port()),
+        cmd = [*self.command, "--name", self.name, "--port", str(free_port()),
                "--initiator", initiator.name, "--initiator-port", str(listen_port), "--size", str(size),
                "--memory", memory, "--seed", str(seed), "--timeout", str(timeout_s)]
         self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

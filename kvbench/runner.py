@@ -90,10 +90,12 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
         kvbench_version=__version__, git_sha=sha, git_dirty=dirty, tags=info.tags,
         system_state=fingerprint.system_state(facts),
     )
+    failed = 0
     try:
         for case in cases:
             result = run_case(case, facts, settings, on_sample)
             store.add_result(run_id, result.to_row(), list(result.measurement.samples_s) if result.measurement else [])
+            failed += result.status == "failed"
             if on_result:
                 on_result(result)
     except KeyboardInterrupt:
@@ -102,5 +104,5 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
     except BaseException as exc:
         store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
         raise
-    store.finish_run(run_id, "complete")
+    store.finish_run(run_id, "failed" if failed else "complete", f"{failed} case(s) failed" if failed else None)
     return run_id

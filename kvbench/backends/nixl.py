@@ -122,6 +122,14 @@ class PreparedTransfer:
         return self.agent.query_xfer_backend(self.handle)
 
     def run(self) -> None:
+        try:
+            self._run()
+        except RuntimeError:
+            raise
+        except Exception as exc:  # NIXL's own errors, e.g. nixlRemoteDisconnectError when a peer died
+            raise RuntimeError(f"NIXL transfer failed: {type(exc).__name__}: {exc}") from exc
+
+    def _run(self) -> None:
         state = self.agent.transfer(self.handle)
         deadline = None
         while state == "PROC":

@@ -1,0 +1,28 @@
+"""The storage and network crosschecks: peer output parsed, and real runs where the tools exist."""
+
+import shutil
+
+import pytest
+
+from kvbench.crosscheck.net import _FINAL, ucx_perftest_put
+from kvbench.crosscheck.storage import fio_read
+
+FINAL = "Final:                  2000     17.956    18.045    18.045    55415.71   55415.71       55416       55416\n"
+
+
+def test_ucx_perftest_final_line_is_parsed():
+    match = _FINAL.search(FINAL)
+    assert float(match.group(5)) == pytest.approx(55415.71)  # overall bandwidth, MB/s of 2**20 bytes
+
+
+@pytest.mark.skipif(shutil.which("ucx_perftest") is None, reason="ucx_perftest is not installed (Debian ucx-utils)")
+def test_ucx_perftest_runs_on_loopback():
+    figure = ucx_perftest_put(64 << 10, 500, {})
+    assert figure.gbps and figure.gbps > 0
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (Debian fio)")
+def test_fio_reads_with_o_direct(tmp_path):
+    figure = fio_read(str(tmp_path), 8 << 20, 1 << 20, 4, "libaio", seconds=1)
+    assert figure.gbps and figure.gbps > 0 and "O_DIRECT" in figure.note
+    assert list(tmp_path.iterdir()) == []
