@@ -73,8 +73,8 @@ class ProcessPeer:
         self.timeout_s = timeout_s
         self.name = f"{initiator.name}-peer"
         self.memory = memory
-        cmd = [*self.command, "--name", self.name, "--port", str(free_port()),
-               "--initiator", initiator.name, "--initiator-port", str(listen_port), "--size", str(size),
+        cmd = [*self.command, "--name", self.name, "--port", str(free_port()), "--initiator", initiator.name,
+               "--initiator-addr", "127.0.0.1", "--initiator-port", str(listen_port), "--size", str(size),
                "--memory", memory, "--seed", str(seed), "--timeout", str(timeout_s)]
         self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                         env={**os.environ, "NIXL_LOG_LEVEL": "WARN"})
@@ -95,7 +95,7 @@ class ProcessPeer:
                     self._inbox.remove(message)
                     return message
             self._inbox.extend(self.initiator.get_new_notifs().get(self.name, []))
-            if self.process.poll() is not None:
+            if self.process is not None and self.process.poll() is not None:
                 tail = (self.process.stderr.read() or b"").decode(errors="replace").strip().splitlines()[-1:]
                 raise RuntimeError(f"peer process exited with status {self.process.returncode}"
                                    f"{': ' + tail[0] if tail else ''}")
@@ -124,6 +124,47 @@ class ProcessPeer:
                 self.process.wait(timeout=5)
         if self.process.stderr:
             self.process.stderr.close()
+
+
+class RemotePeer(ProcessPeer):
+    """A peer started elsewhere (rank 0 of a launcher) that waits for this side to connect.
+
+    Metadata goes both ways through NIXL's listeners: this side fetches the peer's and sends its
+    own, then waits for the peer's BASE notification.
+    """
+
+    def __init__(self, initiator, name: str, address: str, port: int, size: int, timeout_s: float) -> None:
+        self.initiator = initiator
+        self.timeout_s = timeout_s
+        self.name = name
+        self.memory = "remote"
+        self.process = None
+        self._inbox = []
+        self.address = f"{address}:{port}"
+        # The peer may still be starting (launchers start ranks together): ask again until it answers.
+        deadline = time.monotonic() + timeout_s
+        while not initiator.check_remote_metadata(name):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"peer '{name}' at {self.address} did not answer within {timeout_s:.0f} s")
+            initiator.fetch_remote_metadata(name, address, port)
+            initiator.send_local_metadata(address, port)
+            wait_until = time.monotonic() + 1.0
+            while time.monotonic() < wait_until and not initiator.check_remote_metadata(name):
+                time.sleep(0.01)
+        base, size_, device, mem_type = self._wait(lambda m: m.startswith(b"BASE:")).decode().split(":")[1:]
+        if int(size_) != size:
+            raise RuntimeError(f"peer '{name}' at {self.address} holds {size_} bytes; this case needs exactly {size} "
+                               f"(start it with --size {size})")
+        self.base, self.size, self.device, self.mem_type = int(base), int(size_), int(device), mem_type
+
+    def describe(self) -> dict:
+        return {"peer": "remote", "address": self.address, "size_bytes": self.size}
+
+    def close(self) -> None:
+        try:
+            self.initiator.send_notif(self.name, b"BYE")
+        except Exception:
+            pass
 
 
 def expected_crc(size: int, seed: int) -> int:

@@ -23,6 +23,11 @@ DEFAULT_TIMEOUT_S = 60.0
 def nixl_api() -> ModuleType | None:
     # NIXL logs every agent and backend at INFO, which would flood the progress bar.
     os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")
+    if not os.path.isdir("/sys/class/infiniband") or not os.listdir("/sys/class/infiniband"):
+        # Without an RDMA device UCX's ib module has nothing to drive, and the libnl it pulls in
+        # crashes the process at exit (nixl-cu13 1.5.1 bundled UCX: status 139 from
+        # rtnl_tc_unregister). Not loading it changes nothing else; set UCX_MODULES to override.
+        os.environ.setdefault("UCX_MODULES", "^ib")
     for name in ("nixl._api", "nixl_cu13._api", "nixl_cu12._api"):
         try:
             return importlib.import_module(name)

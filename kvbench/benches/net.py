@@ -26,9 +26,10 @@ from kvbench.memory.host import available_host_bytes, check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.memory.pattern import fill_pattern
-from kvbench.net_peers import InprocPeer, ProcessPeer, expected_crc, free_port
+from kvbench.peer import PATTERN_SEED
+from kvbench.net_peers import InprocPeer, ProcessPeer, RemotePeer, expected_crc, free_port
 
-REMOTE_SEED, LOCAL_SEED = 11, 23
+REMOTE_SEED, LOCAL_SEED = PATTERN_SEED, 23
 
 
 def ucx_settings() -> dict[str, str]:
@@ -44,7 +45,11 @@ class _Net(Benchmark):
         "block_size": Param("size", "1MiB", "bytes per descriptor", minimum=1),
         "batch": Param("int", 64, "descriptors per request", minimum=1),
         "threads": Param("int", 0, "UCX backend threads (0: default)", minimum=0),
-        "peer": Param("choice", "inproc", "far side: inproc | local (another process)", choices=("inproc", "local")),
+        "peer": Param("choice", "inproc", "far side: inproc | local (another process) | remote (started by a launcher)",
+                      choices=("inproc", "local", "remote")),
+        "peer_addr": Param("text", "127.0.0.1", "peer=remote: the peer host's address"),
+        "peer_port": Param("int", 5555, "peer=remote: the peer's NIXL listener port", minimum=1),
+        "peer_name": Param("text", "kvbench-target", "peer=remote: the peer agent's name"),
         "timeout_s": Param("int", 30, "seconds to wait for the peer", minimum=1),
     }
 
@@ -65,18 +70,24 @@ class _Net(Benchmark):
         check_fits(2 * params["block_size"] * params["batch"], "local + remote buffers", available_host_bytes())
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
+        if params["peer"] == "remote":
+            return [("remote_peer", params["peer_addr"])]
         return [("loopback", params["peer"])]
 
     def prepare(self, params: dict[str, Any]) -> Prepared:
         size = params["block_size"] * params["batch"]
-        listen = free_port() if params["peer"] == "local" else None
-        agent = make_agent(f"kvbench-net-{os.getpid()}-{self.operation.lower()}", ["UCX"], params["threads"],
-                           listen_port=listen)
+        listen = free_port() if params["peer"] != "inproc" else None
+        # A launched peer knows the initiator by a fixed name (python -m kvbench.peer --initiator kvbench-init).
+        name = "kvbench-init" if params["peer"] == "remote" else f"kvbench-net-{os.getpid()}-{self.operation.lower()}"
+        agent = make_agent(name, ["UCX"], params["threads"], listen_port=listen)
         region = allocate(params["local"], size)
         peer = None
         try:
             if params["peer"] == "inproc":
                 peer = InprocPeer(agent, size, params["remote"], REMOTE_SEED)
+            elif params["peer"] == "remote":
+                peer = RemotePeer(agent, params["peer_name"], params["peer_addr"], params["peer_port"], size,
+                                  params["timeout_s"])
             else:
                 peer = ProcessPeer(agent, listen, size, params["remote"], REMOTE_SEED, params["timeout_s"])
             mem_type, base, device = nixl_memory(region)

@@ -52,6 +52,8 @@ def segment_peak(segment: Segment, facts: HostFacts) -> tuple[Peak | None, str |
         return (peak, None) if peak else (None, f"NIC {segment[1]} rate unknown")
     if kind == "loopback":  # both agents on this host: no link of the network is crossed
         return None, f"peer={segment[1]} on this host: no network link to take a peak from"
+    if kind == "remote_peer":
+        return None, f"the NIC toward {segment[1]} is not named: no link peak (see kvbench info for NIC peaks)"
     if kind == "storage":  # a filesystem's source device: an NVMe drive has a peak, others do not
         nvme = nvme_of(segment[1])
         if nvme is None:

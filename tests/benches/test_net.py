@@ -65,3 +65,51 @@ def test_a_peer_that_dies_mid_run_fails_the_case():
                 prepared.workload.run()
     finally:
         prepared.close()
+
+
+def test_a_peer_started_by_a_launcher_is_reached_by_address(facts):
+    """What `srun -N2` / `torchrun --nnodes 2` do, on one host: rank 0 waits, rank 1 measures."""
+    import subprocess
+
+    from kvbench.net_peers import free_port
+
+    port, size = free_port(), 16 * 65536
+    target = subprocess.Popen([sys.executable, "-m", "kvbench.peer", "--name", "kvbench-target", "--port", str(port),
+                               "--initiator", "kvbench-init", "--size", str(size), "--timeout", "60"],
+                              stderr=subprocess.PIPE)
+    try:
+        for bench in ("net.write", "net.read"):
+            result = run_case(case(bench, peer="remote", peer_port=port), facts, FAST)
+            assert result.status == "ok", result.reason
+            assert result.metadata["buffers"]["remote"]["address"] == f"127.0.0.1:{port}"
+    finally:
+        target.kill()
+        target.wait(timeout=10)
+
+
+def test_launch_runs_rank_0_as_target_and_rank_1_as_initiator(tmp_path):
+    """`python -m kvbench.launch` as srun or torchrun start it, both ranks on this host."""
+    import json
+    import os
+    import subprocess
+
+    from kvbench.net_peers import free_port
+    from tests.conftest import REPO
+
+    port = free_port()
+    common = [sys.executable, "-m", "kvbench.launch", "--port", str(port), "--block-size", "64KiB", "--batch", "8",
+              "--timeout", "30"]
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1"}
+    target = subprocess.Popen(common, env={**env, "RANK": "0"}, cwd=REPO, stderr=subprocess.PIPE)
+    try:
+        out = tmp_path / "run.json"
+        initiator = subprocess.run(
+            [*common, "--", "--bench", "net.write", "--bench", "net.read", "--db", f"sqlite:///{tmp_path / 'k.sqlite'}",
+             "--json", str(out)], env={**env, "RANK": "1"}, cwd=REPO, capture_output=True, text=True, timeout=180)
+        assert initiator.returncode == 0, initiator.stderr[-2000:]
+        results = json.loads(out.read_text())["results"]
+        assert [r["status"] for r in results] == ["ok", "ok"]
+        assert all(r["params"]["peer"] == "remote" and r["verified"] for r in results)
+    finally:
+        target.kill()
+        target.wait(timeout=10)

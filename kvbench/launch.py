@@ -1,0 +1,57 @@
+"""Two hosts, started by an existing launcher: rank 0 is the target, rank 1 measures.
+
+    srun -N2 --ntasks-per-node=1 python -m kvbench.launch --peer-addr HOST0 -- --bench net.write --bench net.read
+    torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint HOST0:29500 \\
+        -m kvbench.launch -- --bench net.write
+
+The rank comes from RANK (torchrun) or SLURM_PROCID (srun); rank 0's address from
+--peer-addr or MASTER_ADDR. Metadata goes through NIXL's listener on rank 0 (port --port).
+Everything after `--` is passed to `kvbench run` on rank 1, which gets
+`--set peer=remote --set peer_addr=... --set peer_port=... --set block_size=... --set batch=...` added.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from kvbench.peer import serve
+from kvbench.units import parse_size
+
+
+def rank() -> int:
+    for var in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        if var in os.environ:
+            return int(os.environ[var])
+    raise SystemExit("kvbench.launch: no rank in the environment (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    own, run_args = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
+    parser = argparse.ArgumentParser(prog="python -m kvbench.launch", description=__doc__.splitlines()[0])
+    parser.add_argument("--peer-addr", default=os.environ.get("MASTER_ADDR"), help="rank 0's address")
+    parser.add_argument("--port", type=int, default=5555, help="rank 0's NIXL listener port")
+    parser.add_argument("--block-size", default="1MiB")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--memory", default="pageable", help="rank 0's memory kind")
+    parser.add_argument("--timeout", type=float, default=120.0)
+    args = parser.parse_args(own)
+    size = parse_size(args.block_size, "block_size") * args.batch
+    if rank() == 0:
+        return serve("kvbench-target", args.port, "kvbench-init", None, None, size, args.memory,
+                     seed=11, timeout_s=args.timeout)
+    if not args.peer_addr:
+        raise SystemExit("kvbench.launch: give --peer-addr (rank 0's host) or set MASTER_ADDR")
+    from kvbench.cli import main as cli_main
+
+    sys.argv = ["kvbench", "run", *run_args, "--set", "peer=remote", "--set", f"peer_addr={args.peer_addr}",
+                "--set", f"peer_port={args.port}", "--set", f"block_size={args.block_size}",
+                "--set", f"batch={args.batch}", "--set", f"timeout_s={int(args.timeout)}"]
+    cli_main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
