@@ -56,13 +56,14 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
     peak = path_peak(bench.path(case.params), facts)
     try:
         prepared = bench.prepare(case.params)
-    except (BadInput, RuntimeError, OSError, MemoryError) as exc:
-        return Result(**base, status="failed", reason=f"could not prepare: {exc}")
+    except Exception as exc:  # a library's own error type (NIXL, cupy) fails this case, not the run
+        return Result(**base, status="failed", reason=f"could not prepare: {type(exc).__name__}: {exc}",
+                      metadata={"traceback": traceback.format_exc(limit=5)})
     try:
         measurement = measure(prepared.workload, settings, on_sample)
     except IntegrityError as exc:
         return Result(**base, status="failed", reason=f"integrity check failed: {exc}", metadata=prepared.metadata)
-    except (RuntimeError, OSError, ValueError) as exc:
+    except Exception as exc:
         return Result(**base, status="failed", reason=f"{type(exc).__name__}: {exc}",
                       metadata={**prepared.metadata, "traceback": traceback.format_exc(limit=5)})
     finally:

@@ -127,22 +127,29 @@ class PreparedTransfer:
         return self.agent.query_xfer_backend(self.handle)
 
     def run(self) -> None:
+        """Post the request and wait until it is done."""
+        self.post()
+        self.wait()
+
+    def post(self) -> None:
         try:
-            self._run()
-        except RuntimeError:
-            raise
+            self._state = self.agent.transfer(self.handle)
         except Exception as exc:  # NIXL's own errors, e.g. nixlRemoteDisconnectError when a peer died
             raise RuntimeError(f"NIXL transfer failed: {type(exc).__name__}: {exc}") from exc
 
-    def _run(self) -> None:
-        state = self.agent.transfer(self.handle)
-        deadline = None
-        while state == "PROC":
-            state = self.agent.check_xfer_state(self.handle)
-            if state == "PROC":
-                deadline = deadline or time.monotonic() + self.timeout_s
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"NIXL transfer did not finish within {self.timeout_s:.0f} s")
+    def wait(self) -> None:
+        state, deadline = self._state, None
+        try:
+            while state == "PROC":
+                state = self.agent.check_xfer_state(self.handle)
+                if state == "PROC":
+                    deadline = deadline or time.monotonic() + self.timeout_s
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"NIXL transfer did not finish within {self.timeout_s:.0f} s")
+        except RuntimeError:
+            raise
+        except Exception as exc:
+            raise RuntimeError(f"NIXL transfer failed: {type(exc).__name__}: {exc}") from exc
         if state != "DONE":
             raise RuntimeError("NIXL transfer failed (state ERR): the peer or the backend reported an error")
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from kvbench.benches import kv_nixl
 from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
@@ -47,7 +48,11 @@ class _KVTransfer(Benchmark):
         "dst_layout": Param("choice", "layer_first", "destination pool layout", choices=LAYOUTS),
         "dtype": Param("choice", "bf16", "KV element type", choices=tuple(DTYPE_BYTES)),
         "tp": Param("int", 1, "tensor-parallel degree (each GPU holds kv_heads / tp)", minimum=1),
-        "strategy": Param("choice", "host", "how fragments are moved", choices=tuple(HOST_STRATEGIES)),
+        "strategy": Param("choice", "host", "how fragments are moved (nixl: for src=file | remote)",
+                          choices=(*HOST_STRATEGIES, "nixl")),
+        "file_layout": Param("choice", "single", "src=file: one file for the pool, or one file per block",
+                             choices=("single", "per_block")),
+        "peer": Param("choice", "inproc", "src=remote: the agent holding the pool", choices=("inproc", "local")),
         "src": Param("memory", "pageable", "source memory kind"),
         "dst": Param("memory", "pageable", "destination memory kind"),
         "concurrency": Param("int", 1, "copy threads", minimum=1),
@@ -74,11 +79,14 @@ class _KVTransfer(Benchmark):
         blocks, pool = self._blocks(params)
         if blocks > pool:
             raise BadInput(f"bad pool_blocks={pool}: too small for {blocks} blocks of {block_tokens} tokens")
+        kv_nixl.check_nixl_params(params)
         # region_bytes also refuses a layout this block size cannot use
         need = region_bytes(params["src_layout"], shape, pool) + region_bytes(params["dst_layout"], shape, blocks)
         check_fits(need, "KV source pool + destination", available_host_bytes())
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
+        if params["strategy"] == "nixl":
+            return kv_nixl.unavailable_reason(params, self.direction)
         for key in ("src", "dst"):
             if not params[key].startswith(("pageable", "numa")):
                 return f"{key}={params[key]}: strategy '{params['strategy']}' moves host memory only"
@@ -87,6 +95,8 @@ class _KVTransfer(Benchmark):
         return None
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
+        if params["strategy"] == "nixl":
+            return kv_nixl.path(params)
         return [("dram_copy",)]
 
     def prepare(self, params: dict[str, Any]) -> Prepared:
@@ -97,6 +107,8 @@ class _KVTransfer(Benchmark):
         pool_layout, moved_layout = params["src_layout"], params["dst_layout"]
         descriptors = restore_descriptors(shape, pool_layout, moved_layout, picked, pool)
         pool_bytes, moved_bytes = region_bytes(pool_layout, shape, pool), region_bytes(moved_layout, shape, blocks)
+        if params["strategy"] == "nixl":
+            return kv_nixl.prepare_restore(params, shape, descriptors, pool_bytes, moved_bytes)
         if self.direction == "offload":  # the way back: from the blocks in use into the pool
             descriptors = DescriptorList.from_arrays(descriptors.dst_offset, descriptors.src_offset, descriptors.length)
             src_bytes, dst_bytes = moved_bytes, pool_bytes

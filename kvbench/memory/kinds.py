@@ -49,7 +49,15 @@ _KINDS = {
                        cuda_unavailable_reason, _cuda_only("pinned")),
     "device": KindInfo("device", "GPU memory (HBM), device:N for GPU N", True,
                        cuda_unavailable_reason, _cuda_only("device")),
+    "file": KindInfo("file", "a file read through NIXL (kv.restore src=file; storage.* make their own)", False,
+                     lambda: None, lambda size, _i: _not_allocatable("file")),
+    "remote": KindInfo("remote", "another NIXL agent's memory (kv.restore src=remote)", False,
+                       lambda: None, lambda size, _i: _not_allocatable("remote")),
 }
+
+
+def _not_allocatable(kind: str) -> Region:
+    raise BadInput(f"memory '{kind}' is a tier NIXL reaches, not a buffer to allocate: use it as kv.restore src")
 
 
 def parse_kind(text: str) -> MemoryKind:

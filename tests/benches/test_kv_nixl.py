@@ -1,0 +1,56 @@
+"""kv.restore from a file (NIXL POSIX) and from another agent (NIXL UCX), checked against the pool."""
+
+import pytest
+
+from kvbench.backends.nixl import backend_unavailable_reason
+from kvbench.benches import get_bench
+from kvbench.errors import BadInput
+from kvbench.hardware.fingerprint import collect_facts
+from kvbench.measure import Settings
+from kvbench.plan.cases import Case, plan
+from kvbench.plan.suite import BenchSweep
+from kvbench.runner import run_case
+
+pytestmark = pytest.mark.skipif(backend_unavailable_reason("POSIX") or backend_unavailable_reason("UCX"),
+                                reason="NIXL POSIX/UCX unavailable")
+FAST = Settings(samples=5, min_sample_s=0.002, warmup_s=0)
+
+
+@pytest.fixture(scope="module")
+def facts():
+    return collect_facts(gpus=False, dram=False)
+
+
+def case(**params):
+    spec = get_bench("kv.restore")
+    return Case("kv.restore", spec.canonical_params({"model": "Qwen2.5-32B", "tokens": 64, "strategy": "nixl", **params}))
+
+
+@pytest.mark.parametrize("params", [
+    {"src": "file"}, {"src": "file", "file_layout": "per_block"}, {"src": "file", "block_tokens": 1},
+    {"src": "file", "src_layout": "chunk"}, {"src": "remote"}, {"src": "remote", "peer": "local"},
+])
+def test_restore_from_nixl_tiers_is_verified(facts, params):
+    result = run_case(case(**params), facts, FAST)
+    assert result.status == "ok", result.reason
+    assert result.measurement.verified
+    assert result.metadata["fragments"] == 4 * 128 * (16 // case(**params).params["block_tokens"])
+    assert result.metadata["nixl_backend"] == ("POSIX" if params["src"] == "file" else "UCX")
+    if params.get("block_tokens") == 1:  # 2 KiB fragments cannot go O_DIRECT
+        assert result.metadata["page_cache"] and any("not 4 KiB aligned" in w for w in result.warnings)
+
+
+def test_more_fragments_than_one_request_holds(facts):
+    result = run_case(case(src="file", tokens=1024, block_tokens=1), facts, FAST)  # 131,072 fragments
+    assert result.status == "ok", result.reason
+    assert result.metadata["requests"] == 16
+
+
+def test_per_block_files_need_a_block_contiguous_layout(facts):
+    result = run_case(case(src="file", file_layout="per_block", src_layout="layer_first"), facts, FAST)
+    assert result.status == "skipped" and "page_first" in result.reason
+
+
+def test_nixl_strategy_needs_a_nixl_tier():
+    with pytest.raises(BadInput, match="nixl restores from src=file or src=remote"):
+        plan([BenchSweep(id="kv.restore", params={"strategy": "nixl", "tokens": 64, "src": "pageable"})])
