@@ -532,6 +532,16 @@ def crosscheck_storage(
     render(out, figures, f"storage.read crosscheck ({io_size}, depth {depth}, {api}, GB/s = 1e9 B/s)", goal=0.90)
 
 
+@crosscheck_app.command("pcie")
+def crosscheck_pcie() -> None:
+    """nvbandwidth's copy-engine tests next to pcie.h2d / pcie.d2h pinned 256 MiB (goal: within 3 %)."""
+    from kvbench.crosscheck.dram import render
+    from kvbench.crosscheck.pcie import crosscheck_pcie as run_crosscheck
+
+    for figures in run_crosscheck():
+        render(out, figures, "pcie crosscheck (GB/s = 1e9 B/s)", goal=0.97)
+
+
 @crosscheck_app.command("net")
 def crosscheck_net(
     tls: Annotated[str | None, typer.Option(help="UCX_TLS for both sides, e.g. cma,self (default: UCX chooses)")] = None,

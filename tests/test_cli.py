@@ -20,10 +20,14 @@ def test_run_quick_writes_the_json_contract(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["run"]["status"] == "complete" and doc["run"]["tags"] == {"purpose": "ci"}
-    # dram.copy: 3 sizes x 2 threads x 2 fragments, less 4MiB x 2 threads; kv.restore: 2 strategies
-    assert len(doc["results"]) == 12
+    # dram.copy: 3 sizes x 2 threads x 2 fragments, less 4MiB x 2 threads; kv.restore: 2 strategies;
+    # GPU: hbm.read, pcie.h2d pinned + pageable, pcie.d2h
+    assert len(doc["results"]) == 16
     for result in doc["results"]:
         assert CONTRACT_KEYS <= set(result)
+        if result["bench"].startswith(("hbm.", "pcie.")) and result["status"] == "skipped":
+            assert result["reason"].startswith("no CUDA device") and result["gbps"] is None
+            continue
         assert result["status"] == "ok" and result["verified"] is True
         assert result["samples"] >= 5 and len(result["samples_s"]) == result["samples"]
         assert set(result["gbps"]) == {"median", "p10", "p90"}

@@ -35,3 +35,80 @@ def cupy_module() -> ModuleType:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+
+
+@functools.cache
+def kernel_module(name: str, device: int = 0):
+    """The cupy RawModule compiled (NVRTC) from kernels/NAME.cu for `device`."""
+    from kvbench.resources import kernels_dir
+
+    cp = cupy_module()
+    with cp.cuda.Device(device):
+        return cp.RawModule(code=(kernels_dir() / f"{name}.cu").read_text(), options=("-std=c++17",))
+
+
+def launch_shape(device: int = 0, threads: int = 512) -> tuple[int, int]:
+    """(blocks, threads): a multiple of the SM count, several blocks per SM for latency hiding."""
+    cp = cupy_module()
+    sms = cp.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"]
+    return sms * 4, threads
+
+
+class CudaEventTimer:
+    """CUDA events around `loops` operations enqueued behind a spin kernel (nvbandwidth's trick).
+
+    The operations only enqueue work on `stream`; the spin kernel holds the stream while they
+    are submitted, so host submission never enters the window. The flag is always released,
+    and the kernel gives up by itself after a bounded number of spins.
+    """
+
+    name = "cuda_events"
+    max_loops = 256  # enqueued work behind the spin kernel must stay below the launch queue depth
+
+    def __init__(self, stream, device: int = 0, side_streams: tuple = (), flush=None) -> None:
+        """`side_streams` start with `stream` and must finish before the window closes (bidirectional
+        copies); `flush` is enqueued before the window opens (an L2 flush)."""
+        cp = cupy_module()
+        self.stream = stream
+        self.device = device
+        self.side_streams = tuple(side_streams)
+        self.flush = flush
+        self.last_stream_s: list[float] = []
+        self._flag_mem = cp.cuda.alloc_pinned_memory(4)
+        import numpy as np
+
+        self._flag = np.frombuffer(self._flag_mem, dtype=np.int32, count=1)
+        self._spin = kernel_module("spin", device).get_function("spin_until")
+        self._start = cp.cuda.Event()
+        self._end = cp.cuda.Event()
+
+    @property
+    def resolution_s(self) -> float:
+        return 0.5e-6  # CUDA event resolution is about half a microsecond
+
+    def overhead_s(self, loops: int) -> float:
+        return 0.0  # submission happens before the window opens
+
+    def time(self, op, loops: int) -> float:
+        cp = cupy_module()
+        self._flag[0] = 0
+        side_ends = [cp.cuda.Event() for _ in self.side_streams]
+        try:
+            with cp.cuda.Device(self.device):
+                if self.flush is not None:
+                    self.flush()
+                self._spin((1,), (1,), (self._flag_mem.ptr, 20_000_000), stream=self.stream)
+                self._start.record(self.stream)
+                for side in self.side_streams:
+                    side.wait_event(self._start)  # every stream starts when the spin ends
+                for _ in range(loops):
+                    op()
+                for side, end in zip(self.side_streams, side_ends, strict=True):
+                    end.record(side)
+                    self.stream.wait_event(end)
+                self._end.record(self.stream)
+        finally:
+            self._flag[0] = 1
+        self._end.synchronize()
+        self.last_stream_s = [cp.cuda.get_elapsed_time(self._start, e) * 1e-3 for e in side_ends]
+        return cp.cuda.get_elapsed_time(self._start, self._end) * 1e-3

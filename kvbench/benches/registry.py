@@ -18,7 +18,7 @@ def register(cls: type[Benchmark]) -> type[Benchmark]:
 
 
 def _load_builtin() -> None:
-    from kvbench.benches import dram, kv, net, storage  # noqa: F401
+    from kvbench.benches import dram, hbm, kv, net, pcie, storage  # noqa: F401
 
 
 def get_bench(bench_id: str) -> Benchmark:

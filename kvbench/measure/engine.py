@@ -63,13 +63,14 @@ def calibrate(workload: Workload, settings: Settings) -> int:
     """
     timer = workload.timer
     floor = max(settings.min_sample_s, 2 * timer.resolution_s / MAX_OVERHEAD)
+    cap = min(settings.max_loops, getattr(timer, "max_loops", settings.max_loops))
     loops = 1
     while True:
         elapsed = timer.time(workload.run, loops)
-        if elapsed >= floor or loops >= settings.max_loops:
+        if elapsed >= floor or loops >= cap:
             return loops
         grow = floor / max(elapsed, 1e-9)
-        loops = min(settings.max_loops, max(loops * 2, int(loops * grow * 1.2) + 1))
+        loops = min(cap, max(loops * 2, int(loops * grow * 1.2) + 1))
 
 
 def measure(workload: Workload, settings: Settings = Settings(), progress: Callable[[], None] | None = None) -> Measurement:

@@ -1,0 +1,190 @@
+"""`pcie.h2d`, `pcie.d2h`, `pcie.bidir`: host memory ↔ GPU over PCIe.
+
+`memory` is pinned (cudaHostAlloc), pageable, or numa:N (bound with mbind, then
+cudaHostRegister'ed). `engine=ce` uses the copy engine (cudaMemcpyAsync), `engine=sm` a kernel
+copying through the host buffer's device pointer. Copies are timed with CUDA events behind a
+spin kernel; pageable copies time what a user sees (synchronous cudaMemcpy on the host clock).
+`pcie.bidir` runs both directions at once on two streams and reports the sum, with each
+direction in the metadata.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kvbench.backends.cuda import CudaEventTimer, cuda_unavailable_reason, cupy_module, kernel_module, launch_shape
+from kvbench.benches.base import Benchmark, Prepared
+from kvbench.benches.gpu_common import check_gpu, link_facts, link_state
+from kvbench.benches.params import Param
+from kvbench.benches.registry import register
+from kvbench.errors import BadInput, IntegrityError
+from kvbench.hardware.path import Segment
+from kvbench.measure.engine import Workload
+from kvbench.measure.timer import MonotonicTimer
+from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
+from kvbench.memory.pattern import fill_pattern
+
+H2D, D2H = 1, 2  # cudaMemcpyKind
+
+
+def host_buffer(memory: str, size: int, gpu: int):
+    """(region, registered): pinned, pageable, or numa:N registered with CUDA (page-locked in place)."""
+    cp = cupy_module()
+    kind = parse_kind(memory)
+    region = allocate(memory, size)
+    if kind.name == "numa":
+        with cp.cuda.Device(gpu):
+            cp.cuda.runtime.hostRegister(region.address, size, 0)
+        return region, True
+    return region, False
+
+
+class _Pcie(Benchmark):
+    direction: str  # h2d | d2h | bidir
+    params = {
+        "memory": Param("memory", "pinned", "host memory: pinned | pageable | numa:N (registered)"),
+        "engine": Param("choice", "ce", "copy engine (ce) or SM kernel (sm)", choices=("ce", "sm")),
+        "size": Param("size", "256MiB", "bytes per copy", minimum=16),
+        "gpu": Param("int", 0, "GPU index", minimum=0),
+    }
+
+    def unavailable_reason(self) -> str | None:
+        return cuda_unavailable_reason()
+
+    def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
+        return cuda_unavailable_reason() or kind_unavailable_reason(parse_kind(params["memory"]))
+
+    def validate(self, params: dict[str, Any]) -> None:
+        kind = parse_kind(params["memory"])
+        if kind.name not in ("pinned", "pageable", "numa"):
+            raise BadInput(f"bad memory={params['memory']}: the host side is pinned, pageable or numa:N")
+        if kind.name == "numa":
+            reason = kind_unavailable_reason(kind)
+            if reason and "NUMA" in reason:
+                raise BadInput(f"bad memory={params['memory']}: {reason}")
+        if params["engine"] == "sm" and kind.name == "pageable":
+            raise BadInput("bad engine=sm with memory=pageable: a kernel reaches only page-locked host memory "
+                           "(use pinned or numa:N)")
+        if params["engine"] == "sm" and params["size"] % 16:
+            raise BadInput(f"bad size={params['size']}: engine=sm copies 16-byte vectors")
+        if self.direction == "bidir" and kind.name == "pageable":
+            raise BadInput("bad memory=pageable for pcie.bidir: synchronous pageable copies cannot overlap")
+        check_gpu(params["gpu"], (2 if self.direction == "bidir" else 1) * params["size"])
+
+    def path(self, params: dict[str, Any]) -> list[Segment]:
+        link = ("gpu_link_both", params["gpu"]) if self.direction == "bidir" else ("gpu_link", params["gpu"])
+        return [("dram_read",), link]
+
+    def prepare(self, params: dict[str, Any]) -> Prepared:
+        cp = cupy_module()
+        gpu, size, engine = params["gpu"], params["size"], params["engine"]
+        pageable = parse_kind(params["memory"]).name == "pageable"
+        before = link_state(gpu)
+        host, registered = host_buffer(params["memory"], size * (2 if self.direction == "bidir" else 1), gpu)
+        try:
+            with cp.cuda.Device(gpu):
+                device = cp.empty(size * (2 if self.direction == "bidir" else 1), dtype=cp.uint8)
+                stream = cp.cuda.Stream(non_blocking=True)
+                side = cp.cuda.Stream(non_blocking=True) if self.direction == "bidir" else None
+                copy_kernel = kernel_module("hbm", gpu).get_function("vector_copy")
+                grid, block = launch_shape(gpu)
+        except BaseException:
+            _release(cp, host, registered, gpu)
+            raise
+        h_arr = host.host_array
+        fill_pattern(h_arr, seed=3)
+        pattern = np.empty(device.nbytes, dtype=np.uint8)
+        fill_pattern(pattern, seed=5)
+        device.set(pattern)  # what D2H copies carry
+        h_ptr, d_ptr = host.address, device.data.ptr
+
+        def enqueue(kind: int, offset: int, on) -> None:
+            dst, src = (d_ptr + offset, h_ptr + offset) if kind == H2D else (h_ptr + offset, d_ptr + offset)
+            if engine == "ce":
+                cp.cuda.runtime.memcpyAsync(dst, src, size, kind, on.ptr)
+            else:
+                copy_kernel((grid,), (block,), (cp.uint64(src), cp.uint64(dst), cp.uint64(size // 16)), stream=on)
+
+        if self.direction == "bidir":
+            def run() -> None:
+                enqueue(H2D, 0, stream)
+                enqueue(D2H, size, side)
+        elif pageable:
+            kind = H2D if self.direction == "h2d" else D2H
+
+            def run() -> None:  # what a user of pageable memory sees: a synchronous copy
+                dst, src = (d_ptr, h_ptr) if kind == H2D else (h_ptr, d_ptr)
+                cp.cuda.runtime.memcpy(dst, src, size, kind)
+        else:
+            kind = H2D if self.direction == "h2d" else D2H
+
+            def run() -> None:
+                enqueue(kind, 0, stream)
+
+        timer = MonotonicTimer() if pageable else CudaEventTimer(stream, gpu, side_streams=(side,) if side else ())
+
+        def reset() -> None:
+            cp.cuda.Device(gpu).synchronize()
+            if self.direction in ("h2d", "bidir"):
+                device[:size].fill(0)
+            if self.direction in ("d2h", "bidir"):
+                h_arr[size if self.direction == "bidir" else 0:][:size].fill(0)
+
+        def check() -> None:
+            cp.cuda.Device(gpu).synchronize()
+            if self.direction in ("h2d", "bidir") and not np.array_equal(device[:size].get(), h_arr[:size]):
+                raise IntegrityError("host-to-device copy: GPU buffer differs from the host's bytes")
+            if self.direction in ("d2h", "bidir"):
+                offset = size if self.direction == "bidir" else 0
+                if not np.array_equal(h_arr[offset:offset + size], pattern[offset:offset + size]):
+                    raise IntegrityError("device-to-host copy: host buffer differs from the GPU's bytes")
+
+        def derive(m) -> dict[str, Any]:
+            facts = link_facts(before, link_state(gpu))
+            if self.direction == "bidir" and isinstance(timer, CudaEventTimer) and timer.last_stream_s:
+                window = m.summary.median
+                facts["directions_gbps"] = {"h2d": size / window / 1e9, "d2h": size / window / 1e9,
+                                            "sum": 2 * size / window / 1e9,
+                                            "d2h_stream_done_s": timer.last_stream_s[0]}
+            return facts
+
+        metadata = {"engine": engine, "timer": timer.name, "registered": registered,
+                    "buffers": {"host": host.describe()}, "gpu": gpu,
+                    "bytes_counted": "sum of both directions" if self.direction == "bidir" else "one direction"}
+
+        def close() -> None:
+            cp.cuda.Device(gpu).synchronize()
+            _release(cp, host, registered, gpu)
+
+        bytes_per_op = size * (2 if self.direction == "bidir" else 1)
+        return Prepared(Workload(bytes_per_op, run, reset, check, timer), metadata, close, derive)
+
+
+def _release(cp, host, registered: bool, gpu: int) -> None:
+    if registered:
+        with cp.cuda.Device(gpu):
+            cp.cuda.runtime.hostUnregister(host.address)
+    host.close()
+
+
+@register
+class PcieH2D(_Pcie):
+    id = "pcie.h2d"
+    description = "host memory to GPU over PCIe (copy engine or SM kernel)"
+    direction = "h2d"
+
+
+@register
+class PcieD2H(_Pcie):
+    id = "pcie.d2h"
+    description = "GPU to host memory over PCIe (copy engine or SM kernel)"
+    direction = "d2h"
+
+
+@register
+class PcieBidir(_Pcie):
+    id = "pcie.bidir"
+    description = "both directions at once on two streams (reports the sum; each direction in metadata)"
+    direction = "bidir"

@@ -1,0 +1,59 @@
+"""The GPU benchmarks' pure-Python parts, on any machine: parameters, bad input, skips, peaks."""
+
+import pytest
+
+from kvbench.backends.cuda import cuda_unavailable_reason
+from kvbench.benches import get_bench
+from kvbench.errors import BadInput
+from kvbench.hardware.facts import Dram, HostFacts
+from kvbench.hardware.fingerprint import collect_facts
+from kvbench.hardware.path import path_peak
+from kvbench.measure import Settings
+from kvbench.plan.cases import Case, plan
+from kvbench.plan.suite import BenchSweep, load_suite
+from kvbench.runner import run_case
+from tests.hardware.test_sysfs import _facts as h200_facts
+
+
+def test_gpu_smoke_suite_covers_every_gpu_benchmark():
+    suite, _path, _hash = load_suite("gpu-smoke")
+    cases = plan(suite.bench)
+    assert {c.bench for c in cases} >= {"hbm.read", "hbm.write", "hbm.copy", "pcie.h2d", "pcie.d2h", "pcie.bidir"}
+    assert any(c.params["memory"] == "pageable" for c in cases if c.bench == "pcie.h2d")
+    assert any(c.params["engine"] == "sm" for c in cases if c.bench == "pcie.h2d")
+
+
+@pytest.mark.parametrize("bench,params,message", [
+    ("pcie.h2d", {"engine": "sm", "memory": "pageable"}, "a kernel reaches only page-locked host memory"),
+    ("pcie.h2d", {"memory": "numa:7"}, "numa:7"),
+    ("pcie.bidir", {"memory": "pageable"}, "cannot overlap"),
+    ("pcie.d2h", {"memory": "device"}, "the host side is pinned, pageable or numa:N"),
+])
+def test_bad_pcie_input_is_refused_before_running(bench, params, message):
+    with pytest.raises(BadInput, match=message):
+        plan([BenchSweep(id=bench, params=params)])
+
+
+def test_peaks_of_the_gpu_paths_on_a_recorded_h200_box():
+    facts = h200_facts()
+    pcie = get_bench("pcie.h2d")
+    assert path_peak(pcie.path(pcie.canonical_params({})), facts).peak.gbps == pytest.approx(63.0, abs=0.02)
+    bidir = get_bench("pcie.bidir")
+    two_dimms = path_peak(bidir.path(bidir.canonical_params({})), facts)
+    assert two_dimms.bottleneck == "dram_read" and two_dimms.peak.gbps == pytest.approx(76.8)  # 2 x DDR5-4800
+    full = HostFacts(**{**facts.__dict__, "dram": Dram(16, 4800, 1 << 40)})
+    peak = path_peak(bidir.path(bidir.canonical_params({})), full).peak
+    assert peak.gbps == pytest.approx(126.0, abs=0.05) and peak.source.startswith("2 x")
+    down = path_peak(pcie.path(pcie.canonical_params({"gpu": 1})), facts).peak
+    assert down.gbps == pytest.approx(15.75, abs=0.01)  # GPU 1 trained at Gen4 x8
+    hbm = get_bench("hbm.read")
+    assert path_peak(hbm.path(hbm.canonical_params({})), facts).peak.gbps == 4800
+
+
+@pytest.mark.skipif(cuda_unavailable_reason() is None, reason="a CUDA device is present")
+@pytest.mark.parametrize("bench", ["hbm.read", "hbm.copy", "pcie.h2d", "pcie.d2h", "pcie.bidir"])
+def test_without_a_gpu_every_gpu_case_is_skipped_with_the_reason(bench):
+    result = run_case(Case(bench, get_bench(bench).canonical_params({})), collect_facts(gpus=False, dram=False),
+                      Settings())
+    assert result.status == "skipped" and result.reason.startswith("no CUDA device")
+    assert get_bench(bench).unavailable_reason().startswith("no CUDA device")

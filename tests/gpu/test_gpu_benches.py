@@ -1,0 +1,56 @@
+"""Every GPU benchmark measured and verified on a real device (runs in scripts/gpu-check)."""
+
+import pytest
+
+from kvbench.benches import get_bench
+from kvbench.errors import BadInput
+from kvbench.hardware.fingerprint import collect_facts
+from kvbench.measure import Settings
+from kvbench.plan.cases import Case, plan
+from kvbench.plan.suite import BenchSweep
+from kvbench.runner import run_case
+
+FAST = Settings(samples=5, min_sample_s=0.005, warmup_s=0.01)
+
+
+@pytest.fixture(scope="module")
+def facts():
+    return collect_facts()
+
+
+def run(facts, bench, **params):
+    result = run_case(Case(bench, get_bench(bench).canonical_params(params)), facts, FAST)
+    assert result.status == "ok", result.reason
+    assert result.measurement.verified
+    return result
+
+
+@pytest.mark.parametrize("bench", ["hbm.read", "hbm.write", "hbm.copy"])
+def test_hbm_kernels_move_and_verify(facts, bench):
+    result = run(facts, bench, size="256MiB")
+    assert result.gbps["median"] > 100  # any HBM GPU does far more; a broken timer does far less
+    if result.peak:
+        assert result.efficiency < 1.0, "above 100% of peak is a measurement bug"
+
+
+@pytest.mark.parametrize("bench", ["pcie.h2d", "pcie.d2h"])
+@pytest.mark.parametrize("memory,engine", [("pinned", "ce"), ("pageable", "ce"), ("pinned", "sm"), ("numa:0", "ce")])
+def test_pcie_copies(facts, bench, memory, engine):
+    result = run(facts, bench, memory=memory, engine=engine, size="64MiB")
+    assert 0.5 < result.gbps["median"] < 300
+    assert "link" in result.metadata and result.metadata["link"]["gen"]
+
+
+def test_bidirectional_reports_the_sum(facts):
+    result = run(facts, "pcie.bidir", size="64MiB")
+    assert result.metadata["directions_gbps"]["sum"] == pytest.approx(result.gbps["median"], rel=0.2)
+
+
+@pytest.mark.parametrize("params,message", [
+    ({"gpu": 99}, "this host has GPUs"),
+    ({"size": "100TiB"}, "exceed 90% of its"),
+    ({"engine": "sm", "memory": "pageable"}, "engine=sm with memory=pageable"),
+])
+def test_bad_gpu_input(params, message):
+    with pytest.raises(BadInput, match=message):
+        plan([BenchSweep(id="pcie.h2d", params=params)])
