@@ -135,9 +135,11 @@ def _case(bench: str, params: dict[str, Any], skip_defaults: bool = True) -> str
 
 
 def _not_run(bench: str) -> str:
-    if bench in all_benches():
-        return "not run: the suite has no such case"
-    return f"not run: benchmark {bench} is not available in this kvbench"
+    spec = all_benches().get(bench)
+    if spec is None:
+        return f"not run: benchmark {bench} is not available in this kvbench"
+    reason = spec.unavailable_reason()
+    return f"not run: {bench} is unavailable here — {reason}" if reason else "not run: the suite has no such case"
 
 
 def judge_rule(rule: Rule, doc: RunDocument) -> list[Verdict]:
