@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.benches import kv_nixl
+from kvbench.benches import kv_cuda, kv_nixl
 from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
+from kvbench.executors.cuda_kv import STRATEGIES as CUDA_STRATEGIES
 from kvbench.executors.host import PIECE_BYTES, HostExecutor, NumpyExecutor, max_threads
 from kvbench.hardware.path import Segment
 from kvbench.kv.check import first_mismatch
@@ -29,8 +30,7 @@ from kvbench.memory.host import available_host_bytes, check_fits
 from kvbench.memory.kinds import allocate
 from kvbench.memory.pattern import fill_pattern
 
-# Strategies that run on host memory; the CUDA ones (ce-graph, ce-loop, ce-batch, sm-gather,
-# staged) register with the GPU backend.
+# Strategies that run on host memory; the CUDA ones live in kvbench/executors/cuda_kv.py.
 HOST_STRATEGIES = {
     "host": HostExecutor(0),
     "host-numpy": NumpyExecutor(),
@@ -48,8 +48,9 @@ class _KVTransfer(Benchmark):
         "dst_layout": Param("choice", "layer_first", "destination pool layout", choices=LAYOUTS),
         "dtype": Param("choice", "bf16", "KV element type", choices=tuple(DTYPE_BYTES)),
         "tp": Param("int", 1, "tensor-parallel degree (each GPU holds kv_heads / tp)", minimum=1),
-        "strategy": Param("choice", "host", "how fragments are moved (nixl: for src=file | remote)",
-                          choices=(*HOST_STRATEGIES, "nixl")),
+        "strategy": Param("choice", "host", "how fragments are moved: host strategies; nixl for src=file | "
+                          "remote; CUDA ones for src=pinned dst=device",
+                          choices=(*HOST_STRATEGIES, "nixl", *CUDA_STRATEGIES)),
         "file_layout": Param("choice", "single", "src=file: one file for the pool, or one file per block",
                              choices=("single", "per_block")),
         "peer": Param("choice", "inproc", "src=remote: the agent holding the pool", choices=("inproc", "local")),
@@ -80,6 +81,9 @@ class _KVTransfer(Benchmark):
         if blocks > pool:
             raise BadInput(f"bad pool_blocks={pool}: too small for {blocks} blocks of {block_tokens} tokens")
         kv_nixl.check_nixl_params(params)
+        if params["strategy"] == "staged" and params["dst_layout"] not in ("page_first", "contiguous"):
+            raise BadInput(f"bad strategy=staged with dst_layout={params['dst_layout']}: staging copies whole chunks, "
+                           "so the destination fragments must be contiguous (page_first or contiguous)")
         # region_bytes also refuses a layout this block size cannot use
         need = region_bytes(params["src_layout"], shape, pool) + region_bytes(params["dst_layout"], shape, blocks)
         check_fits(need, "KV source pool + destination", available_host_bytes())
@@ -87,6 +91,8 @@ class _KVTransfer(Benchmark):
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
         if params["strategy"] == "nixl":
             return kv_nixl.unavailable_reason(params, self.direction)
+        if params["strategy"] in CUDA_STRATEGIES:
+            return kv_cuda.unavailable_reason(params, self.direction)
         for key in ("src", "dst"):
             if not params[key].startswith(("pageable", "numa")):
                 return f"{key}={params[key]}: strategy '{params['strategy']}' moves host memory only"
@@ -97,6 +103,8 @@ class _KVTransfer(Benchmark):
     def path(self, params: dict[str, Any]) -> list[Segment]:
         if params["strategy"] == "nixl":
             return kv_nixl.path(params)
+        if params["strategy"] in CUDA_STRATEGIES:
+            return kv_cuda.path(params)
         return [("dram_copy",)]
 
     def prepare(self, params: dict[str, Any]) -> Prepared:
@@ -109,6 +117,11 @@ class _KVTransfer(Benchmark):
         pool_bytes, moved_bytes = region_bytes(pool_layout, shape, pool), region_bytes(moved_layout, shape, blocks)
         if params["strategy"] == "nixl":
             return kv_nixl.prepare_restore(params, shape, descriptors, pool_bytes, moved_bytes)
+        if params["strategy"] in CUDA_STRATEGIES:
+            fragments = len(descriptors)
+            if params["strategy"] == "gpu-contiguous":
+                descriptors = DescriptorList.contiguous(descriptors.total_bytes)
+            return kv_cuda.prepare_restore(params, descriptors, pool_bytes, moved_bytes, fragments)
         if self.direction == "offload":  # the way back: from the blocks in use into the pool
             descriptors = DescriptorList.from_arrays(descriptors.dst_offset, descriptors.src_offset, descriptors.length)
             src_bytes, dst_bytes = moved_bytes, pool_bytes

@@ -57,3 +57,18 @@ def test_without_a_gpu_every_gpu_case_is_skipped_with_the_reason(bench):
                       Settings())
     assert result.status == "skipped" and result.reason.startswith("no CUDA device")
     assert get_bench(bench).unavailable_reason().startswith("no CUDA device")
+
+
+def test_staged_cannot_serve_a_layer_first_destination():
+    with pytest.raises(BadInput, match="strategy=staged with dst_layout=layer_first"):
+        plan([BenchSweep(id="kv.restore", params={"strategy": "staged", "src": "pinned", "dst": "device",
+                                                  "tokens": 64})])
+
+
+@pytest.mark.skipif(cuda_unavailable_reason() is None, reason="a CUDA device is present")
+def test_cuda_kv_strategies_skip_without_a_gpu():
+    for strategy in ("ce-loop", "ce-graph", "ce-batch", "sm-gather", "gpu-contiguous"):
+        params = get_bench("kv.restore").canonical_params({"strategy": strategy, "src": "pinned", "dst": "device",
+                                                            "tokens": 64})
+        result = run_case(Case("kv.restore", params), collect_facts(gpus=False, dram=False), Settings())
+        assert result.status == "skipped" and result.reason.startswith("no CUDA device")

@@ -54,3 +54,18 @@ def test_bidirectional_reports_the_sum(facts):
 def test_bad_gpu_input(params, message):
     with pytest.raises(BadInput, match=message):
         plan([BenchSweep(id="pcie.h2d", params=params)])
+
+
+@pytest.mark.parametrize("strategy", ["ce-loop", "ce-graph", "sm-gather", "gpu-contiguous", "ce-batch"])
+def test_every_cuda_kv_strategy_lands_every_fragment(facts, strategy):
+    params = {"model": "Qwen2.5-32B", "tokens": 256, "src": "pinned", "dst": "device", "strategy": strategy}
+    result = run_case(Case("kv.restore", get_bench("kv.restore").canonical_params(params)), facts, FAST)
+    if strategy == "ce-batch" and result.status == "skipped":
+        pytest.skip(result.reason)
+    assert result.status == "ok", result.reason
+    assert result.measurement.verified and result.metadata["layout_fragments"] == 16 * 128
+
+
+def test_staged_strategy_into_a_page_first_pool(facts):
+    run(facts, "kv.restore", model="Qwen2.5-32B", tokens=256, src="pinned", dst="device", strategy="staged",
+        dst_layout="page_first")
