@@ -14,12 +14,15 @@ from kvbench.analyze.runs import RunDocument
 from kvbench.kv.geometry import get_model
 from kvbench.report import plots
 
-# Questions whose figures need GPU benchmarks; listed with the reason when the runs lack them.
+# Questions whose figures need GPU results; listed with the reason when the runs lack them.
 GPU_QUESTIONS = {
-    "pcie.h2d": "Pinned vs pageable: how much does page-locking host memory buy?",
-    "pcie.bidir": "Both directions at once: each direction and the sum",
-    "pcie.multi": "All GPUs at once: is the aggregate below the sum of singles (a shared uplink)?",
-    "pcie.numa": "NUMA near vs far: host memory on which node feeds which GPU fastest?",
+    "pcie.h2d": ("Pinned vs pageable: how much does page-locking host memory buy?",
+                 "no pcie.h2d results in these runs"),
+    "pcie.bidir": ("Both directions at once: each direction and the sum", "no pcie.bidir results in these runs"),
+    "numa": ("NUMA near vs far: host memory on which node feeds which GPU fastest?",
+             "no pcie.h2d results with two or more numa:N nodes in these runs"),
+    "multi": ("All GPUs at once: is the aggregate below the sum of singles (a shared uplink)?",
+              "kvbench does not run all GPUs at once yet (gpus=all)"),
 }
 
 
@@ -64,10 +67,13 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     for bench in sorted(benches):
         if fig := _figure(plots.bandwidth_vs_size(results, bench)):
             content.figures.append(fig)
-    if fig := _figure(plots.kv_strategies(results)):
-        content.figures.append(fig)
-    content.missing = [(q, f"no {bench} results in these runs (GPU benchmarks did not run here)")
-                       for bench, q in GPU_QUESTIONS.items() if bench not in benches]
+    drawn = {"pcie.h2d": "pcie.h2d" in benches}  # pinned vs pageable is its rate-vs-size figure
+    for key, figure in (("kv", plots.kv_strategies(results)), ("numa", plots.numa_heatmap(results)),
+                        ("pcie.bidir", plots.bidirectional(results))):
+        if fig := _figure(figure):
+            content.figures.append(fig)
+            drawn[key] = True
+    content.missing = [(question, why) for key, (question, why) in GPU_QUESTIONS.items() if not drawn.get(key)]
     stored_rows = [{"bench": r["bench"], "status": r["status"], "params": r["params"], "bytes_per_op": r["bytes"],
                     "median_s": (r.get("seconds") or {}).get("median"), "extra": r.get("metadata") or {}}
                    for r in results]

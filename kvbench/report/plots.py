@@ -104,3 +104,47 @@ def save(fig: plt.Figure, path: str) -> None:
     """PNG or SVG by the file's extension."""
     fig.savefig(path, dpi=150)
     plt.close(fig)
+
+
+def numa_heatmap(results: list[dict[str, Any]]) -> plt.Figure | None:
+    """pcie.h2d GB/s for every host NUMA node × GPU: the near/far matrix."""
+    frame = results_frame(results)
+    if frame.empty or "pcie.h2d" not in set(frame["bench"]):
+        return None
+    frame = frame[(frame["bench"] == "pcie.h2d") & frame["memory"].astype(str).str.startswith("numa:")].copy()
+    if frame.empty or frame["memory"].nunique() < 2:
+        return None
+    frame["node"] = frame["memory"].str.slice(5).astype(int)
+    matrix = frame.pivot_table(index="node", columns="gpu", values="gbps", aggfunc="median")
+    fig, ax = plt.subplots(figsize=(1.2 * matrix.shape[1] + 3, 0.8 * matrix.shape[0] + 2))
+    sns.heatmap(matrix, annot=True, fmt=".1f", cmap="viridis", ax=ax, cbar_kws={"label": "GB/s (1e9 B/s)"})
+    ax.set_xlabel("GPU")
+    ax.set_ylabel("host memory on NUMA node")
+    ax.set_title("Which NUMA node feeds which GPU fastest (pcie.h2d)?")
+    fig.tight_layout()
+    return fig
+
+
+def bidirectional(results: list[dict[str, Any]]) -> plt.Figure | None:
+    """Each direction and their sum for pcie.bidir, next to one direction alone."""
+    rows = []
+    for r in results:
+        if r["status"] != "ok":
+            continue
+        size = r["params"].get("size")
+        if r["bench"] == "pcie.bidir" and (r.get("metadata") or {}).get("directions_gbps"):
+            d = r["metadata"]["directions_gbps"]
+            rows += [{"size": size, "what": "both: H2D", "gbps": d["h2d"]}, {"size": size, "what": "both: D2H", "gbps": d["d2h"]},
+                     {"size": size, "what": "both: sum", "gbps": d["sum"]}]
+        elif r["bench"] in ("pcie.h2d", "pcie.d2h") and r["params"].get("memory") == "pinned":
+            rows.append({"size": size, "what": f"alone: {r['bench'][5:].upper()}", "gbps": r["gbps"]["median"]})
+    if not any(row["what"].startswith("both") for row in rows):
+        return None
+    frame = pd.DataFrame(rows)
+    frame["size"] = frame["size"].map(lambda s: format_size(int(s)))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    sns.barplot(frame, x="size", y="gbps", hue="what", ax=ax, errorbar=None)
+    ax.set_ylabel("GB/s (1e9 B/s), median")
+    ax.set_title("What do both directions at once give, per direction and summed?")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,27 @@
+"""The GPU figures draw from result rows of the shape the GPU benchmarks store.
+
+The rates here are test inputs for the plotting code, not measurements.
+"""
+
+from kvbench.report import plots
+
+
+def row(bench, gbps, **params):
+    return {"bench": bench, "status": "ok", "params": params, "gbps": {"median": gbps, "p10": gbps, "p90": gbps},
+            "peak_gbps": 63.0}
+
+
+def test_numa_heatmap_is_node_by_gpu():
+    results = [row("pcie.h2d", rate, memory=f"numa:{node}", gpu=gpu, size=1 << 28)
+               for node, gpu, rate in ((0, 0, 1.0), (1, 0, 0.5), (0, 1, 0.5), (1, 1, 1.0))]
+    fig = plots.numa_heatmap(results)
+    assert fig is not None and "NUMA" in fig.axes[0].get_title()
+    assert plots.numa_heatmap(results[:1]) is None  # one node: no matrix
+
+
+def test_bidirectional_bars_need_a_bidir_result():
+    alone = [row("pcie.h2d", 1.0, memory="pinned", size=1 << 28)]
+    assert plots.bidirectional(alone) is None
+    both = {**row("pcie.bidir", 2.0, memory="pinned", size=1 << 28),
+            "metadata": {"directions_gbps": {"h2d": 1.0, "d2h": 1.0, "sum": 2.0}}}
+    assert plots.bidirectional([*alone, both]) is not None
