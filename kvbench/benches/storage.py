@@ -32,6 +32,27 @@ POSIX_APIS = {"auto": {}, "aio": {"use_aio": "true"}, "uring": {"use_uring": "tr
 MAX_REQUESTS = 256  # distinct prepared requests cycled through; more only costs preparation
 
 
+def gds_compat_mode() -> bool | None:
+    """cuFile's `allow_compat_mode` (CUFILE_ENV_PATH_JSON or /etc/cufile.json); None when unreadable.
+
+    With it on, GDS silently falls back to reading through host memory when the direct path is
+    not possible — the fallback users complain about — so the result carries it.
+    """
+    import json
+    import re as _re
+
+    path = os.environ.get("CUFILE_ENV_PATH_JSON", "/etc/cufile.json")
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    try:
+        config = json.loads(_re.sub(r"^\s*//.*$", "", text, flags=_re.M))  # cufile.json carries // comments
+    except json.JSONDecodeError:
+        return None
+    return bool(config.get("properties", {}).get("allow_compat_mode", config.get("allow_compat_mode", False)))
+
+
 def plan_requests(files: int, file_bytes: int, io_size: int, batch: int, pattern: str, seed: int) -> np.ndarray:
     """(requests, batch, 2) array of (file index, offset) for each descriptor of each request."""
     per_file = file_bytes // io_size
@@ -161,6 +182,12 @@ class _Storage(Benchmark):
         }
         if not files.direct and params["direct"]:
             metadata["warning"] = f"{files.mount.get('fstype')} refused O_DIRECT: bytes came from the page cache"
+        if backend in ("GDS", "GDS_MT"):
+            compat = gds_compat_mode()
+            metadata["gds_compat_mode"] = compat
+            if compat is not False:
+                metadata["warning"] = ("GDS may have run in compatibility mode (cuFile allow_compat_mode "
+                                       f"{'on' if compat else 'unknown'}): bytes may have gone through host memory")
 
         def derive(m) -> dict[str, Any]:
             return {"telemetry": transfers[state["last"]].telemetry(), "iops": batch / m.summary.median}

@@ -94,3 +94,16 @@ def test_interrupted_run_leaves_no_files(tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
     assert glob.glob(str(tmp_path / "kvbench-*.dat")) == []
+
+
+def test_gds_compat_mode_is_read_from_cufile_json(tmp_path, monkeypatch):
+    from kvbench.benches.storage import gds_compat_mode
+
+    config = tmp_path / "cufile.json"
+    config.write_text('{\n  // comments are allowed in cufile.json\n  "properties": { "allow_compat_mode": true }\n}\n')
+    monkeypatch.setenv("CUFILE_ENV_PATH_JSON", str(config))
+    assert gds_compat_mode() is True
+    config.write_text('{ "properties": { "allow_compat_mode": false } }')
+    assert gds_compat_mode() is False
+    monkeypatch.setenv("CUFILE_ENV_PATH_JSON", str(tmp_path / "missing.json"))
+    assert gds_compat_mode() is None
