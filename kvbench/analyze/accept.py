@@ -220,6 +220,12 @@ def _judge_spread(rule: Rule, doc: RunDocument) -> list[Verdict]:
         if r["status"] == "ok":
             key = (r.get("run_id"), tuple(sorted((k, str(v)) for k, v in r["params"].items() if k != over)))
             groups.setdefault(key, []).append(r)
+    per_gpu = [r for r in _matching(doc, rule.bench, {k: v for k, v in rule.params.items() if k != over})
+               if r["status"] == "ok" and (r.get("metadata") or {}).get(f"per_{over}_gbps")]
+    for r in per_gpu:  # one result of every GPU at once (gpus=all) carries the per-GPU rates
+        groups[("all", r["case"] if "case" in r else id(r))] = [
+            {"params": {**r["params"], over: key}, "gbps": {"median": rate}}
+            for key, rate in r["metadata"][f"per_{over}_gbps"].items()]
     out = []
     for members in groups.values():
         if len(members) < 2:

@@ -48,6 +48,8 @@ class _Pcie(Benchmark):
         "engine": Param("choice", "ce", "copy engine (ce) or SM kernel (sm)", choices=("ce", "sm")),
         "size": Param("size", "256MiB", "bytes per copy", minimum=16),
         "gpu": Param("int", 0, "GPU index", minimum=0),
+        "gpus": Param("choice", "one", "one: the `gpu`; all: every GPU at once (pinned, copy engine)",
+                      choices=("one", "all")),
     }
 
     def unavailable_reason(self) -> str | None:
@@ -69,15 +71,23 @@ class _Pcie(Benchmark):
                            "(use pinned or numa:N)")
         if params["engine"] == "sm" and params["size"] % 16:
             raise BadInput(f"bad size={params['size']}: engine=sm copies 16-byte vectors")
+        if params["gpus"] == "all" and (kind.name != "pinned" or params["engine"] != "ce" or self.direction == "bidir"):
+            raise BadInput("bad gpus=all: all GPUs at once runs pcie.h2d / pcie.d2h with memory=pinned engine=ce")
         if self.direction == "bidir" and kind.name == "pageable":
             raise BadInput("bad memory=pageable for pcie.bidir: synchronous pageable copies cannot overlap")
         check_gpu(params["gpu"], (2 if self.direction == "bidir" else 1) * params["size"])
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
+        if params["gpus"] == "all":
+            return [("dram_read",), ("all_gpu_links",)]
         link = ("gpu_link_both", params["gpu"]) if self.direction == "bidir" else ("gpu_link", params["gpu"])
         return [("dram_read",), link]
 
     def prepare(self, params: dict[str, Any]) -> Prepared:
+        if params["gpus"] == "all":
+            from kvbench.benches.pcie_all import prepare_all
+
+            return prepare_all(self.direction, params["size"])
         cp = cupy_module()
         gpu, size, engine = params["gpu"], params["size"], params["engine"]
         pageable = parse_kind(params["memory"]).name == "pageable"

@@ -36,6 +36,11 @@ def segment_peak(segment: Segment, facts: HostFacts) -> tuple[Peak | None, str |
             return None, reason
         # A copy reads and writes every byte it counts once: half the DRAM bus carries it.
         return Peak(peak.gbps / 2, f"DRAM {peak.gbps:.1f} GB/s / 2 (copy reads + writes); {peak.source}"), None
+    if kind == "all_gpu_links":  # every GPU at once: the sum of their links, as negotiated
+        found = [peaks.link_peak(g.link) for g in facts.gpus]
+        if not found or None in found:
+            return None, "a GPU link speed is unknown"
+        return Peak(sum(p.gbps for p in found), f"sum of {len(found)} GPU links as negotiated"), None
     if kind == "gpu_link_both":  # both directions at once: the sum's peak is twice one direction
         peak, reason = segment_peak(("gpu_link", segment[1]), facts)
         return (Peak(2 * peak.gbps, f"2 x {peak.source}", peak.raw), None) if peak else (None, reason)

@@ -25,7 +25,17 @@ class Case:
 
 
 def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list) else [value]
+    """A sweep's values; `numa:*` stands for every NUMA node this host has."""
+    values = list(value) if isinstance(value, list) else [value]
+    out: list[Any] = []
+    for v in values:
+        if v == "numa:*":
+            from kvbench.memory.numa import online_nodes
+
+            out.extend(f"numa:{n}" for n in online_nodes())
+        else:
+            out.append(v)
+    return out
 
 
 def expand(sweep: BenchSweep, overrides: dict[str, Any] | None = None) -> list[Case]:

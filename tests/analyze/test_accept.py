@@ -125,3 +125,12 @@ replay_unchanged = true
 def test_recorded_fact_rules_skip_when_nothing_was_recorded(quick):
     verdicts = [v for v in judge(quick, rules_for_host([])) if v.rule in ("pcie-link-at-max", "multi-gpu-spread")]
     assert verdicts and all(v.verdict == "SKIP" for v in verdicts)
+
+
+def test_spread_reads_the_per_gpu_rates_of_an_all_gpus_result(tmp_path):
+    rules = load_rules(write(tmp_path, 'name = "t"\n[[rule]]\nid = "s"\nbench = "pcie.h2d"\n'
+                                       'spread = { over = "gpu", max = 0.10 }\n'))
+    result = {"bench": "pcie.h2d", "case": "c", "status": "ok", "params": {"gpus": "all"}, "gbps": {"median": 200.0},
+              "metadata": {"per_gpu_gbps": {"0": 54.0, "1": 53.0, "2": 26.5, "3": 54.1}}}
+    (verdict,) = judge({"results": [result]}, [rules])
+    assert verdict.verdict == "FAIL" and verdict.measured.startswith("gpu=2 51.")

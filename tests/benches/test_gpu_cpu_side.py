@@ -72,3 +72,13 @@ def test_cuda_kv_strategies_skip_without_a_gpu():
                                                             "tokens": 64})
         result = run_case(Case("kv.restore", params), collect_facts(gpus=False, dram=False), Settings())
         assert result.status == "skipped" and result.reason.startswith("no CUDA device")
+
+
+def test_all_gpus_at_once_peak_is_the_sum_of_links_and_input_is_checked():
+    facts = h200_facts()
+    spec = get_bench("pcie.h2d")
+    peak = path_peak(spec.path(spec.canonical_params({"gpus": "all"})), HostFacts(
+        **{**facts.__dict__, "dram": Dram(16, 4800, 1 << 40)})).peak
+    assert peak.gbps == pytest.approx(63.0 + 15.75, abs=0.05)
+    with pytest.raises(BadInput, match="gpus=all"):
+        plan([BenchSweep(id="pcie.h2d", params={"gpus": "all", "memory": "pageable"})])

@@ -69,3 +69,8 @@ def test_every_cuda_kv_strategy_lands_every_fragment(facts, strategy):
 def test_staged_strategy_into_a_page_first_pool(facts):
     run(facts, "kv.restore", model="Qwen2.5-32B", tokens=256, src="pinned", dst="device", strategy="staged",
         dst_layout="page_first")
+
+
+def test_all_gpus_at_once(facts):
+    result = run(facts, "pcie.h2d", gpus="all", size="64MiB")
+    assert len(result.metadata["per_gpu_gbps"]) == len(result.metadata["gpus"])

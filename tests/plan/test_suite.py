@@ -74,3 +74,11 @@ def test_schema_error_names_the_key_and_line(tmp_path):
 def test_unknown_suite_lists_the_shipped_ones():
     with pytest.raises(BadInput, match="unknown suite 'quik'; did you mean 'quick'"):
         load_suite("quik")
+
+
+def test_numa_star_expands_to_every_node():
+    from kvbench.memory.numa import online_nodes
+
+    cases = plan([BenchSweep(id="dram.copy", params={"src": "numa:*", "dst": "numa:*", "size": "4MiB"})])
+    assert len(cases) == len(online_nodes()) ** 2
+    assert {c.params["src"] for c in cases} == {f"numa:{n}" for n in online_nodes()}

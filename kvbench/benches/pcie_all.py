@@ -1,0 +1,100 @@
+"""`gpus=all` for the PCIe benchmarks: every GPU copies at once, one stream each.
+
+The aggregate is timed on the host clock around copies enqueued on every GPU and a
+synchronize of all (one cudaMemcpyAsync per GPU per operation: microseconds of submission
+against milliseconds of copy); each GPU's own time comes from events on its stream. The NVML
+topology relation of every GPU pair is recorded, so a shared uplink shows up as an aggregate
+below the sum of the singles — the seed's warning about switches shared by GPUs and NICs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kvbench.backends.cuda import cupy_module
+from kvbench.benches.base import Prepared
+from kvbench.errors import IntegrityError
+from kvbench.measure.engine import Workload
+from kvbench.measure.timer import MonotonicTimer
+from kvbench.memory.pattern import fill_pattern
+
+H2D, D2H = 1, 2
+_LEVELS = {0: "same board", 10: "single switch", 20: "multiple switches", 30: "host bridge",
+           40: "same NUMA node", 50: "across sockets"}
+
+
+def topology() -> dict[str, str]:
+    """NVML's common-ancestor level for every GPU pair, e.g. {"0-1": "single switch"}."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return {}
+    try:
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        out = {}
+        for i in range(len(handles)):
+            for j in range(i + 1, len(handles)):
+                try:
+                    level = pynvml.nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j])
+                    out[f"{i}-{j}"] = _LEVELS.get(int(level), str(level))
+                except Exception:
+                    out[f"{i}-{j}"] = "unknown"
+        return out
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def prepare_all(direction: str, size: int) -> Prepared:
+    cp = cupy_module()
+    gpus = list(range(cp.cuda.runtime.getDeviceCount()))
+    kind = H2D if direction == "h2d" else D2H
+    lanes = []
+    for g in gpus:
+        with cp.cuda.Device(g):
+            host = cp.cuda.alloc_pinned_memory(size)
+            h = np.frombuffer(host, dtype=np.uint8, count=size)
+            fill_pattern(h, seed=g)
+            d = cp.empty(size, dtype=cp.uint8)
+            pattern = np.empty(size, dtype=np.uint8)
+            fill_pattern(pattern, seed=100 + g)
+            d.set(pattern)
+            lanes.append({"gpu": g, "host_mem": host, "host": h, "dev": d, "pattern": pattern,
+                          "stream": cp.cuda.Stream(non_blocking=True), "start": cp.cuda.Event(),
+                          "end": cp.cuda.Event()})
+
+    def run() -> None:
+        for lane in lanes:
+            with cp.cuda.Device(lane["gpu"]):
+                dst, src = ((lane["dev"].data.ptr, lane["host"].ctypes.data) if kind == H2D
+                            else (lane["host"].ctypes.data, lane["dev"].data.ptr))
+                lane["start"].record(lane["stream"])
+                cp.cuda.runtime.memcpyAsync(dst, src, size, kind, lane["stream"].ptr)
+                lane["end"].record(lane["stream"])
+        for lane in lanes:
+            lane["end"].synchronize()
+
+    def reset() -> None:
+        for lane in lanes:
+            with cp.cuda.Device(lane["gpu"]):
+                lane["dev"].fill(0) if kind == H2D else lane["host"].fill(0)
+
+    def check() -> None:
+        for lane in lanes:
+            with cp.cuda.Device(lane["gpu"]):
+                ok = (np.array_equal(lane["dev"].get(), lane["host"]) if kind == H2D
+                      else np.array_equal(lane["host"], lane["pattern"]))
+            if not ok:
+                raise IntegrityError(f"GPU {lane['gpu']}: copied bytes differ")
+
+    def derive(_m) -> dict[str, Any]:
+        per_gpu = {str(lane["gpu"]): size / (cp.cuda.get_elapsed_time(lane["start"], lane["end"]) * 1e-3) / 1e9
+                   for lane in lanes}
+        return {"per_gpu_gbps": per_gpu, "sum_of_gpus_gbps": sum(per_gpu.values())}
+
+    metadata = {"gpus": gpus, "topology": topology(), "bytes_counted": "all GPUs together",
+                "per_gpu_note": "per-GPU rates from each stream's events in the last operation"}
+    return Prepared(Workload(size * len(gpus), run, reset, check, MonotonicTimer()), metadata, lambda: None, derive)
