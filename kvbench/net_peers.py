@@ -76,8 +76,9 @@ class ProcessPeer:
         cmd = [*self.command, "--name", self.name, "--port", str(free_port()), "--initiator", initiator.name,
                "--initiator-addr", "127.0.0.1", "--initiator-port", str(listen_port), "--size", str(size),
                "--memory", memory, "--seed", str(seed), "--timeout", str(timeout_s)]
+        env = {k: v for k, v in os.environ.items() if k != "UCX_PROTO_INFO"}  # its tables would fill the pipe
         self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                        env={**os.environ, "NIXL_LOG_LEVEL": "WARN"})
+                                        env={**env, "NIXL_LOG_LEVEL": "WARN"})
         self._inbox: list[bytes] = []
         try:
             base, size_, device, mem_type = self._wait(lambda m: m.startswith(b"BASE:")).decode().split(":")[1:]

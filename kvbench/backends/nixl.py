@@ -8,15 +8,23 @@ without a GPU (UCX and POSIX plugins). Transfers are prepared once (`prep_xfer_d
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 import os
+import tempfile
 import time
 from types import ModuleType
 
 import numpy as np
 
 DEFAULT_TIMEOUT_S = 60.0
+
+
+def _remove_ucx_log() -> None:
+    path = os.environ.get("UCX_LOG_FILE", "").replace("%p", str(os.getpid()))
+    if path.startswith(tempfile.gettempdir()) and os.path.exists(path):
+        os.unlink(path)
 
 
 @functools.cache
@@ -28,6 +36,11 @@ def nixl_api() -> ModuleType | None:
         # crashes the process at exit (nixl-cu13 1.5.1 bundled UCX: status 139 from
         # rtnl_tc_unregister). Not loading it changes nothing else; set UCX_MODULES to override.
         os.environ.setdefault("UCX_MODULES", "^ib")
+    # UCX logs (its warnings, and the protocol tables kvbench asks for) go to a file per
+    # process instead of the terminal; benches read the tables from it. Removed at exit.
+    if "UCX_LOG_FILE" not in os.environ:
+        os.environ["UCX_LOG_FILE"] = os.path.join(tempfile.gettempdir(), "kvbench-ucx-%p.log")
+        atexit.register(_remove_ucx_log)
     for name in ("nixl._api", "nixl_cu13._api", "nixl_cu12._api"):
         try:
             return importlib.import_module(name)

@@ -15,6 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from kvbench.backends.ucx_protocols import log_since as ucx_log_since
+from kvbench.backends.ucx_protocols import log_size as ucx_log_size
+from kvbench.backends.ucx_protocols import proto_info_enabled
+from kvbench.backends.ucx_protocols import devices as ucx_devices
+from kvbench.backends.ucx_protocols import parse as parse_protocols
 from kvbench.backends.nixl import PreparedTransfer, backend_unavailable_reason, desc_array, make_agent, nixl_version
 from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.params import Param
@@ -74,8 +79,8 @@ class _Net(Benchmark):
             return [("remote_peer", params["peer_addr"])]
         return [("loopback", params["peer"])]
 
-    def prepare(self, params: dict[str, Any]) -> Prepared:
-        size = params["block_size"] * params["batch"]
+    def _connect(self, params: dict[str, Any], size: int):
+        """(agent, local region, peer, prepared transfer) for these params."""
         listen = free_port() if params["peer"] != "inproc" else None
         # A launched peer knows the initiator by a fixed name (python -m kvbench.peer --initiator kvbench-init).
         name = "kvbench-init" if params["peer"] == "remote" else f"kvbench-net-{os.getpid()}-{self.operation.lower()}"
@@ -103,6 +108,23 @@ class _Net(Benchmark):
             region.close()
             raise
 
+        return agent, region, peer, transfer
+
+    def prepare(self, params: dict[str, Any]) -> Prepared:
+        size = params["block_size"] * params["batch"]
+        # UCX prints its protocol selection (transport, device) to fd 2 as endpoints come up
+        # and operations first run: capture that stretch, from the agent to the first transfer.
+        offset = ucx_log_size()
+        with proto_info_enabled():  # UCX logs which protocol, transport and device it picks
+            agent, region, peer, transfer = self._connect(params, size)
+        try:
+            transfer.run()
+        except BaseException:
+            transfer.release()
+            peer.close()
+            region.close()
+            raise
+        protocols = parse_protocols(ucx_log_since(offset))
         def local_bytes() -> np.ndarray:
             return region.host_array if region.host_array is not None else region.device_array.get()
 
@@ -136,6 +158,7 @@ class _Net(Benchmark):
 
         metadata = {
             "nixl_backend": transfer.backend, "nixl_version": nixl_version(), "ucx_env": ucx_settings(),
+            "ucx_protocols": protocols, "ucx_devices": ucx_devices(protocols),
             "gpu_memory": any(parse_kind(params[k]).name == "device" for k in ("local", "remote")),
             "buffers": {"local": region.describe(), "remote": peer.describe()},
         }

@@ -35,6 +35,7 @@ def test_transfers_to_a_peer_are_verified(facts, bench, peer):
     assert result.measurement.verified and result.measurement.bytes_per_op == 16 * 65536
     assert result.metadata["nixl_backend"] == "UCX"
     assert result.metadata["buffers"]["remote"]["peer"] == peer
+    assert result.metadata["ucx_devices"], "UCX's own record of the transport used is missing"
 
 
 def test_gpu_memory_is_skipped_with_the_reason(facts):
