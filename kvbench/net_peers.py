@@ -30,6 +30,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def connect_rail(agent, peer, timeout_s: float) -> None:
+    """Give one more initiator agent (a rail) the peer's metadata: from the peer itself in this
+    process, or from the peer's NIXL listener."""
+    if isinstance(peer, InprocPeer):
+        agent.add_remote_agent(peer.agent.get_agent_metadata())
+        return
+    address, port = peer.address
+    deadline = time.monotonic() + timeout_s
+    while not agent.check_remote_metadata(peer.name):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"rail agent {agent.name} got no metadata from '{peer.name}' within {timeout_s:.0f} s")
+        agent.fetch_remote_metadata(peer.name, address, port)
+        wait_until = time.monotonic() + 0.5
+        while time.monotonic() < wait_until and not agent.check_remote_metadata(peer.name):
+            time.sleep(0.01)
+
+
 class InprocPeer:
     def __init__(self, initiator, size: int, memory: str, seed: int) -> None:
         self.agent = make_agent(f"{initiator.name}-target", ["UCX"], telemetry=False)
@@ -73,7 +90,8 @@ class ProcessPeer:
         self.timeout_s = timeout_s
         self.name = f"{initiator.name}-peer"
         self.memory = memory
-        cmd = [*self.command, "--name", self.name, "--port", str(free_port()), "--initiator", initiator.name,
+        self.address = ("127.0.0.1", free_port())
+        cmd = [*self.command, "--name", self.name, "--port", str(self.address[1]), "--initiator", initiator.name,
                "--initiator-addr", "127.0.0.1", "--initiator-port", str(listen_port), "--size", str(size),
                "--memory", memory, "--seed", str(seed), "--timeout", str(timeout_s)]
         env = {k: v for k, v in os.environ.items() if k != "UCX_PROTO_INFO"}  # its tables would fill the pipe
@@ -141,12 +159,12 @@ class RemotePeer(ProcessPeer):
         self.memory = "remote"
         self.process = None
         self._inbox = []
-        self.address = f"{address}:{port}"
+        self.address = (address, port)
         # The peer may still be starting (launchers start ranks together): ask again until it answers.
         deadline = time.monotonic() + timeout_s
         while not initiator.check_remote_metadata(name):
             if time.monotonic() > deadline:
-                raise RuntimeError(f"peer '{name}' at {self.address} did not answer within {timeout_s:.0f} s")
+                raise RuntimeError(f"peer '{name}' at {address}:{port} did not answer within {timeout_s:.0f} s")
             initiator.fetch_remote_metadata(name, address, port)
             initiator.send_local_metadata(address, port)
             wait_until = time.monotonic() + 1.0
@@ -154,12 +172,12 @@ class RemotePeer(ProcessPeer):
                 time.sleep(0.01)
         base, size_, device, mem_type = self._wait(lambda m: m.startswith(b"BASE:")).decode().split(":")[1:]
         if int(size_) != size:
-            raise RuntimeError(f"peer '{name}' at {self.address} holds {size_} bytes; this case needs exactly {size} "
+            raise RuntimeError(f"peer '{name}' at {address}:{port} holds {size_} bytes; this case needs exactly {size} "
                                f"(start it with --size {size})")
         self.base, self.size, self.device, self.mem_type = int(base), int(size_), int(device), mem_type
 
     def describe(self) -> dict:
-        return {"peer": "remote", "address": self.address, "size_bytes": self.size}
+        return {"peer": "remote", "address": f"{self.address[0]}:{self.address[1]}", "size_bytes": self.size}
 
     def close(self) -> None:
         try:

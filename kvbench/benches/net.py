@@ -32,7 +32,7 @@ from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.memory.pattern import fill_pattern
 from kvbench.peer import PATTERN_SEED
-from kvbench.net_peers import InprocPeer, ProcessPeer, RemotePeer, expected_crc, free_port
+from kvbench.net_peers import InprocPeer, ProcessPeer, RemotePeer, connect_rail, expected_crc, free_port
 
 REMOTE_SEED, LOCAL_SEED = PATTERN_SEED, 23
 
@@ -40,6 +40,21 @@ REMOTE_SEED, LOCAL_SEED = PATTERN_SEED, 23
 def ucx_settings() -> dict[str, str]:
     """The UCX environment that decides transports and devices (what UCX picked is not exposed)."""
     return {k: v for k, v in os.environ.items() if k.startswith("UCX_")}
+
+
+def _agent_on(name: str, rail: str | None, threads: int, listen: int | None):
+    """An initiator agent whose UCX uses only `rail` (UCX_NET_DEVICES, read when UCX starts)."""
+    if rail is None:
+        return make_agent(name, ["UCX"], threads, listen_port=listen)
+    saved = os.environ.get("UCX_NET_DEVICES")
+    os.environ["UCX_NET_DEVICES"] = rail
+    try:
+        return make_agent(name, ["UCX"], threads, listen_port=listen)
+    finally:
+        if saved is None:
+            os.environ.pop("UCX_NET_DEVICES", None)
+        else:
+            os.environ["UCX_NET_DEVICES"] = saved
 
 
 class _Net(Benchmark):
@@ -56,6 +71,8 @@ class _Net(Benchmark):
         "peer_port": Param("int", 5555, "peer=remote: the peer's NIXL listener port", minimum=1),
         "peer_name": Param("text", "kvbench-target", "peer=remote: the peer agent's name"),
         "timeout_s": Param("int", 30, "seconds to wait for the peer", minimum=1),
+        "rails": Param("text", "", "UCX devices to spread the batch over, one agent each, e.g. "
+                       "mlx5_0:1,mlx5_1:1 (empty: UCX's choice)"),
     }
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
@@ -75,52 +92,70 @@ class _Net(Benchmark):
         check_fits(2 * params["block_size"] * params["batch"], "local + remote buffers", available_host_bytes())
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
+        rails = [r.strip() for r in params["rails"].split(",") if r.strip()]
+        if rails and params["peer"] == "remote":
+            return [("nic_rails", tuple(rails))]
         if params["peer"] == "remote":
             return [("remote_peer", params["peer_addr"])]
         return [("loopback", params["peer"])]
 
     def _connect(self, params: dict[str, Any], size: int):
-        """(agent, local region, peer, prepared transfer) for these params."""
+        """(agents, local region, peer, prepared transfers): one agent and request per rail."""
+        rails = [r.strip() for r in params["rails"].split(",") if r.strip()] or [None]
         listen = free_port() if params["peer"] != "inproc" else None
         # A launched peer knows the initiator by a fixed name (python -m kvbench.peer --initiator kvbench-init).
         name = "kvbench-init" if params["peer"] == "remote" else f"kvbench-net-{os.getpid()}-{self.operation.lower()}"
-        agent = make_agent(name, ["UCX"], params["threads"], listen_port=listen)
+        # every agent that talks to a peer in another process needs its own NIXL listener
+        agents = [_agent_on(name if i == 0 else f"{name}-rail{i}", rail, params["threads"],
+                            listen if i == 0 or listen is None else free_port())
+                  for i, rail in enumerate(rails)]
         region = allocate(params["local"], size)
         peer = None
         try:
             if params["peer"] == "inproc":
-                peer = InprocPeer(agent, size, params["remote"], REMOTE_SEED)
+                peer = InprocPeer(agents[0], size, params["remote"], REMOTE_SEED)
             elif params["peer"] == "remote":
-                peer = RemotePeer(agent, params["peer_name"], params["peer_addr"], params["peer_port"], size,
+                peer = RemotePeer(agents[0], params["peer_name"], params["peer_addr"], params["peer_port"], size,
                                   params["timeout_s"])
             else:
-                peer = ProcessPeer(agent, listen, size, params["remote"], REMOTE_SEED, params["timeout_s"])
+                peer = ProcessPeer(agents[0], listen, size, params["remote"], REMOTE_SEED, params["timeout_s"])
             mem_type, base, device = nixl_memory(region)
-            agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
             offsets = np.arange(params["batch"], dtype=np.uint64) * np.uint64(params["block_size"])
             lengths = np.full(params["batch"], params["block_size"])
-            transfer = PreparedTransfer(agent, self.operation, desc_array(base + offsets, lengths, device), mem_type,
-                                        desc_array(peer.base + offsets, lengths, peer.device), peer.mem_type,
-                                        peer.name, ["UCX"], timeout_s=params["timeout_s"])
+            transfers = []
+            for i, agent in enumerate(agents):
+                if i:
+                    connect_rail(agent, peer, params["timeout_s"])
+                agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
+                mine = slice(i, None, len(agents))  # the batch is dealt over the rails
+                transfers.append(PreparedTransfer(
+                    agent, self.operation, desc_array(base + offsets[mine], lengths[mine], device), mem_type,
+                    desc_array(peer.base + offsets[mine], lengths[mine], peer.device), peer.mem_type, peer.name,
+                    ["UCX"], timeout_s=params["timeout_s"]))
         except BaseException:
             if peer is not None:
                 peer.close()
             region.close()
             raise
-
-        return agent, region, peer, transfer
+        return agents, region, peer, transfers
 
     def prepare(self, params: dict[str, Any]) -> Prepared:
         size = params["block_size"] * params["batch"]
-        # UCX prints its protocol selection (transport, device) to fd 2 as endpoints come up
-        # and operations first run: capture that stretch, from the agent to the first transfer.
         offset = ucx_log_size()
         with proto_info_enabled():  # UCX logs which protocol, transport and device it picks
-            agent, region, peer, transfer = self._connect(params, size)
+            agents, region, peer, transfers = self._connect(params, size)
+
+        def run() -> None:
+            for t in transfers:
+                t.post()
+            for t in transfers:
+                t.wait()
+
         try:
-            transfer.run()
+            run()
         except BaseException:
-            transfer.release()
+            for t in transfers:
+                t.release()
             peer.close()
             region.close()
             raise
@@ -157,21 +192,23 @@ class _Net(Benchmark):
                     raise IntegrityError("the local buffer does not hold the peer's bytes (crc32 differs)")
 
         metadata = {
-            "nixl_backend": transfer.backend, "nixl_version": nixl_version(), "ucx_env": ucx_settings(),
+            "nixl_backend": transfers[0].backend, "nixl_version": nixl_version(), "ucx_env": ucx_settings(),
+            "rails": [r.strip() for r in params["rails"].split(",") if r.strip()],
             "ucx_protocols": protocols, "ucx_devices": ucx_devices(protocols),
             "gpu_memory": any(parse_kind(params[k]).name == "device" for k in ("local", "remote")),
             "buffers": {"local": region.describe(), "remote": peer.describe()},
         }
 
         def derive(_m) -> dict[str, Any]:
-            return {"telemetry": transfer.telemetry()}
+            return {"telemetry": [t.telemetry() for t in transfers]}
 
         def close() -> None:
-            transfer.release()
+            for t in transfers:
+                t.release()
             peer.close()
             region.close()
 
-        return Prepared(Workload(size, transfer.run, reset, check), metadata, close, derive)
+        return Prepared(Workload(size, run, reset, check), metadata, close, derive)
 
 
 @register

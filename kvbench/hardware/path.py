@@ -60,6 +60,22 @@ def segment_peak(segment: Segment, facts: HostFacts) -> tuple[Peak | None, str |
         return (peak, None) if peak else (None, f"NIC {segment[1]} rate unknown")
     if kind == "loopback":  # both agents on this host: no link of the network is crossed
         return None, f"peer={segment[1]} on this host: no network link to take a peak from"
+    if kind == "nic_rails":  # ports named as UCX does (mlx5_0:1); ports of one card share its total
+        by_card: dict[str, list[str]] = {}
+        for rail in segment[1]:
+            card, _, port = rail.partition(":")
+            by_card.setdefault(card, []).append(f"{card}/{port or '1'}")
+        total, sources = 0.0, []
+        for card, ports in by_card.items():
+            nic = next((n for n in facts.nics if n.name in ports), None)
+            if nic is None:
+                return None, f"rail device {card} ({', '.join(ports)}) not found among this host's NICs"
+            peak = peaks.nic_peak(nic, ports=len(ports))
+            if peak is None:
+                return None, f"NIC {nic.name} rate unknown"
+            total += peak.gbps
+            sources.append(f"{card}: {peak.source}")
+        return Peak(total, f"rails {', '.join(segment[1])}: " + "; ".join(sources)), None
     if kind == "remote_peer":
         return None, f"the NIC toward {segment[1]} is not named: no link peak (see kvbench info for NIC peaks)"
     if kind == "storage":  # a filesystem's source device: an NVMe drive has a peak, others do not

@@ -114,3 +114,28 @@ def test_launch_runs_rank_0_as_target_and_rank_1_as_initiator(tmp_path):
     finally:
         target.kill()
         target.wait(timeout=10)
+
+
+@pytest.mark.parametrize("peer", ["inproc", "local"])
+def test_rails_spread_the_batch_over_one_agent_per_device(facts, peer):
+    """On one host the only device is the loopback; on a CX-8 box: rails=mlx5_0:1,mlx5_1:1."""
+    result = run_case(case("net.write", peer=peer, rails="lo,lo"), facts, FAST)
+    assert result.status == "ok", result.reason
+    assert result.measurement.verified and result.metadata["rails"] == ["lo", "lo"]
+    assert len(result.metadata["telemetry"]) == 2  # one request per rail
+
+
+def test_rails_peak_is_per_card_with_the_cx8_cap():
+    from kvbench.hardware.facts import Nic
+    from kvbench.hardware.path import path_peak
+    from tests.hardware.test_sysfs import _facts
+
+    facts = _facts()
+    cx8 = (Nic("mlx5_2/1", "ethernet", None, 0, None, model="ConnectX-8"),
+           Nic("mlx5_2/2", "ethernet", None, 0, None, model="ConnectX-8"))
+    facts = type(facts)(**{**facts.__dict__, "nics": facts.nics + cx8})
+    both = path_peak([("nic_rails", ("mlx5_2:1", "mlx5_2:2"))], facts).peak
+    assert both.gbps == 100.0  # 2 x 400GbE: 100 GB/s only across both ports
+    one = path_peak([("nic_rails", ("mlx5_2:1",))], facts).peak
+    assert one.gbps == 50.0
+    assert path_peak([("nic_rails", ("mlx5_9:1",))], facts).peak is None
