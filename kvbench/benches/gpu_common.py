@@ -58,6 +58,33 @@ def link_state(gpu: int) -> dict[str, Any]:
         pynvml.nvmlShutdown()
 
 
+def gpu_numa_node(gpu: int) -> int | None:
+    """The NUMA node NVML says GPU `gpu` is attached to, None when unknown."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        node = pynvml.nvmlDeviceGetNumaNodeId(pynvml.nvmlDeviceGetHandleByIndex(gpu))
+        return int(node) if node is not None and int(node) >= 0 else None
+    except Exception:
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def numa_placement(gpu_node: int | None, buffer_node: int | None) -> dict[str, Any]:
+    """Where the host buffer sits relative to the GPU; a warning when it is on another node."""
+    out: dict[str, Any] = {"gpu_numa_node": gpu_node, "host_numa_node": buffer_node}
+    if gpu_node is not None and buffer_node is not None and gpu_node != buffer_node:
+        out["far_numa"] = True
+        out["warning"] = (f"host memory on NUMA node {buffer_node}, GPU attached to node {gpu_node}: "
+                          "a far-node copy (the seed: can halve bandwidth)")
+    return out
+
+
 def link_facts(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """The `link` (read right after the last sample, i.e. under load) and the replay delta."""
     out: dict[str, Any] = {}

@@ -16,7 +16,7 @@ import numpy as np
 
 from kvbench.backends.cuda import CudaEventTimer, cuda_unavailable_reason, cupy_module, kernel_module, launch_shape
 from kvbench.benches.base import Benchmark, Prepared
-from kvbench.benches.gpu_common import check_gpu, link_facts, link_state
+from kvbench.benches.gpu_common import check_gpu, gpu_numa_node, link_facts, link_state, numa_placement
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
@@ -162,6 +162,7 @@ class _Pcie(Benchmark):
 
         metadata = {"engine": engine, "timer": timer.name, "registered": registered,
                     "buffers": {"host": host.describe()}, "gpu": gpu,
+                    **numa_placement(gpu_numa_node(gpu), host.numa_node),
                     "bytes_counted": "sum of both directions" if self.direction == "bidir" else "one direction"}
 
         def close() -> None:

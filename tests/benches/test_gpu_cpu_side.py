@@ -82,3 +82,12 @@ def test_all_gpus_at_once_peak_is_the_sum_of_links_and_input_is_checked():
     assert peak.gbps == pytest.approx(63.0 + 15.75, abs=0.05)
     with pytest.raises(BadInput, match="gpus=all"):
         plan([BenchSweep(id="pcie.h2d", params={"gpus": "all", "memory": "pageable"})])
+
+
+def test_a_far_numa_buffer_is_flagged():
+    from kvbench.benches.gpu_common import numa_placement
+
+    assert numa_placement(0, 0) == {"gpu_numa_node": 0, "host_numa_node": 0}
+    far = numa_placement(0, 1)
+    assert far["far_numa"] and "NUMA node 1" in far["warning"]
+    assert "warning" not in numa_placement(None, 1)
