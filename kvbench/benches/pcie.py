@@ -48,6 +48,7 @@ class _Pcie(Benchmark):
         "engine": Param("choice", "ce", "copy engine (ce) or SM kernel (sm)", choices=("ce", "sm")),
         "size": Param("size", "256MiB", "bytes per copy", minimum=16),
         "gpu": Param("int", 0, "GPU index", minimum=0),
+        "backend": Param("choice", "cupy", "CUDA stack: cupy, or torch to compare with", choices=("cupy", "torch")),
         "gpus": Param("choice", "one", "one: the `gpu`; all: every GPU at once (pinned, copy engine)",
                       choices=("one", "all")),
     }
@@ -56,6 +57,10 @@ class _Pcie(Benchmark):
         return cuda_unavailable_reason()
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
+        if params["backend"] == "torch":
+            from kvbench.benches.pcie_torch import torch_unavailable_reason
+
+            return torch_unavailable_reason()
         return cuda_unavailable_reason() or kind_unavailable_reason(parse_kind(params["memory"]))
 
     def validate(self, params: dict[str, Any]) -> None:
@@ -71,6 +76,9 @@ class _Pcie(Benchmark):
                            "(use pinned or numa:N)")
         if params["engine"] == "sm" and params["size"] % 16:
             raise BadInput(f"bad size={params['size']}: engine=sm copies 16-byte vectors")
+        if params["backend"] == "torch" and (kind.name not in ("pinned", "pageable") or params["engine"] != "ce"
+                                             or self.direction == "bidir" or params["gpus"] == "all"):
+            raise BadInput("bad backend=torch: it runs pcie.h2d / pcie.d2h, engine=ce, memory=pinned or pageable")
         if params["gpus"] == "all" and (kind.name != "pinned" or params["engine"] != "ce" or self.direction == "bidir"):
             raise BadInput("bad gpus=all: all GPUs at once runs pcie.h2d / pcie.d2h with memory=pinned engine=ce")
         if self.direction == "bidir" and kind.name == "pageable":
@@ -88,6 +96,10 @@ class _Pcie(Benchmark):
             from kvbench.benches.pcie_all import prepare_all
 
             return prepare_all(self.direction, params["size"])
+        if params["backend"] == "torch":
+            from kvbench.benches.pcie_torch import prepare_torch
+
+            return prepare_torch(self.direction, params["memory"], params["size"], params["gpu"])
         cp = cupy_module()
         gpu, size, engine = params["gpu"], params["size"], params["engine"]
         pageable = parse_kind(params["memory"]).name == "pageable"

@@ -91,3 +91,13 @@ def test_a_far_numa_buffer_is_flagged():
     far = numa_placement(0, 1)
     assert far["far_numa"] and "NUMA node 1" in far["warning"]
     assert "warning" not in numa_placement(None, 1)
+
+
+def test_torch_backend_input_and_skip():
+    with pytest.raises(BadInput, match="backend=torch"):
+        plan([BenchSweep(id="pcie.h2d", params={"backend": "torch", "engine": "sm"})])
+    result = run_case(Case("pcie.h2d", get_bench("pcie.h2d").canonical_params({"backend": "torch"})),
+                      collect_facts(gpus=False, dram=False), Settings())
+    if result.status != "skipped":
+        pytest.skip("torch sees a GPU here")
+    assert result.reason.startswith("backend=torch")

@@ -74,3 +74,13 @@ def test_staged_strategy_into_a_page_first_pool(facts):
 def test_all_gpus_at_once(facts):
     result = run(facts, "pcie.h2d", gpus="all", size="64MiB")
     assert len(result.metadata["per_gpu_gbps"]) == len(result.metadata["gpus"])
+
+
+def test_torch_and_cupy_agree_within_three_percent(facts):
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pytest.skip("torch is not installed")
+    ours = run(facts, "pcie.h2d", memory="pinned", size="256MiB")
+    theirs = run(facts, "pcie.h2d", memory="pinned", size="256MiB", backend="torch")
+    assert theirs.gbps["median"] == pytest.approx(ours.gbps["median"], rel=0.03)

@@ -1,0 +1,91 @@
+"""`backend=torch` for pcie.h2d / pcie.d2h: the same copies through torch, so the two CUDA
+stacks can be compared (they should agree within 3 %). Copy engine only; pinned or pageable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kvbench.benches.base import Prepared
+from kvbench.errors import IntegrityError
+from kvbench.measure.engine import Workload
+from kvbench.measure.timer import MonotonicTimer
+from kvbench.memory.pattern import fill_pattern
+
+
+def torch_unavailable_reason() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return "backend=torch: torch is not installed"
+    if not torch.cuda.is_available():
+        return "backend=torch: torch sees no CUDA device"
+    return None
+
+
+class TorchEventTimer:
+    """torch.cuda.Event around `loops` copies on one stream (enqueued, then synchronized)."""
+
+    name = "torch_cuda_events"
+    resolution_s = 0.5e-6
+    max_loops = 256
+
+    def __init__(self, stream) -> None:
+        import torch
+
+        self.stream = stream
+        self._start = torch.cuda.Event(enable_timing=True)
+        self._end = torch.cuda.Event(enable_timing=True)
+
+    def overhead_s(self, loops: int) -> float:
+        return 0.0
+
+    def time(self, op, loops: int) -> float:
+        self._start.record(self.stream)
+        for _ in range(loops):
+            op()
+        self._end.record(self.stream)
+        self._end.synchronize()
+        return self._start.elapsed_time(self._end) * 1e-3
+
+
+def prepare_torch(direction: str, memory: str, size: int, gpu: int) -> Prepared:
+    import torch
+
+    device = torch.device("cuda", gpu)
+    pinned = memory == "pinned"
+    host = torch.empty(size, dtype=torch.uint8, pin_memory=pinned)
+    fill_pattern(host.numpy(), seed=3)
+    dev = torch.empty(size, dtype=torch.uint8, device=device)
+    pattern = np.empty(size, dtype=np.uint8)
+    fill_pattern(pattern, seed=5)
+    stream = torch.cuda.Stream(device=device)
+
+    if direction == "h2d":
+        def copy() -> None:
+            dev.copy_(host, non_blocking=pinned)
+    else:
+        dev.copy_(torch.from_numpy(pattern))
+
+        def copy() -> None:
+            host.copy_(dev, non_blocking=pinned)
+
+    def run() -> None:
+        with torch.cuda.stream(stream):
+            copy()
+
+    def reset() -> None:
+        torch.cuda.synchronize(device)
+        (dev if direction == "h2d" else host).zero_()
+
+    def check() -> None:
+        torch.cuda.synchronize(device)
+        ok = (np.array_equal(dev.cpu().numpy(), host.numpy()) if direction == "h2d"
+              else np.array_equal(host.numpy(), pattern))
+        if not ok:
+            raise IntegrityError(f"torch {direction}: copied bytes differ")
+
+    timer = TorchEventTimer(stream) if pinned else MonotonicTimer()
+    metadata: dict[str, Any] = {"backend": "torch", "torch": torch.__version__, "timer": timer.name}
+    return Prepared(Workload(size, run, reset, check, timer), metadata, lambda: torch.cuda.synchronize(device))
