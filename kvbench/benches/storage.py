@@ -90,6 +90,8 @@ class _Storage(Benchmark):
         kind = parse_kind(params["target"])
         if kind.name not in ("pageable", "numa", "pinned", "device"):
             return f"target={params['target']}: storage moves to host or GPU memory"
+        if kind.name == "device" and params["backend"] == "posix":
+            return "backend=posix moves files to host memory only; GPU targets take gds or gds_mt"
         return kind_unavailable_reason(kind)
 
     def validate(self, params: dict[str, Any]) -> None:

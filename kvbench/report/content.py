@@ -22,7 +22,7 @@ GPU_QUESTIONS = {
     "numa": ("NUMA near vs far: host memory on which node feeds which GPU fastest?",
              "no pcie.h2d results with two or more numa:N nodes in these runs"),
     "multi": ("All GPUs at once: is the aggregate below the sum of singles (a shared uplink)?",
-              "kvbench does not run all GPUs at once yet (gpus=all)"),
+              "no pcie.h2d/d2h gpus=all results in these runs"),
 }
 
 
@@ -69,7 +69,7 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
             content.figures.append(fig)
     drawn = {"pcie.h2d": "pcie.h2d" in benches}  # pinned vs pageable is its rate-vs-size figure
     for key, figure in (("kv", plots.kv_strategies(results)), ("numa", plots.numa_heatmap(results)),
-                        ("pcie.bidir", plots.bidirectional(results))):
+                        ("pcie.bidir", plots.bidirectional(results)), ("multi", plots.all_gpus(results))):
         if fig := _figure(figure):
             content.figures.append(fig)
             drawn[key] = True

@@ -148,3 +148,25 @@ def bidirectional(results: list[dict[str, Any]]) -> plt.Figure | None:
     ax.set_title("What do both directions at once give, per direction and summed?")
     fig.tight_layout()
     return fig
+
+
+def all_gpus(results: list[dict[str, Any]]) -> plt.Figure | None:
+    """Each GPU's rate while all copy at once, the aggregate, and the sum of the singles."""
+    together = [r for r in results if r["status"] == "ok" and r["params"].get("gpus") == "all"
+                and (r.get("metadata") or {}).get("per_gpu_gbps")]
+    if not together:
+        return None
+    r = together[-1]
+    per_gpu = r["metadata"]["per_gpu_gbps"]
+    singles = {str(s["params"].get("gpu")): s["gbps"]["median"] for s in results
+               if s["status"] == "ok" and s["bench"] == r["bench"] and s["params"].get("gpus", "one") == "one"
+               and s["params"].get("memory") == "pinned" and s["params"].get("size") == r["params"].get("size")}
+    rows = [{"gpu": g, "when": "all at once", "gbps": v} for g, v in per_gpu.items()]
+    rows += [{"gpu": g, "when": "alone", "gbps": v} for g, v in singles.items()]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    sns.barplot(pd.DataFrame(rows), x="gpu", y="gbps", hue="when", ax=ax, errorbar=None)
+    ax.set_title(f"Do all GPUs at once reach the sum of singles ({r['bench']}: aggregate "
+                 f"{r['gbps']['median']:.1f} GB/s, singles sum {sum(singles.values()):.1f})?")
+    ax.set_ylabel("GB/s (1e9 B/s)")
+    fig.tight_layout()
+    return fig

@@ -107,3 +107,8 @@ def test_gds_compat_mode_is_read_from_cufile_json(tmp_path, monkeypatch):
     assert gds_compat_mode() is False
     monkeypatch.setenv("CUFILE_ENV_PATH_JSON", str(tmp_path / "missing.json"))
     assert gds_compat_mode() is None
+
+
+def test_posix_into_gpu_memory_is_skipped_with_the_reason(facts, tmp_path):
+    result = run_case(case("storage.read", tmp_path, target="device"), facts, FAST)
+    assert result.status == "skipped"

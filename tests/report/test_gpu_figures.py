@@ -25,3 +25,12 @@ def test_bidirectional_bars_need_a_bidir_result():
     both = {**row("pcie.bidir", 2.0, memory="pinned", size=1 << 28),
             "metadata": {"directions_gbps": {"h2d": 1.0, "d2h": 1.0, "sum": 2.0}}}
     assert plots.bidirectional([*alone, both]) is not None
+
+
+def test_all_gpus_figure_compares_with_the_singles():
+    together = {**row("pcie.h2d", 150.0, memory="pinned", gpus="all", size=1 << 28),
+                "metadata": {"per_gpu_gbps": {"0": 50.0, "1": 50.0, "2": 25.0, "3": 25.0}}}
+    singles = [row("pcie.h2d", 54.0, memory="pinned", gpus="one", gpu=g, size=1 << 28) for g in range(4)]
+    fig = plots.all_gpus([together, *singles])
+    assert fig is not None and "singles sum 216.0" in fig.axes[0].get_title()
+    assert plots.all_gpus(singles) is None
