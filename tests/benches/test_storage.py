@@ -112,3 +112,19 @@ def test_gds_compat_mode_is_read_from_cufile_json(tmp_path, monkeypatch):
 def test_posix_into_gpu_memory_is_skipped_with_the_reason(facts, tmp_path):
     result = run_case(case("storage.read", tmp_path, target="device"), facts, FAST)
     assert result.status == "skipped"
+
+
+def test_refused_o_direct_falls_back_and_says_page_cache(facts, tmp_path, monkeypatch):
+    """What tmpfs does on most kernels, forced here: O_DIRECT refused, the result labelled."""
+    real_open = os.open
+
+    def no_direct(path, flags, *args):
+        if flags & os.O_DIRECT:
+            raise OSError(22, "Invalid argument")
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", no_direct)
+    result = run_case(case("storage.read", tmp_path), facts, FAST)
+    assert result.status == "ok", result.reason
+    assert result.metadata["page_cache"] is True and result.metadata["direct"] is False
+    assert any("page cache" in w for w in result.warnings)
