@@ -405,7 +405,6 @@ def accept(
     """Run the acceptance suite and judge it against the rules: PASS / FAIL / SKIP per rule. Exit 1 on a FAIL."""
     from kvbench.analyze.accept import judge, junit_xml, load_rules, rules_for_host
     from kvbench.analyze.runs import run_document
-    from kvbench.hardware import fingerprint
     from kvbench.report.table import verdicts_table
     from kvbench.store.database import open_store
 

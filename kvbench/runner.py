@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kvbench import __version__
 from kvbench.benches.registry import get_bench
-from kvbench.errors import BadInput, IntegrityError
+from kvbench.errors import IntegrityError
 from kvbench.hardware import fingerprint
 from kvbench.hardware.facts import HostFacts
 from kvbench.hardware.path import path_peak

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from kvbench.benches import kv_cuda, kv_nixl
 from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.params import Param
