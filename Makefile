@@ -18,6 +18,9 @@ $(BIN)/python:
 # Without a GPU, NIXL's CPU plugins (UCX, POSIX) still work; nixl-cu13 declares torch as a
 # dependency it does not import, so it goes in without it rather than pulling a CUDA torch.
 NIXL_CPU := $(if $(CUDA_EXTRA),,$(PIP) install --no-deps "nixl-cu13>=1.5,<2")
+# The tests also compile every kernel through cupy's NVRTC, as a run on a GPU does; both import
+# and work without a driver, so a CPU host gets them for the tests.
+NVRTC_CPU := $(if $(CUDA_EXTRA),,$(PIP) install "cupy-cuda13x>=14" "nvidia-cuda-nvrtc>=13,<14")
 
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 	$(PIP) install -e ".$(RUN_EXTRAS)"
@@ -27,6 +30,7 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(PIP) install -e ".$(TEST_EXTRAS)"
 	$(NIXL_CPU)
+	$(NVRTC_CPU)
 	touch $@ $(VENV)/.installed-run
 
 setup: $(VENV)/.installed-run

@@ -260,6 +260,10 @@ def _judge_recorded(rule: Rule, doc: RunDocument) -> list[Verdict]:
             if not link:
                 out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold, "the result recorded no link"))
                 continue
+            if link.get("under_load") is False:  # read after a host-timed copy: the link may have idled down
+                out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold,
+                                   "the link was read after the copy, not while it ran"))
+                continue
             ok = link["gen"] == link["max_gen"] and link["width"] == link["max_width"]
             measured = f"Gen{link['gen']} x{link['width']} of Gen{link['max_gen']} x{link['max_width']}"
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from types import ModuleType
 
 
@@ -37,6 +38,10 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
 
 
+# What kernel_module hands NVRTC; tests compile every kernel with them on a host without a GPU.
+KERNEL_OPTIONS = ("-std=c++17",)
+
+
 @functools.cache
 def kernel_module(name: str, device: int = 0):
     """The cupy RawModule compiled (NVRTC) from kernels/NAME.cu for `device`."""
@@ -44,7 +49,30 @@ def kernel_module(name: str, device: int = 0):
 
     cp = cupy_module()
     with cp.cuda.Device(device):
-        return cp.RawModule(code=(kernels_dir() / f"{name}.cu").read_text(), options=("-std=c++17",))
+        return cp.RawModule(code=(kernels_dir() / f"{name}.cu").read_text(), options=KERNEL_OPTIONS)
+
+
+def make_current(device: int) -> Callable[[], None]:
+    """Make `device` the current CUDA device for the case being prepared; returns what puts the
+    previous one back (call it from the case's `close`).
+
+    cupy launches kernels, allocates and fills on the *current* device, and the engine calls a
+    workload's run/reset/check outside any `with Device(...)`; setting it once per case keeps
+    the timed loop free of a context switch per operation (nvbandwidth sets it per testcase).
+    """
+    cp = cupy_module()
+    previous = cp.cuda.runtime.getDevice()
+    cp.cuda.runtime.setDevice(device)
+    return lambda: cp.cuda.runtime.setDevice(previous)
+
+
+def pci_bus_id(device: int) -> str | None:
+    """CUDA device `device`'s PCI bus id ("0000:17:00.0"), None without CUDA."""
+    if cuda_unavailable_reason():
+        return None
+    import cupy
+
+    return cupy.cuda.Device(device).pci_bus_id
 
 
 def launch_shape(device: int = 0, threads: int = 512) -> tuple[int, int]:
@@ -65,22 +93,27 @@ class CudaEventTimer:
     name = "cuda_events"
     max_loops = 256  # enqueued work behind the spin kernel must stay below the launch queue depth
 
-    def __init__(self, stream, device: int = 0, side_streams: tuple = (), flush=None) -> None:
+    def __init__(self, stream, device: int = 0, side_streams: tuple = (), flush=None, while_busy=None) -> None:
         """`side_streams` start with `stream` and must finish before the window closes (bidirectional
-        copies); `flush` is enqueued before the window opens (an L2 flush)."""
+        copies); `flush` is enqueued before the window opens (an L2 flush); `while_busy` is called
+        on the host while the GPU runs the sample (to read the link under load)."""
+        import numpy as np
+
         cp = cupy_module()
         self.stream = stream
         self.device = device
         self.side_streams = tuple(side_streams)
         self.flush = flush
-        self.last_stream_s: list[float] = []
-        self._flag_mem = cp.cuda.alloc_pinned_memory(4)
-        import numpy as np
-
-        self._flag = np.frombuffer(self._flag_mem, dtype=np.int32, count=1)
-        self._spin = kernel_module("spin", device).get_function("spin_until")
-        self._start = cp.cuda.Event()
-        self._end = cp.cuda.Event()
+        self.while_busy = while_busy
+        self.last_stream_s: list[float] = []  # main stream's, then each side stream's, last call
+        self.last_loops = 0
+        with cp.cuda.Device(device):  # events and the kernel belong to the streams' device
+            self._flag_mem = cp.cuda.alloc_pinned_memory(8)
+            self._flag = np.frombuffer(self._flag_mem, dtype=np.int32, count=2)  # [release, gave up]
+            self._spin = kernel_module("spin", device).get_function("spin_until")
+            self._start = cp.cuda.Event()
+            self._main_done = cp.cuda.Event()
+            self._end = cp.cuda.Event()
 
     @property
     def resolution_s(self) -> float:
@@ -91,24 +124,31 @@ class CudaEventTimer:
 
     def time(self, op, loops: int) -> float:
         cp = cupy_module()
-        self._flag[0] = 0
-        side_ends = [cp.cuda.Event() for _ in self.side_streams]
+        self._flag[:] = 0
         try:
             with cp.cuda.Device(self.device):
+                side_ends = [cp.cuda.Event() for _ in self.side_streams]
                 if self.flush is not None:
                     self.flush()
-                self._spin((1,), (1,), (self._flag_mem.ptr, 20_000_000), stream=self.stream)
+                self._spin((1,), (1,), (cp.uint64(self._flag_mem.ptr), cp.uint64(20_000_000)), stream=self.stream)
                 self._start.record(self.stream)
                 for side in self.side_streams:
                     side.wait_event(self._start)  # every stream starts when the spin ends
                 for _ in range(loops):
                     op()
+                self._main_done.record(self.stream)
                 for side, end in zip(self.side_streams, side_ends, strict=True):
                     end.record(side)
                     self.stream.wait_event(end)
                 self._end.record(self.stream)
         finally:
             self._flag[0] = 1
+        if self.while_busy is not None:
+            self.while_busy()
         self._end.synchronize()
-        self.last_stream_s = [cp.cuda.get_elapsed_time(self._start, e) * 1e-3 for e in side_ends]
+        if self._flag[1]:
+            raise RuntimeError(f"the spin kernel gave up before the host had enqueued {loops} operations: "
+                               "submission is too slow for this window (fewer loops or cheaper operations)")
+        self.last_loops = loops
+        self.last_stream_s = [cp.cuda.get_elapsed_time(self._start, e) * 1e-3 for e in (self._main_done, *side_ends)]
         return cp.cuda.get_elapsed_time(self._start, self._end) * 1e-3

@@ -3,10 +3,33 @@ state and replay counter read around a measurement (NVML)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from kvbench.backends.cuda import cuda_unavailable_reason
+from kvbench.backends.cuda import cuda_unavailable_reason, make_current
+from kvbench.benches.base import Prepared
 from kvbench.errors import BadInput
+
+
+def prepared_on_gpu(gpu: int, build: Callable[[], Prepared]) -> Prepared:
+    """`build()` with GPU `gpu` current, which stays current until the case closes (see
+    `make_current`); the previous device comes back then, or at once if `build` fails."""
+    restore = make_current(gpu)
+    try:
+        prepared = build()
+    except BaseException:
+        restore()
+        raise
+    inner_close = prepared.close
+
+    def close() -> None:
+        try:
+            inner_close()
+        finally:
+            restore()
+
+    return replace(prepared, close=close)
 
 
 def check_gpu(gpu: int, size_bytes: int, name: str = "gpu") -> None:
@@ -28,34 +51,81 @@ def check_gpu(gpu: int, size_bytes: int, name: str = "gpu") -> None:
         raise BadInput(f"bad size: {size_bytes} bytes on GPU {gpu} exceed 90% of its {free} free bytes")
 
 
-def link_state(gpu: int) -> dict[str, Any]:
-    """Current and max PCIe gen/width and the replay counter of GPU `gpu` (NVML), {} without it."""
-    try:
-        import pynvml
+def nvml_handle(pynvml, gpu: int):
+    """NVML's handle for CUDA device `gpu`, found by PCI bus id: NVML numbers GPUs in bus order and
+    ignores CUDA_VISIBLE_DEVICES, so CUDA's index is not NVML's."""
+    from kvbench.backends.cuda import pci_bus_id
 
-        pynvml.nvmlInit()
-    except Exception:
-        return {}
-    try:
-        h = pynvml.nvmlDeviceGetHandleByIndex(gpu)
+    bus_id = pci_bus_id(gpu)
+    if bus_id:
+        return pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
+    return pynvml.nvmlDeviceGetHandleByIndex(gpu)
 
-        def read(fn, *args):
+
+class LinkProbe:
+    """One GPU's PCIe link, clocks and replay counter through NVML, held open for a case.
+
+    A reading is cheap, so it can be taken while the GPU runs the copies of a sample (a link
+    idles down outside P0): `read_under_load` is the CUDA event timer's `while_busy` hook. The
+    replay counter is read when the case is prepared and again when it closes.
+    """
+
+    def __init__(self, gpu: int) -> None:
+        self.before: dict[str, Any] = {}
+        self.under_load: dict[str, Any] = {}
+        self.after: dict[str, Any] = {}
+        self._nvml = self._handle = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+        except Exception:
+            return
+        self._nvml = pynvml
+        try:
+            self._handle = nvml_handle(pynvml, gpu)
+        except Exception:
+            self._handle = None
+        self.before = self.read()
+
+    def read(self) -> dict[str, Any]:
+        """The link state now; {} without NVML."""
+        nv, h = self._nvml, self._handle
+        if nv is None or h is None:
+            return {}
+
+        def get(fn, *args):
             try:
                 return fn(h, *args)
             except Exception:
                 return None
 
         return {
-            "gen": read(pynvml.nvmlDeviceGetCurrPcieLinkGeneration),
-            "width": read(pynvml.nvmlDeviceGetCurrPcieLinkWidth),
-            "max_gen": read(pynvml.nvmlDeviceGetMaxPcieLinkGeneration),
-            "max_width": read(pynvml.nvmlDeviceGetMaxPcieLinkWidth),
-            "replays": read(pynvml.nvmlDeviceGetPcieReplayCounter),
-            "sm_clock_mhz": read(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_SM),
-            "mem_clock_mhz": read(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_MEM),
+            "gen": get(nv.nvmlDeviceGetCurrPcieLinkGeneration),
+            "width": get(nv.nvmlDeviceGetCurrPcieLinkWidth),
+            "max_gen": get(nv.nvmlDeviceGetMaxPcieLinkGeneration),
+            "max_width": get(nv.nvmlDeviceGetMaxPcieLinkWidth),
+            "replays": get(nv.nvmlDeviceGetPcieReplayCounter),
+            "sm_clock_mhz": get(nv.nvmlDeviceGetClockInfo, nv.NVML_CLOCK_SM),
+            "mem_clock_mhz": get(nv.nvmlDeviceGetClockInfo, nv.NVML_CLOCK_MEM),
         }
-    finally:
-        pynvml.nvmlShutdown()
+
+    def read_under_load(self) -> None:
+        self.under_load = self.read()
+
+    def close(self) -> None:
+        """Read the state once more (the replay counter after the case), then let NVML go."""
+        if self._nvml is None:
+            return
+        self.after = self.read()
+        try:
+            self._nvml.nvmlShutdown()
+        finally:
+            self._nvml = None
+
+    def facts(self) -> dict[str, Any]:
+        return link_facts(self.before, self.under_load or self.after, self.after or self.under_load,
+                          under_load=bool(self.under_load))
 
 
 def gpu_numa_node(gpu: int) -> int | None:
@@ -67,7 +137,7 @@ def gpu_numa_node(gpu: int) -> int | None:
     except Exception:
         return None
     try:
-        node = pynvml.nvmlDeviceGetNumaNodeId(pynvml.nvmlDeviceGetHandleByIndex(gpu))
+        node = pynvml.nvmlDeviceGetNumaNodeId(nvml_handle(pynvml, gpu))
         return int(node) if node is not None and int(node) >= 0 else None
     except Exception:
         return None
@@ -85,12 +155,14 @@ def numa_placement(gpu_node: int | None, buffer_node: int | None) -> dict[str, A
     return out
 
 
-def link_facts(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """The `link` (read right after the last sample, i.e. under load) and the replay delta."""
+def link_facts(before: dict[str, Any], link: dict[str, Any], after: dict[str, Any],
+               under_load: bool) -> dict[str, Any]:
+    """What a GPU result records: the `link` and clocks (`under_load` says whether they were read
+    while the copies ran, else right after), and the replay-counter delta across the case."""
     out: dict[str, Any] = {}
-    if after.get("gen") is not None:
-        out["link"] = {k: after[k] for k in ("gen", "width", "max_gen", "max_width")}
-        out["clocks_mhz"] = {"sm": after.get("sm_clock_mhz"), "mem": after.get("mem_clock_mhz")}
+    if link.get("gen") is not None:
+        out["link"] = {**{k: link[k] for k in ("gen", "width", "max_gen", "max_width")}, "under_load": under_load}
+        out["clocks_mhz"] = {"sm": link.get("sm_clock_mhz"), "mem": link.get("mem_clock_mhz")}
     if before.get("replays") is not None and after.get("replays") is not None:
         out["pcie_replay_delta"] = after["replays"] - before["replays"]
     return out

@@ -13,7 +13,7 @@ import numpy as np
 
 from kvbench.backends.cuda import CudaEventTimer, cuda_unavailable_reason, cupy_module, kernel_module, launch_shape
 from kvbench.benches.base import Benchmark, Prepared
-from kvbench.benches.gpu_common import check_gpu, link_facts, link_state
+from kvbench.benches.gpu_common import LinkProbe, check_gpu, prepared_on_gpu
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import IntegrityError
@@ -49,28 +49,30 @@ class _Hbm(Benchmark):
         return [("hbm", params["gpu"])]
 
     def prepare(self, params: dict[str, Any]) -> Prepared:
+        return prepared_on_gpu(params["gpu"], lambda: self._build(params))
+
+    def _build(self, params: dict[str, Any]) -> Prepared:
         cp = cupy_module()
         gpu = params["gpu"]
-        before = link_state(gpu)
-        with cp.cuda.Device(gpu):
-            size = buffer_bytes(params["size"], gpu)
-            n16 = size // 16
-            module = kernel_module("hbm", gpu)
-            read, write, copy = (module.get_function(k) for k in ("hbm_read", "hbm_write", "vector_copy"))
-            grid, block = launch_shape(gpu)
-            stream = cp.cuda.Stream(non_blocking=True)
-            l2 = cp.cuda.runtime.getDeviceProperties(gpu)["l2CacheSize"]
-            scrub = cp.empty(max(2 * l2, 1 << 20), dtype=cp.uint8)
-            src = cp.empty(size, dtype=cp.uint8)
-            dst = cp.empty(size, dtype=cp.uint8) if self.kind in ("write", "copy") else None
-            sums = cp.zeros(1, dtype=cp.uint32)
-            write((grid,), (block,), (src, cp.uint64(n16), cp.uint32(SEED)))
-            cp.cuda.Device(gpu).synchronize()
+        probe = LinkProbe(gpu)
+        size = buffer_bytes(params["size"], gpu)
+        n16 = size // 16
+        module = kernel_module("hbm", gpu)
+        read, write, copy = (module.get_function(k) for k in ("hbm_read", "hbm_write", "vector_copy"))
+        grid, block = launch_shape(gpu)
+        stream = cp.cuda.Stream(non_blocking=True)
+        l2 = cp.cuda.runtime.getDeviceProperties(gpu)["l2CacheSize"]
+        scrub = cp.empty(max(2 * l2, 1 << 20), dtype=cp.uint8)
+        src = cp.empty(size, dtype=cp.uint8)
+        dst = cp.empty(size, dtype=cp.uint8) if self.kind in ("write", "copy") else None
+        sums = cp.zeros(1, dtype=cp.uint32)
+        write((grid,), (block,), (src, cp.uint64(n16), cp.uint32(SEED)))
+        cp.cuda.Device(gpu).synchronize()
 
         def flush() -> None:
             cp.cuda.runtime.memsetAsync(scrub.data.ptr, 1, scrub.nbytes, stream.ptr)
 
-        timer = CudaEventTimer(stream, gpu, flush=flush)
+        timer = CudaEventTimer(stream, gpu, flush=flush, while_busy=probe.read_under_load)
         args = {
             "read": (read, (src, cp.uint64(n16), sums, cp.int32(0))),
             "write": (write, (dst, cp.uint64(n16), cp.uint32(SEED + 1))),
@@ -88,22 +90,21 @@ class _Hbm(Benchmark):
 
         def check() -> None:
             stream.synchronize()
-            with cp.cuda.Device(gpu):
-                if self.kind == "read":
-                    sums.fill(0)
-                    read((grid,), (block,), (src, cp.uint64(n16), sums, cp.int32(1)))
-                    want = int(np.bitwise_xor.reduce(src.get().view(np.uint32)))  # numpy's, not ours
-                    if int(sums.get()[0]) != want:
-                        raise IntegrityError("hbm_read did not read every word (checksum differs from cupy's)")
-                elif self.kind == "write":
-                    want = cp.arange(n16 * 4, dtype=cp.uint32) + cp.uint32(SEED + 1)
-                    if not bool(cp.array_equal(dst.view(cp.uint32), want)):
-                        raise IntegrityError("hbm_write left words that differ from the pattern")
-                elif not bool(cp.array_equal(src, dst)):
-                    raise IntegrityError("vector_copy's destination differs from its source")
+            if self.kind == "read":
+                sums.fill(0)
+                read((grid,), (block,), (src, cp.uint64(n16), sums, cp.int32(1)))
+                want = int(np.bitwise_xor.reduce(src.get().view(np.uint32)))  # numpy's, not ours
+                if int(sums.get()[0]) != want:
+                    raise IntegrityError("hbm_read did not read every word (checksum differs from numpy's)")
+            elif self.kind == "write":
+                want = cp.arange(n16 * 4, dtype=cp.uint32) + cp.uint32(SEED + 1)
+                if not bool(cp.array_equal(dst.view(cp.uint32), want)):
+                    raise IntegrityError("hbm_write left words that differ from the pattern")
+            elif not bool(cp.array_equal(src, dst)):
+                raise IntegrityError("vector_copy's destination differs from its source")
 
         def derive(m) -> dict[str, Any]:
-            facts = link_facts(before, link_state(gpu))
+            facts = probe.facts()
             if self.kind == "copy":
                 facts["traffic_gbps"] = 2 * size / m.summary.median / 1e9  # read + write
             return facts
@@ -113,6 +114,7 @@ class _Hbm(Benchmark):
 
         def close() -> None:
             stream.synchronize()
+            probe.close()
 
         return Prepared(Workload(size, run, reset, check, timer), metadata, close, derive)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from kvbench.backends.cuda import CudaEventTimer, cuda_unavailable_reason, cupy_module
 from kvbench.benches.base import Prepared
-from kvbench.benches.gpu_common import link_facts, link_state
+from kvbench.benches.gpu_common import LinkProbe, prepared_on_gpu
 from kvbench.errors import IntegrityError
 from kvbench.executors import cuda_kv
 from kvbench.kv.check import first_mismatch
@@ -34,17 +34,27 @@ def unavailable_reason(params: dict[str, Any], direction: str) -> str | None:
 
 def prepare_restore(params: dict[str, Any], descriptors: DescriptorList, pool_bytes: int, moved_bytes: int,
                     fragments: int) -> Prepared:
-    cp = cupy_module()
     gpu = parse_kind(params["dst"]).index or 0
-    before = link_state(gpu)
+    return prepared_on_gpu(gpu, lambda: _build(params, descriptors, pool_bytes, moved_bytes, fragments, gpu))
+
+
+def _build(params: dict[str, Any], descriptors: DescriptorList, pool_bytes: int, moved_bytes: int,
+           fragments: int, gpu: int) -> Prepared:
+    cp = cupy_module()
+    probe = LinkProbe(gpu)
     src = allocate("pinned", pool_bytes)
-    fill_pattern(src.host_array, seed=params["seed"] + 1)
-    with cp.cuda.Device(gpu):
+    try:
+        fill_pattern(src.host_array, seed=params["seed"] + 1)
         dst = cp.zeros(moved_bytes, dtype=cp.uint8)
         stream = cp.cuda.Stream(non_blocking=True)
         strategy = params["strategy"]
         run = cuda_kv.bind(strategy, src.address, dst.data.ptr, descriptors, stream, gpu, src.host_array)
-    timer = MonotonicTimer() if strategy in cuda_kv.HOST_TIMED else CudaEventTimer(stream, gpu)
+    except BaseException:
+        probe.close()
+        src.close()
+        raise
+    timer = (MonotonicTimer() if strategy in cuda_kv.HOST_TIMED
+             else CudaEventTimer(stream, gpu, while_busy=probe.read_under_load))
 
     def reset() -> None:
         stream.synchronize()
@@ -59,13 +69,14 @@ def prepare_restore(params: dict[str, Any], descriptors: DescriptorList, pool_by
     def derive(m: Measurement) -> dict[str, Any]:
         median = m.summary.median
         return {"tokens_per_s": params["tokens"] / median, "us_per_fragment": median / fragments * 1e6,
-                **link_facts(before, link_state(gpu))}
+                **probe.facts()}
 
     metadata = {"fragments": len(descriptors), "layout_fragments": fragments, "timer": timer.name, "gpu": gpu,
                 "buffers": {"src": src.describe()}}
 
     def close() -> None:
         stream.synchronize()
+        probe.close()
         src.close()
 
     return Prepared(Workload(descriptors.total_bytes, run, reset, check, timer), metadata, close, derive)

@@ -16,7 +16,7 @@ import numpy as np
 
 from kvbench.backends.cuda import CudaEventTimer, cuda_unavailable_reason, cupy_module, kernel_module, launch_shape
 from kvbench.benches.base import Benchmark, Prepared
-from kvbench.benches.gpu_common import check_gpu, gpu_numa_node, link_facts, link_state, numa_placement
+from kvbench.benches.gpu_common import LinkProbe, check_gpu, gpu_numa_node, numa_placement, prepared_on_gpu
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
@@ -29,16 +29,32 @@ from kvbench.memory.pattern import fill_pattern
 H2D, D2H = 1, 2  # cudaMemcpyKind
 
 
-def host_buffer(memory: str, size: int, gpu: int):
+# cudaHostRegisterPortable | cudaHostRegisterMapped: usable from every GPU, and by kernels
+REGISTER_FLAGS = 1 | 2
+
+
+def host_buffer(memory: str, size: int):
     """(region, registered): pinned, pageable, or numa:N registered with CUDA (page-locked in place)."""
     cp = cupy_module()
     kind = parse_kind(memory)
     region = allocate(memory, size)
     if kind.name == "numa":
-        with cp.cuda.Device(gpu):
-            cp.cuda.runtime.hostRegister(region.address, size, 0)
+        try:
+            cp.cuda.runtime.hostRegister(region.address, size, REGISTER_FLAGS)
+        except BaseException:
+            region.close()
+            raise
         return region, True
     return region, False
+
+
+def registered_pointer_reason(gpu: int) -> str | None:
+    """Why a kernel on `gpu` cannot use a registered buffer's host address (None: it can)."""
+    cp = cupy_module()
+    if cp.cuda.runtime.deviceGetAttribute(cp.cuda.runtime.cudaDevAttrCanUseHostPointerForRegisteredMem, gpu):
+        return None
+    return (f"engine=sm on numa:N: GPU {gpu} cannot use a registered buffer's host address "
+            "(cudaDevAttrCanUseHostPointerForRegisteredMem = 0), and cupy has no cudaHostGetDevicePointer")
 
 
 class _Pcie(Benchmark):
@@ -61,7 +77,11 @@ class _Pcie(Benchmark):
             from kvbench.benches.pcie_torch import torch_unavailable_reason
 
             return torch_unavailable_reason()
-        return cuda_unavailable_reason() or kind_unavailable_reason(parse_kind(params["memory"]))
+        kind = parse_kind(params["memory"])
+        reason = cuda_unavailable_reason() or kind_unavailable_reason(kind)
+        if reason is None and kind.name == "numa" and params["engine"] == "sm":
+            reason = registered_pointer_reason(params["gpu"])
+        return reason
 
     def validate(self, params: dict[str, Any]) -> None:
         kind = parse_kind(params["memory"])
@@ -100,20 +120,24 @@ class _Pcie(Benchmark):
             from kvbench.benches.pcie_torch import prepare_torch
 
             return prepare_torch(self.direction, params["memory"], params["size"], params["gpu"])
+        return prepared_on_gpu(params["gpu"], lambda: self._build(params))
+
+    def _build(self, params: dict[str, Any]) -> Prepared:
         cp = cupy_module()
         gpu, size, engine = params["gpu"], params["size"], params["engine"]
+        bidir = self.direction == "bidir"
         pageable = parse_kind(params["memory"]).name == "pageable"
-        before = link_state(gpu)
-        host, registered = host_buffer(params["memory"], size * (2 if self.direction == "bidir" else 1), gpu)
+        probe = LinkProbe(gpu)
+        host, registered = host_buffer(params["memory"], size * (2 if bidir else 1))
         try:
-            with cp.cuda.Device(gpu):
-                device = cp.empty(size * (2 if self.direction == "bidir" else 1), dtype=cp.uint8)
-                stream = cp.cuda.Stream(non_blocking=True)
-                side = cp.cuda.Stream(non_blocking=True) if self.direction == "bidir" else None
-                copy_kernel = kernel_module("hbm", gpu).get_function("vector_copy")
-                grid, block = launch_shape(gpu)
+            device = cp.empty(size * (2 if bidir else 1), dtype=cp.uint8)
+            stream = cp.cuda.Stream(non_blocking=True)
+            side = cp.cuda.Stream(non_blocking=True) if bidir else None
+            copy_kernel = kernel_module("hbm", gpu).get_function("vector_copy")
+            grid, block = launch_shape(gpu)
         except BaseException:
-            _release(cp, host, registered, gpu)
+            probe.close()
+            _release(cp, host, registered)
             raise
         h_arr = host.host_array
         fill_pattern(h_arr, seed=3)
@@ -129,7 +153,7 @@ class _Pcie(Benchmark):
             else:
                 copy_kernel((grid,), (block,), (cp.uint64(src), cp.uint64(dst), cp.uint64(size // 16)), stream=on)
 
-        if self.direction == "bidir":
+        if bidir:
             def run() -> None:
                 enqueue(H2D, 0, stream)
                 enqueue(D2H, size, side)
@@ -145,50 +169,66 @@ class _Pcie(Benchmark):
             def run() -> None:
                 enqueue(kind, 0, stream)
 
-        timer = MonotonicTimer() if pageable else CudaEventTimer(stream, gpu, side_streams=(side,) if side else ())
+        timer = MonotonicTimer() if pageable else CudaEventTimer(
+            stream, gpu, side_streams=(side,) if side else (), while_busy=probe.read_under_load)
 
         def reset() -> None:
             cp.cuda.Device(gpu).synchronize()
             if self.direction in ("h2d", "bidir"):
                 device[:size].fill(0)
             if self.direction in ("d2h", "bidir"):
-                h_arr[size if self.direction == "bidir" else 0:][:size].fill(0)
+                h_arr[size if bidir else 0:][:size].fill(0)
 
         def check() -> None:
             cp.cuda.Device(gpu).synchronize()
             if self.direction in ("h2d", "bidir") and not np.array_equal(device[:size].get(), h_arr[:size]):
                 raise IntegrityError("host-to-device copy: GPU buffer differs from the host's bytes")
             if self.direction in ("d2h", "bidir"):
-                offset = size if self.direction == "bidir" else 0
+                offset = size if bidir else 0
                 if not np.array_equal(h_arr[offset:offset + size], pattern[offset:offset + size]):
                     raise IntegrityError("device-to-host copy: host buffer differs from the GPU's bytes")
 
         def derive(m) -> dict[str, Any]:
-            facts = link_facts(before, link_state(gpu))
-            if self.direction == "bidir" and isinstance(timer, CudaEventTimer) and timer.last_stream_s:
-                window = m.summary.median
-                facts["directions_gbps"] = {"h2d": size / window / 1e9, "d2h": size / window / 1e9,
-                                            "sum": 2 * size / window / 1e9,
-                                            "d2h_stream_done_s": timer.last_stream_s[0]}
+            facts = probe.facts()
+            if bidir and isinstance(timer, CudaEventTimer) and timer.last_stream_s:
+                facts["directions_gbps"] = bidir_rates(size, m.summary.median, timer.last_loops,
+                                                       *timer.last_stream_s)
             return facts
 
         metadata = {"engine": engine, "timer": timer.name, "registered": registered,
                     "buffers": {"host": host.describe()}, "gpu": gpu,
                     **numa_placement(gpu_numa_node(gpu), host.numa_node),
-                    "bytes_counted": "sum of both directions" if self.direction == "bidir" else "one direction"}
+                    "bytes_counted": "sum of both directions" if bidir else "one direction"}
 
         def close() -> None:
             cp.cuda.Device(gpu).synchronize()
-            _release(cp, host, registered, gpu)
+            probe.close()
+            _release(cp, host, registered)
 
-        bytes_per_op = size * (2 if self.direction == "bidir" else 1)
+        bytes_per_op = size * (2 if bidir else 1)
         return Prepared(Workload(bytes_per_op, run, reset, check, timer), metadata, close, derive)
 
 
-def _release(cp, host, registered: bool, gpu: int) -> None:
+def bidir_rates(size: int, window_s: float, loops: int, h2d_s: float, d2h_s: float) -> dict[str, Any]:
+    """Each direction of a bidirectional sample at its own rate, and the sum, in GB/s.
+
+    `window_s` is the median time of one operation (both copies); `h2d_s` / `d2h_s` are how long
+    each stream took for the `loops` copies of the last sample, from the common start. A
+    direction is measured under full contention only while the other still runs: `overlap` is
+    the shorter stream's time over the longer's (1.0: both ran the whole window).
+    """
+    return {
+        "h2d": size * loops / h2d_s / 1e9,
+        "d2h": size * loops / d2h_s / 1e9,
+        "sum": 2 * size / window_s / 1e9,
+        "overlap": min(h2d_s, d2h_s) / max(h2d_s, d2h_s),
+        "basis": "each direction from its own stream's events in the last sample; the sum from the median",
+    }
+
+
+def _release(cp, host, registered: bool) -> None:
     if registered:
-        with cp.cuda.Device(gpu):
-            cp.cuda.runtime.hostUnregister(host.address)
+        cp.cuda.runtime.hostUnregister(host.address)
     host.close()
 
 

@@ -101,3 +101,39 @@ def test_torch_backend_input_and_skip():
     if result.status != "skipped":
         pytest.skip("torch sees a GPU here")
     assert result.reason.startswith("backend=torch")
+
+
+def test_link_facts_say_whether_the_link_was_read_under_load_and_count_replays():
+    from kvbench.benches.gpu_common import link_facts
+
+    before = {"gen": 1, "width": 16, "max_gen": 5, "max_width": 16, "replays": 7}
+    busy = {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16, "replays": 8, "sm_clock_mhz": 1980,
+            "mem_clock_mhz": 3201}
+    after = {**busy, "gen": 2, "replays": 9}
+    facts = link_facts(before, busy, after, under_load=True)
+    assert facts["link"] == {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16, "under_load": True}
+    assert facts["clocks_mhz"] == {"sm": 1980, "mem": 3201}
+    assert facts["pcie_replay_delta"] == 2  # across the whole case, prepare to close
+    assert link_facts({}, {}, {}, under_load=False) == {}
+
+
+def test_without_nvml_a_link_probe_reads_nothing_and_records_nothing():
+    from kvbench.benches.gpu_common import LinkProbe
+
+    probe = LinkProbe(0)
+    if probe.before:
+        pytest.skip("NVML answers here")
+    probe.read_under_load()
+    probe.close()
+    assert probe.facts() == {}
+
+
+def test_bidirectional_rates_per_direction_and_sum():
+    from kvbench.benches.pcie import bidir_rates
+
+    # 256 MiB each way, 10 copies per stream; H2D's stream took 50 ms, D2H's 40 ms; median window 5 ms
+    rates = bidir_rates(256 << 20, 0.005, 10, 0.050, 0.040)
+    assert rates["h2d"] == pytest.approx((256 << 20) * 10 / 0.050 / 1e9)
+    assert rates["d2h"] == pytest.approx((256 << 20) * 10 / 0.040 / 1e9)
+    assert rates["sum"] == pytest.approx(2 * (256 << 20) / 0.005 / 1e9)
+    assert rates["overlap"] == pytest.approx(0.8)
