@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -48,17 +49,34 @@ def _pairs(items: list[str] | None, option: str) -> dict[str, str]:
 
 
 @app.command()
-def info(as_json: Annotated[bool, typer.Option("--json", help="print the facts as JSON")] = False) -> None:
-    """Host facts (CPU, NUMA, PCIe links, GPUs, NICs, NVMe, DRAM) and the spec peaks of each path."""
+def info(as_json: Annotated[bool, typer.Option("--json", help="print the facts as JSON")] = False,
+         db: Annotated[str | None, typer.Option(help="results database whose stored GPU results for this host are "
+                                                      "checked too (default: the embedded one, if it exists)")] = None,
+         ) -> None:
+    """Host facts (CPU, NUMA, PCIe links, GPUs, NICs, NVMe, DRAM), the spec peaks of each path, and
+    what looks wrong: a downtrained link under load, far-NUMA host memory, PCIe replays in a run."""
+    from kvbench.analyze.host_flags import flags_from_store
     from kvbench.hardware import fingerprint
     from kvbench.report.info import info_document, render_info
 
     facts = fingerprint.collect_facts()
-    doc = info_document(facts)
+    store = _existing_store(db)
+    stored = flags_from_store(store, fingerprint.host_id(facts)) if store else []
+    doc = info_document(facts, os.sched_getaffinity(0), stored)
     if as_json:
         out.print_json(json.dumps(doc, default=str))
     else:
         render_info(out, doc)
+
+
+def _existing_store(db: str | None):
+    """The store at `db`; for the default embedded file, None when no run has created it yet
+    (`info` must not leave a database behind)."""
+    from kvbench.store.database import DEFAULT_PATH, default_url, open_store
+
+    if db is None and default_url() == f"sqlite:///{DEFAULT_PATH}" and not DEFAULT_PATH.exists():
+        return None
+    return open_store(db)
 
 
 @app.command("list")

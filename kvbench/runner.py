@@ -100,10 +100,11 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
             if on_result:
                 on_result(result)
     except KeyboardInterrupt:
-        store.finish_run(run_id, "aborted", "interrupted (SIGINT)")
+        store.finish_run(run_id, "aborted", "interrupted (SIGINT)", fingerprint.end_state())
         raise
     except BaseException as exc:
         store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
         raise
-    store.finish_run(run_id, "failed" if failed else "complete", f"{failed} case(s) failed" if failed else None)
+    store.finish_run(run_id, "failed" if failed else "complete", f"{failed} case(s) failed" if failed else None,
+                     fingerprint.end_state())
     return run_id

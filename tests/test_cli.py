@@ -96,6 +96,23 @@ def test_info_and_list_describe_this_host():
     assert "dram.copy" in listing.stdout and "quick" in listing.stdout and "host-numpy" in listing.stdout
 
 
+def test_info_flags_what_this_hosts_stored_gpu_results_recorded(tmp_path):
+    from kvbench.store import open_store
+
+    host_id = json.loads(run_cli("info", "--json").stdout)["host_id"]
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    store = open_store(db)
+    store.ensure_host(host_id, "here", {})
+    store.ensure_context("c" * 64, {})
+    run_id = store.begin_run(host_id=host_id, context_id="c" * 64, suite=None, suite_hash=None, kvbench_version="0",
+                             git_sha=None, git_dirty=None, tags={}, system_state={})
+    link = {"gen": 4, "width": 16, "max_gen": 5, "max_width": 16, "under_load": True}
+    store.add_result(run_id, {"bench": "pcie.d2h", "params": {"gpu": 0, "memory": "pinned"}, "case_hash": "c",
+                              "verified": True, "status": "ok", "warnings": [], "extra": {"link": link}}, [0.1] * 5)
+    doc = json.loads(run_cli("info", "--json", "--db", db).stdout)
+    assert "GPU 0 link under load is Gen4 x16 of Gen5 x16 (downtrained; pcie.d2h, run 1)" in doc["flags"]
+
+
 def test_ctrl_c_mid_run_keeps_finished_results_and_marks_the_run_aborted(tmp_path):
     path = tmp_path / "k.sqlite"
     db = f"sqlite:///{path}"

@@ -78,10 +78,16 @@ def context_id(ctx: dict) -> str:
 
 
 def system_state(facts: HostFacts, root: str = "/") -> dict:
-    """Volatile state at the start of a run: current links, CPU governor."""
+    """Volatile state at the start of a run: current links, CPU governor, PCIe replay counters."""
     governor = Path(root, "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
     return {
         "governor": governor.read_text().strip() if governor.exists() else None,
         "gpu_links": {g.bus_id: {"gen": g.link.gen, "width": g.link.width} for g in facts.gpus},
         "downtrained": [d.bdf for d in facts.pci if d.link.downtrained],
+        "pcie_replays": nvml.replay_counters(),
     }
+
+
+def end_state() -> dict:
+    """What a run records when it ends, to compare with its start: the PCIe replay counters."""
+    return {"pcie_replays": nvml.replay_counters()}

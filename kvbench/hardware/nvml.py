@@ -70,3 +70,23 @@ def driver_versions() -> dict:
         }
     finally:
         pynvml.nvmlShutdown()
+
+
+def replay_counters() -> dict[str, int]:
+    """Each GPU's PCIe replay counter by PCI bus id, {} without NVML (read at a run's start and end)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return {}
+    try:
+        out = {}
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            pci, count = _call(pynvml.nvmlDeviceGetPciInfo, h), _call(pynvml.nvmlDeviceGetPcieReplayCounter, h)
+            if pci is not None and count is not None:
+                out[_text(pci.busId)] = int(count)
+        return out
+    finally:
+        pynvml.nvmlShutdown()

@@ -119,6 +119,15 @@ def nvme_devices(root: str = "/") -> tuple[Nvme, ...]:
     return tuple(out)
 
 
+def parse_cpulist(text: str) -> set[int]:
+    """CPU numbers of a sysfs cpulist such as "0-55,112-167"."""
+    cpus: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
 def numa_nodes(root: str = "/") -> tuple[NumaNode, ...]:
     base = Path(root, "sys/devices/system/node")
     out = []

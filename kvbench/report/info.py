@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from kvbench.analyze.host_flags import affinity_flags
 from kvbench.hardware import fingerprint, peaks
 from kvbench.hardware.facts import HostFacts, Link
 from kvbench.hardware.path import segment_peak
@@ -23,8 +25,13 @@ def _peak_dict(peak: peaks.Peak | None, reason: str | None = None) -> dict[str, 
     return {"gbps": peak.gbps, "source": peak.source, "raw": peak.raw} if peak else {"gbps": None, "reason": reason}
 
 
-def info_document(facts: HostFacts) -> dict[str, Any]:
-    """Facts, peaks and flags as one JSON-able document."""
+def info_document(facts: HostFacts, allowed_cpus: set[int] | None = None,
+                  stored: Sequence[str] = ()) -> dict[str, Any]:
+    """Facts, peaks and flags as one JSON-able document.
+
+    `allowed_cpus` (this process's CPU affinity) finds GPUs whose pinned memory would land on a
+    far NUMA node; `stored` are flags from this host's stored results (`host_flags.flags_from_store`).
+    """
     paths: dict[str, Any] = {"dram.copy": _peak_dict(*segment_peak(("dram_copy",), facts))}
     flags = []
     for gpu in facts.gpus:
@@ -38,6 +45,9 @@ def info_document(facts: HostFacts) -> dict[str, Any]:
         paths[f"nic.{nic.name}"] = _peak_dict(peaks.nic_peak(nic), "rate unknown")
     for dev in facts.nvme:
         paths[f"nvme.{dev.name}"] = _peak_dict(*segment_peak(("nvme", dev.name), facts))
+    if allowed_cpus is not None:
+        flags += affinity_flags(facts, allowed_cpus)
+    flags += stored
     return {
         "host_id": fingerprint.host_id(facts),
         "facts": facts.to_dict(),

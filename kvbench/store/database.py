@@ -112,10 +112,14 @@ class Store:
                 tags=tags, system_state=system_state,
             )).inserted_primary_key[0])
 
-    def finish_run(self, run_id: int, status: str, reason: str | None = None) -> None:
+    def finish_run(self, run_id: int, status: str, reason: str | None = None, end_state: dict | None = None) -> None:
+        """Close the run; `end_state` is kept beside the start state as system_state["at_end"]."""
         with self.engine.begin() as conn:
-            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(
-                status=status, reason=reason, ended_at=_now()))
+            values: dict[str, Any] = {"status": status, "reason": reason, "ended_at": _now()}
+            if end_state is not None:
+                state = conn.execute(sa.select(schema.run.c.system_state).where(schema.run.c.id == run_id)).scalar_one()
+                values["system_state"] = {**(state or {}), "at_end": end_state}
+            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(**values))
 
     def add_result(self, run_id: int, row: dict, samples_s: list[float]) -> int:
         """Insert one result row and all of its samples in one transaction."""
