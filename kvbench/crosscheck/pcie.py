@@ -1,5 +1,6 @@
 """`kvbench crosscheck pcie`: nvbandwidth's host_to_device / device_to_host copy-engine tests next
-to `pcie.h2d` / `pcie.d2h` pinned, when an `nvbandwidth` binary is on PATH."""
+to `pcie.h2d` / `pcie.d2h` pinned, when an `nvbandwidth` binary is on PATH: GPU 0, 256 MiB, both
+timed with CUDA events behind a spin kernel."""
 
 from __future__ import annotations
 
@@ -15,18 +16,32 @@ from kvbench.plan.cases import Case
 from kvbench.runner import run_case
 
 TESTS = {"pcie.h2d": "host_to_device_memcpy_ce", "pcie.d2h": "device_to_host_memcpy_ce"}
-_SUM = re.compile(r"^SUM\s+(\S+)\s+([\d.]+)", re.M)
+SIZE_MIB = 256
+
+
+def gpu0_gbps(stdout: str) -> float | None:
+    """GPU 0's figure in nvbandwidth's matrix: column 0 of the first row under the heading
+    "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)". Its SUM line adds every GPU, one at a
+    time, so it is not comparable with one GPU."""
+    lines = stdout.splitlines()
+    for i, line in enumerate(lines[:-2]):
+        if "bandwidth (GB/s)" in line:
+            header, row = lines[i + 1].split(), lines[i + 2].split()
+            if header[:1] == ["0"] and row[:1] == ["0"] and len(row) > 1:
+                return float(row[1]) if re.fullmatch(r"[\d.]+", row[1]) else None
+    return None
 
 
 def nvbandwidth(test: str) -> Figure:
     exe = shutil.which("nvbandwidth")
     if exe is None:
         return Figure(f"nvbandwidth {test}", None, "skipped — no nvbandwidth binary on PATH")
-    proc = subprocess.run([exe, "-t", test], capture_output=True, text=True, timeout=300)
-    match = next((m for m in _SUM.finditer(proc.stdout) if m.group(1) == test), None)
-    if match is None:
-        return Figure(f"nvbandwidth {test}", None, f"failed: {proc.stderr.strip()[:120]}")
-    return Figure(f"nvbandwidth {test}", float(match.group(2)), "SUM over GPUs, GB/s (1e9)")
+    proc = subprocess.run([exe, "-t", test, "--bufferSize", str(SIZE_MIB)], capture_output=True, text=True,
+                          timeout=300)
+    gbps = gpu0_gbps(proc.stdout)
+    if gbps is None:
+        return Figure(f"nvbandwidth {test}", None, f"failed: {(proc.stderr or proc.stdout).strip()[-160:]}")
+    return Figure(f"nvbandwidth {test} GPU 0 {SIZE_MIB}MiB", gbps, "median of its trials, GB/s (1e9)")
 
 
 def crosscheck_pcie() -> list[tuple[Figure, list[Figure]]]:
@@ -34,7 +49,7 @@ def crosscheck_pcie() -> list[tuple[Figure, list[Figure]]]:
     out = []
     for bench, test in TESTS.items():
         spec = get_bench(bench)
-        result = run_case(Case(bench, spec.canonical_params({"memory": "pinned", "size": "256MiB"})), facts,
+        result = run_case(Case(bench, spec.canonical_params({"memory": "pinned", "size": f"{SIZE_MIB}MiB", "gpu": 0})), facts,
                           Settings(samples=9))
         ours = (Figure(f"kvbench {bench} pinned 256MiB", result.gbps["median"], "CUDA events behind a spin kernel")
                 if result.status == "ok" else Figure(f"kvbench {bench}", None, f"{result.status}: {result.reason}"))

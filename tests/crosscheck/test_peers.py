@@ -26,3 +26,18 @@ def test_fio_reads_with_o_direct(tmp_path):
     figure = fio_read(str(tmp_path), 8 << 20, 1 << 20, 4, "libaio", seconds=1)
     assert figure.gbps and figure.gbps > 0 and "O_DIRECT" in figure.note
     assert list(tmp_path.iterdir()) == []
+
+
+def test_nvbandwidth_gpu0_is_read_from_its_matrix_not_its_sum():
+    from kvbench.crosscheck.pcie import gpu0_gbps
+
+    out = """Running host_to_device_memcpy_ce.
+memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)
+           0         1         2
+ 0     55.65     55.62     27.10
+
+SUM host_to_device_memcpy_ce 138.37
+"""
+    assert gpu0_gbps(out) == 55.65
+    assert gpu0_gbps(out.replace("55.65", "N/A")) is None
+    assert gpu0_gbps("ERROR: no CUDA device\n") is None
