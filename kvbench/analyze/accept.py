@@ -181,18 +181,28 @@ def judge_rule(rule: Rule, doc: RunDocument) -> list[Verdict]:
 
 
 def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
-    """One verdict per pair of ok cases that differ only in the ratio's `of` / `to` parameters."""
+    """One verdict per pair of ok cases that differ only in the ratio's `of` / `to` parameters.
+
+    `of` / `to` may name another `bench` (pcie.bidir over pcie.h2d): the other parameters must
+    then agree between the two benchmarks' results.
+    """
     ratio = rule.ratio
     threshold = f"≥ {ratio.min:g} x"
-    varying = set(ratio.of) | set(ratio.to)
-    tops = [r for r in _matching(doc, rule.bench, {**rule.params, **ratio.of}) if r["status"] == "ok"]
-    bottoms = [r for r in _matching(doc, rule.bench, {**rule.params, **ratio.to}) if r["status"] == "ok"]
+    of, to = dict(ratio.of), dict(ratio.to)
+    of_bench, to_bench = of.pop("bench", rule.bench), to.pop("bench", rule.bench)
+    varying = set(of) | set(to)
+    tops = [r for r in _matching(doc, of_bench, {**rule.params, **of}) if r["status"] == "ok"]
+    bottoms = [r for r in _matching(doc, to_bench, {**rule.params, **to}) if r["status"] == "ok"]
 
     def rest(r: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in r["params"].items() if k not in varying}
 
     def same_case(a: dict[str, Any], b: dict[str, Any]) -> bool:  # and the same run, when several are judged
         return rest(a) == rest(b) and a.get("run_id") == b.get("run_id")
+
+    def label(bench: str, params: dict[str, Any]) -> str:
+        text = _case(bench, params, False) if params else ""
+        return text if bench == rule.bench else f"{bench} {text}".strip()
 
     out = []
     for top in tops:
@@ -201,13 +211,13 @@ def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
             continue
         value = top["gbps"]["median"] / bottom["gbps"]["median"]
         run = f"run {top['run_id']} " if top.get("run_id") is not None else ""
-        case = (f"{run}{_case(rule.bench, rest(top))}: {_case(rule.bench, ratio.of, False)} / "
-                f"{_case(rule.bench, ratio.to, False)}")
+        case = f"{run}{_case(of_bench, rest(top))}: {label(of_bench, of)} / {label(to_bench, to)}"
         out.append(Verdict(rule.id, rule.bench, case, "PASS" if value >= ratio.min else "FAIL", f"{value:.2f} x",
                            threshold, rule.why))
     if not out:
-        case = f"{_case(rule.bench, {**rule.params, **ratio.of}, False)} / {_case(rule.bench, ratio.to, False)}"
-        out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold, _not_run(rule.bench)))
+        case = f"{label(of_bench, {**rule.params, **of})} / {label(to_bench, to)}"
+        missing = of_bench if not tops else to_bench
+        out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold, _not_run(missing)))
     return out
 
 

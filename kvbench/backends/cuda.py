@@ -23,6 +23,15 @@ def cuda_unavailable_reason() -> str | None:
     return None
 
 
+def device_count() -> int:
+    """How many CUDA devices this process sees; 0 where CUDA is unavailable."""
+    if cuda_unavailable_reason():
+        return 0
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
 def cupy_module() -> ModuleType:
     """The cupy module; raises `RuntimeError` with the reason when CUDA is unavailable."""
     reason = cuda_unavailable_reason()

@@ -24,8 +24,9 @@ class Case:
         return case_hash(self.bench, self.params)
 
 
-def _as_list(value: Any) -> list[Any]:
-    """A sweep's values; `numa:*` stands for every NUMA node this host has."""
+def _as_list(value: Any, name: str = "") -> list[Any]:
+    """A sweep's values; `numa:*` stands for every NUMA node this host has, and `gpu = "*"` for
+    every CUDA device (GPU 0 alone where CUDA is unavailable, so the case says why it skipped)."""
     values = list(value) if isinstance(value, list) else [value]
     out: list[Any] = []
     for v in values:
@@ -33,6 +34,10 @@ def _as_list(value: Any) -> list[Any]:
             from kvbench.memory.numa import online_nodes
 
             out.extend(f"numa:{n}" for n in online_nodes())
+        elif name == "gpu" and v == "*":
+            from kvbench.backends.cuda import device_count
+
+            out.extend(range(max(device_count(), 1)))
         else:
             out.append(v)
     return out
@@ -49,7 +54,7 @@ def expand(sweep: BenchSweep, overrides: dict[str, Any] | None = None) -> list[C
     excludes = [_canonical_subset(bench, e) for e in sweep.exclude]
     cases: list[Case] = []
     seen: set[str] = set()
-    for combo in itertools.product(*(_as_list(raw[n]) for n in names)):
+    for combo in itertools.product(*(_as_list(raw[n], n) for n in names)):
         params = bench.canonical_params(dict(zip(names, combo, strict=True)))
         if any(all(params[k] == v for k, v in ex.items()) for ex in excludes):
             continue

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from kvbench.analyze.accept import applies, judge, junit_xml, load_rules, rules_for_host
+from kvbench.benches import get_bench
 from kvbench.errors import BadInput
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
@@ -136,3 +137,26 @@ def test_spread_reads_the_per_gpu_rates_of_an_all_gpus_result(tmp_path):
               "metadata": {"per_gpu_gbps": {"0": 54.0, "1": 53.0, "2": 26.5, "3": 54.1}}}
     (verdict,) = judge({"results": [result]}, [rules])
     assert verdict.verdict == "FAIL" and verdict.measured.startswith("gpu=2 51.")
+
+
+def test_a_ratio_across_two_benchmarks_pairs_the_same_size_and_gpu(tmp_path):
+    rules = load_rules(write(tmp_path, """
+name = "t"
+[[rule]]
+id = "bidir"
+bench = "pcie.bidir"
+params = { memory = "pinned" }
+ratio = { of = { bench = "pcie.bidir" }, to = { bench = "pcie.h2d" }, min = 1.6 }
+"""))
+
+    def r(bench, gpu, gbps):
+        params = get_bench(bench).canonical_params({"memory": "pinned", "size": "256MiB", "gpu": gpu})
+        return {"bench": bench, "params": params, "status": "ok", "gbps": {"median": gbps}}
+
+    doc = {"results": [r("pcie.h2d", 0, 55.0), r("pcie.bidir", 0, 100.0), r("pcie.h2d", 1, 55.0),
+                       r("pcie.bidir", 1, 70.0)]}
+    verdicts = judge(doc, [rules])
+    assert [(v.verdict, v.measured) for v in verdicts] == [("PASS", "1.82 x"), ("FAIL", "1.27 x")]
+    assert "gpu=1" in verdicts[1].case and "pcie.h2d" in verdicts[1].case
+    (skip,) = judge({"results": [r("pcie.bidir", 0, 100.0)]}, [rules])
+    assert skip.verdict == "SKIP"

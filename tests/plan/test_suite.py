@@ -82,3 +82,12 @@ def test_numa_star_expands_to_every_node():
     cases = plan([BenchSweep(id="dram.copy", params={"src": "numa:*", "dst": "numa:*", "size": "4MiB"})])
     assert len(cases) == len(online_nodes()) ** 2
     assert {c.params["src"] for c in cases} == {f"numa:{n}" for n in online_nodes()}
+
+
+def test_gpu_star_expands_to_every_cuda_device_or_gpu_0_to_say_why_not():
+    from kvbench.backends.cuda import device_count
+
+    cases = plan([BenchSweep(id="pcie.h2d", params={"memory": ["pinned", "pageable"], "gpu": "*"})])
+    gpus = list(range(device_count())) or [0]
+    assert sorted(c.params["gpu"] for c in cases) == sorted(gpus * 2)
+    assert {c.params["memory"] for c in cases} == {"pinned", "pageable"}
