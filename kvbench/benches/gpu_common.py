@@ -10,6 +10,7 @@ from typing import Any
 from kvbench.backends.cuda import cuda_unavailable_reason, make_current
 from kvbench.benches.base import Prepared
 from kvbench.errors import BadInput
+from kvbench.hardware.nvml import nvml_session
 
 
 def prepared_on_gpu(gpu: int, build: Callable[[], Prepared]) -> Prepared:
@@ -130,19 +131,12 @@ class LinkProbe:
 
 def gpu_numa_node(gpu: int) -> int | None:
     """The NUMA node NVML says GPU `gpu` is attached to, None when unknown."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    try:
-        node = pynvml.nvmlDeviceGetNumaNodeId(nvml_handle(pynvml, gpu))
+    with nvml_session() as pynvml:
+        try:
+            node = pynvml.nvmlDeviceGetNumaNodeId(nvml_handle(pynvml, gpu)) if pynvml else None
+        except Exception:
+            return None
         return int(node) if node is not None and int(node) >= 0 else None
-    except Exception:
-        return None
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def numa_placement(gpu_node: int | None, buffer_node: int | None) -> dict[str, Any]:

@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from kvbench.backends.nixl import PreparedTransfer, backend_unavailable_reason, desc_array, make_agent, nixl_version
+from kvbench.backends.ucx_protocols import devices as ucx_devices
 from kvbench.backends.ucx_protocols import log_since as ucx_log_since
 from kvbench.backends.ucx_protocols import log_size as ucx_log_size
-from kvbench.backends.ucx_protocols import proto_info_enabled
-from kvbench.backends.ucx_protocols import devices as ucx_devices
 from kvbench.backends.ucx_protocols import parse as parse_protocols
-from kvbench.backends.nixl import PreparedTransfer, backend_unavailable_reason, desc_array, make_agent, nixl_version
+from kvbench.backends.ucx_protocols import proto_info_enabled
 from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
@@ -31,8 +31,8 @@ from kvbench.memory.host import available_host_bytes, check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.memory.pattern import fill_pattern
-from kvbench.peer import PATTERN_SEED
 from kvbench.net_peers import InprocPeer, ProcessPeer, RemotePeer, connect_rail, expected_crc, free_port
+from kvbench.peer import PATTERN_SEED
 
 REMOTE_SEED, LOCAL_SEED = PATTERN_SEED, 23
 

@@ -15,7 +15,9 @@ import numpy as np
 
 from kvbench.backends.cuda import cupy_module
 from kvbench.benches.base import Prepared
+from kvbench.benches.gpu_common import nvml_handle
 from kvbench.errors import IntegrityError
+from kvbench.hardware.nvml import nvml_session
 from kvbench.measure.engine import Workload
 from kvbench.measure.timer import MonotonicTimer
 from kvbench.memory.pattern import fill_pattern
@@ -25,27 +27,20 @@ _LEVELS = {0: "same board", 10: "single switch", 20: "multiple switches", 30: "h
            40: "same NUMA node", 50: "across sockets"}
 
 
-def topology() -> dict[str, str]:
-    """NVML's common-ancestor level for every GPU pair, e.g. {"0-1": "single switch"}."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:
-        return {}
-    try:
-        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+def topology(gpus: list[int]) -> dict[str, str]:
+    """NVML's common-ancestor level for every pair of CUDA devices, e.g. {"0-1": "single switch"}."""
+    with nvml_session() as pynvml:
+        if pynvml is None:
+            return {}
         out = {}
-        for i in range(len(handles)):
-            for j in range(i + 1, len(handles)):
+        for a, i in enumerate(gpus):
+            for j in gpus[a + 1:]:
                 try:
-                    level = pynvml.nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j])
+                    level = pynvml.nvmlDeviceGetTopologyCommonAncestor(nvml_handle(pynvml, i), nvml_handle(pynvml, j))
                     out[f"{i}-{j}"] = _LEVELS.get(int(level), str(level))
                 except Exception:
                     out[f"{i}-{j}"] = "unknown"
         return out
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def prepare_all(direction: str, size: int) -> Prepared:
@@ -95,6 +90,6 @@ def prepare_all(direction: str, size: int) -> Prepared:
                    for lane in lanes}
         return {"per_gpu_gbps": per_gpu, "sum_of_gpus_gbps": sum(per_gpu.values())}
 
-    metadata = {"gpus": gpus, "topology": topology(), "bytes_counted": "all GPUs together",
+    metadata = {"gpus": gpus, "topology": topology(gpus), "bytes_counted": "all GPUs together",
                 "per_gpu_note": "per-GPU rates from each stream's events in the last operation"}
     return Prepared(Workload(size * len(gpus), run, reset, check, MonotonicTimer()), metadata, lambda: None, derive)

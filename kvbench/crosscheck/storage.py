@@ -9,13 +9,12 @@ import shutil
 import subprocess
 import tempfile
 
+from kvbench.benches.registry import get_bench
 from kvbench.crosscheck.dram import Figure
 from kvbench.hardware import fingerprint
 from kvbench.measure.engine import Settings
 from kvbench.plan.cases import Case
-from kvbench.benches.registry import get_bench
 from kvbench.runner import run_case
-
 
 FIO_ENGINES = {"aio": "libaio", "uring": "io_uring"}
 

@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import ModuleType
+
 from kvbench.hardware.facts import Gpu, Link
+
+
+@contextmanager
+def nvml_session() -> Iterator[ModuleType | None]:
+    """pynvml, initialised for the block; None without nvidia-ml-py or a driver."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        yield None
+        return
+    try:
+        yield pynvml
+    finally:
+        pynvml.nvmlShutdown()
 
 
 def _call(fn, *args):
@@ -56,31 +76,21 @@ def read_gpus() -> tuple[tuple[Gpu, ...], str | None]:
 
 def driver_versions() -> dict:
     """Driver and CUDA driver API versions, empty without NVML."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:
-        return {}
-    try:
+    with nvml_session() as pynvml:
+        if pynvml is None:
+            return {}
         cuda = _call(pynvml.nvmlSystemGetCudaDriverVersion)
         return {
             "nvidia_driver": _text(_call(pynvml.nvmlSystemGetDriverVersion)),
             "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
         }
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def replay_counters() -> dict[str, int]:
     """Each GPU's PCIe replay counter by PCI bus id, {} without NVML (read at a run's start and end)."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:
-        return {}
-    try:
+    with nvml_session() as pynvml:
+        if pynvml is None:
+            return {}
         out = {}
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
@@ -88,5 +98,3 @@ def replay_counters() -> dict[str, int]:
             if pci is not None and count is not None:
                 out[_text(pci.busId)] = int(count)
         return out
-    finally:
-        pynvml.nvmlShutdown()
