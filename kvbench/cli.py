@@ -175,15 +175,19 @@ def run(
         raise CheckFailed(f"run {run_id}: {sum(r['status'] == 'failed' for r in rows)} case(s) failed")
 
 
+def _write_text(text: str, target: str) -> None:
+    """`text` to standard output for `-`, else to the file `target` (said on stderr)."""
+    if target == "-":
+        sys.stdout.write(text)
+    else:
+        Path(target).write_text(text)
+        err.print(f"wrote {target}")
+
+
 def _write_json(store, run_id: int, target: str) -> None:
     from kvbench.analyze.runs import run_document
 
-    text = json.dumps(run_document(store, run_id), indent=2, default=str)
-    if target == "-":
-        sys.stdout.write(text + "\n")
-    else:
-        Path(target).write_text(text + "\n")
-        err.print(f"wrote {target}")
+    _write_text(json.dumps(run_document(store, run_id), indent=2, default=str) + "\n", target)
 
 
 @app.command()
@@ -351,12 +355,7 @@ def export(
     if fmt not in makers:
         raise BadInput(f"bad --format '{fmt}': choose {', '.join(makers)}")
     (doc,) = _documents([run_ref], db)
-    text = json.dumps(makers[fmt](doc), indent=2, default=str) + "\n"
-    if output == "-":
-        sys.stdout.write(text)
-    else:
-        Path(output).write_text(text)
-        err.print(f"wrote {output}")
+    _write_text(json.dumps(makers[fmt](doc), indent=2, default=str) + "\n", output)
 
 
 @app.command()
@@ -489,12 +488,7 @@ def report(
     docs = _documents(runs or ["latest"], db)
     base = _documents([baseline], db)[0] if baseline else None
     built = content.build(docs, base, model=model, tokens=tokens)
-    text = render.html(built) if fmt == "html" else render.markdown(built)
-    if output == "-":
-        sys.stdout.write(text)
-    else:
-        Path(output).write_text(text)
-        err.print(f"wrote {output}")
+    _write_text(render.html(built) if fmt == "html" else render.markdown(built), output)
 
 
 @app.command()

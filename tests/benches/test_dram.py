@@ -4,17 +4,11 @@ import pytest
 
 from kvbench.benches import get_bench
 from kvbench.executors.host import HostExecutor
-from kvbench.hardware.fingerprint import collect_facts
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
 from kvbench.runner import run_case
 
 FAST = Settings(samples=5, min_sample_s=0.001, warmup_s=0)
-
-
-@pytest.fixture(scope="module")
-def facts():
-    return collect_facts(gpus=False, dram=False)
 
 
 def case(**params):

@@ -4,18 +4,12 @@ import pytest
 
 from kvbench.benches import get_bench
 from kvbench.errors import BadInput
-from kvbench.hardware.fingerprint import collect_facts
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case, plan
 from kvbench.plan.suite import BenchSweep
 from kvbench.runner import run_case
 
 FAST = Settings(samples=5, min_sample_s=0.001, warmup_s=0)
-
-
-@pytest.fixture(scope="module")
-def facts():
-    return collect_facts(gpus=False, dram=False)
 
 
 def case(bench="kv.restore", **params):

@@ -5,7 +5,6 @@ import pytest
 from kvbench.backends.nixl import backend_unavailable_reason
 from kvbench.benches import get_bench
 from kvbench.errors import BadInput
-from kvbench.hardware.fingerprint import collect_facts
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case, plan
 from kvbench.plan.suite import BenchSweep
@@ -14,11 +13,6 @@ from kvbench.runner import run_case
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("POSIX") or backend_unavailable_reason("UCX"),
                                 reason="NIXL POSIX/UCX unavailable")
 FAST = Settings(samples=5, min_sample_s=0.002, warmup_s=0)
-
-
-@pytest.fixture(scope="module")
-def facts():
-    return collect_facts(gpus=False, dram=False)
 
 
 def case(**params):

@@ -6,7 +6,6 @@ import pytest
 
 from kvbench.backends.nixl import backend_unavailable_reason
 from kvbench.benches import get_bench
-from kvbench.hardware.fingerprint import collect_facts
 from kvbench.measure import Settings
 from kvbench.net_peers import ProcessPeer
 from kvbench.plan.cases import Case
@@ -15,11 +14,6 @@ from kvbench.runner import run_case
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                 reason=f"{backend_unavailable_reason('UCX')}")
 FAST = Settings(samples=5, min_sample_s=0.002, warmup_s=0)
-
-
-@pytest.fixture(scope="module")
-def facts():
-    return collect_facts(gpus=False, dram=False)
 
 
 def case(bench, **params):

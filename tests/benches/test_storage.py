@@ -12,7 +12,6 @@ import pytest
 from kvbench.backends.nixl import backend_unavailable_reason
 from kvbench.benches import get_bench
 from kvbench.errors import BadInput
-from kvbench.hardware.fingerprint import collect_facts
 from kvbench.measure import Settings
 from kvbench.memory.files import check_directory
 from kvbench.plan.cases import Case, plan
@@ -24,11 +23,6 @@ pytestmark = pytest.mark.skipif(backend_unavailable_reason("POSIX") is not None,
                                 reason=f"{backend_unavailable_reason('POSIX')}")
 FAST = Settings(samples=5, min_sample_s=0.002, warmup_s=0)
 SMALL = {"file_size": "4MiB", "io_size": "64KiB", "batch": 8}
-
-
-@pytest.fixture(scope="module")
-def facts():
-    return collect_facts(gpus=False, dram=False)
 
 
 def case(bench, tmp_path, **params):
