@@ -32,12 +32,20 @@ def replay_flags(run: dict[str, Any]) -> list[str]:
             for bus in sorted(start.keys() & end.keys()) if end[bus] > start[bus]]
 
 
-def _latest_per_gpu(results: list[dict[str, Any]], keep) -> dict[int, dict[str, Any]]:
-    latest: dict[int, dict[str, Any]] = {}
+def _latest_per_gpu(results: list[dict[str, Any]], keep) -> dict[str, dict[str, Any]]:
+    """The newest kept PCIe result per GPU, by the GPU's name in a flag. A GPU is told by the bus
+    id its result recorded, which unlike CUDA's number does not change with CUDA_VISIBLE_DEVICES."""
+    latest: dict[str | int, dict[str, Any]] = {}
     for r in results:  # oldest first, so the last one kept per GPU is the newest
         if r["status"] == "ok" and r["bench"].startswith("pcie.") and keep(r):
-            latest[int(r["params"].get("gpu", 0))] = r
-    return latest
+            latest[(r.get("extra") or {}).get("gpu_bus_id") or int(r["params"].get("gpu", 0))] = r
+    return {_gpu_name(r): r for r in latest.values()}
+
+
+def _gpu_name(result: dict[str, Any]) -> str:
+    bus = (result.get("extra") or {}).get("gpu_bus_id")
+    number = int(result["params"].get("gpu", 0))
+    return f"GPU {number} ({bus})" if bus else f"GPU {number}"
 
 
 def link_flags(results: list[dict[str, Any]]) -> list[str]:
@@ -49,7 +57,7 @@ def link_flags(results: list[dict[str, Any]]) -> list[str]:
     for gpu, r in sorted(_latest_per_gpu(results, under_load).items()):
         link = r["extra"]["link"]
         if (link["gen"], link["width"]) != (link["max_gen"], link["max_width"]):
-            flags.append(f"GPU {gpu} link under load is Gen{link['gen']} x{link['width']} of Gen{link['max_gen']} "
+            flags.append(f"{gpu} link under load is Gen{link['gen']} x{link['width']} of Gen{link['max_gen']} "
                          f"x{link['max_width']} (downtrained; {r['bench']}, run {r['run_id']})")
     return flags
 
@@ -64,7 +72,7 @@ def numa_flags(results: list[dict[str, Any]]) -> list[str]:
     for gpu, r in sorted(_latest_per_gpu(results, pinned).items()):
         extra = r["extra"]
         if extra.get("far_numa"):
-            flags.append(f"GPU {gpu}'s pinned host memory was on NUMA node {extra['host_numa_node']}, the GPU on "
+            flags.append(f"{gpu}'s pinned host memory was on NUMA node {extra['host_numa_node']}, the GPU on "
                          f"node {extra['gpu_numa_node']} ({r['bench']}, run {r['run_id']}): a far-node copy")
     return flags
 

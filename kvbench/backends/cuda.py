@@ -84,6 +84,14 @@ def pci_bus_id(device: int) -> str | None:
     return cupy.cuda.Device(device).pci_bus_id
 
 
+def cuda_index_by_bus() -> dict[str, int]:
+    """CUDA device numbers by PCI address (sysfs spelling); {} without CUDA. CUDA's numbering
+    follows CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER, NVML's does not."""
+    from kvbench.hardware.sysfs import normalize_bdf
+
+    return {normalize_bdf(pci_bus_id(i)): i for i in range(device_count())}
+
+
 def launch_shape(device: int = 0, threads: int = 512) -> tuple[int, int]:
     """(blocks, threads): a multiple of the SM count, several blocks per SM for latency hiding."""
     cp = cupy_module()

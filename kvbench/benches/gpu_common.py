@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from kvbench.backends.cuda import cuda_unavailable_reason, make_current
+from kvbench.backends.cuda import cuda_unavailable_reason, cupy_module, make_current
 from kvbench.benches.base import Prepared
 from kvbench.errors import BadInput
 from kvbench.hardware.nvml import nvml_session
@@ -40,8 +40,6 @@ def check_gpu(gpu: int, size_bytes: int, name: str = "gpu") -> None:
     """
     if cuda_unavailable_reason():
         return
-    from kvbench.backends.cuda import cupy_module
-
     cp = cupy_module()
     count = cp.cuda.runtime.getDeviceCount()
     if gpu >= count:
@@ -50,6 +48,22 @@ def check_gpu(gpu: int, size_bytes: int, name: str = "gpu") -> None:
         free, _total = cp.cuda.runtime.memGetInfo()
     if size_bytes > 0.9 * free:
         raise BadInput(f"bad size: {size_bytes} bytes on GPU {gpu} exceed 90% of its {free} free bytes")
+
+
+def zero_between_copies(gpu: int, *arrays) -> None:
+    """Zero `arrays` (cupy or numpy) with nothing in flight on GPU `gpu` before or after.
+
+    cupy fills on the legacy default stream, which the cases' non-blocking streams do not wait
+    for: a fill still running when the next copy starts would race with it (and with the timed
+    window). Waiting before keeps the last copy from landing after the fill.
+    """
+    cp = cupy_module()
+    device = cp.cuda.Device(gpu)
+    with device:
+        device.synchronize()
+        for array in arrays:
+            array.fill(0)
+        device.synchronize()
 
 
 def nvml_handle(pynvml, gpu: int):
@@ -75,6 +89,9 @@ class LinkProbe:
         self.before: dict[str, Any] = {}
         self.under_load: dict[str, Any] = {}
         self.after: dict[str, Any] = {}
+        from kvbench.backends.cuda import pci_bus_id
+
+        self.bus_id = pci_bus_id(gpu)  # which GPU this was, whatever CUDA_VISIBLE_DEVICES said
         self._nvml = self._handle = None
         try:
             import pynvml
@@ -125,8 +142,9 @@ class LinkProbe:
             self._nvml = None
 
     def facts(self) -> dict[str, Any]:
-        return link_facts(self.before, self.under_load or self.after, self.after or self.under_load,
-                          under_load=bool(self.under_load))
+        facts = link_facts(self.before, self.under_load or self.after, self.after or self.under_load,
+                           under_load=bool(self.under_load))
+        return {**facts, "gpu_bus_id": self.bus_id} if self.bus_id else facts
 
 
 def gpu_numa_node(gpu: int) -> int | None:

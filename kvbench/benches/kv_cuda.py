@@ -7,7 +7,7 @@ from typing import Any
 
 from kvbench.backends.cuda import CudaEventTimer, cuda_unavailable_reason, cupy_module
 from kvbench.benches.base import Prepared
-from kvbench.benches.gpu_common import LinkProbe, prepared_on_gpu
+from kvbench.benches.gpu_common import LinkProbe, prepared_on_gpu, zero_between_copies
 from kvbench.errors import IntegrityError
 from kvbench.executors import cuda_kv
 from kvbench.kv.check import first_mismatch
@@ -57,8 +57,7 @@ def _build(params: dict[str, Any], descriptors: DescriptorList, pool_bytes: int,
              else CudaEventTimer(stream, gpu, while_busy=probe.read_under_load))
 
     def reset() -> None:
-        stream.synchronize()
-        dst.fill(0)
+        zero_between_copies(gpu, dst)
 
     def check() -> None:
         stream.synchronize()

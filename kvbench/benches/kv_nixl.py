@@ -85,10 +85,7 @@ def prepare_restore(params: dict[str, Any], shape: KVShape, descriptors: Descrip
             raise IntegrityError(f"fragment {row} of {len(descriptors)} restored wrong")
 
     def reset() -> None:
-        if dst.host_array is not None:
-            dst.host_array.fill(0)
-        else:
-            dst.device_array.fill(0)
+        dst.zero()
 
     def derive(m: Measurement) -> dict[str, Any]:
         median = m.summary.median

@@ -182,10 +182,7 @@ class _Net(Benchmark):
             want_crc = expected_crc(size, REMOTE_SEED)
 
             def reset() -> None:
-                if region.host_array is not None:
-                    region.host_array.fill(0)
-                else:
-                    region.device_array.fill(0)
+                region.zero()
 
             def check() -> None:
                 if zlib.crc32(memoryview(np.ascontiguousarray(local_bytes()))) != want_crc:

@@ -16,7 +16,14 @@ import numpy as np
 
 from kvbench.backends.cuda import CudaEventTimer, cuda_unavailable_reason, cupy_module, kernel_module, launch_shape
 from kvbench.benches.base import Benchmark, Prepared
-from kvbench.benches.gpu_common import LinkProbe, check_gpu, gpu_numa_node, numa_placement, prepared_on_gpu
+from kvbench.benches.gpu_common import (
+    LinkProbe,
+    check_gpu,
+    gpu_numa_node,
+    numa_placement,
+    prepared_on_gpu,
+    zero_between_copies,
+)
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
@@ -172,12 +179,11 @@ class _Pcie(Benchmark):
         timer = MonotonicTimer() if pageable else CudaEventTimer(
             stream, gpu, side_streams=(side,) if side else (), while_busy=probe.read_under_load)
 
+        cleared = ([device[:size]] if self.direction in ("h2d", "bidir") else []) + (
+            [h_arr[size if bidir else 0:][:size]] if self.direction in ("d2h", "bidir") else [])
+
         def reset() -> None:
-            cp.cuda.Device(gpu).synchronize()
-            if self.direction in ("h2d", "bidir"):
-                device[:size].fill(0)
-            if self.direction in ("d2h", "bidir"):
-                h_arr[size if bidir else 0:][:size].fill(0)
+            zero_between_copies(gpu, *cleared)
 
         def check() -> None:
             cp.cuda.Device(gpu).synchronize()

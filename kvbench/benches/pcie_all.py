@@ -15,7 +15,7 @@ import numpy as np
 
 from kvbench.backends.cuda import cupy_module
 from kvbench.benches.base import Prepared
-from kvbench.benches.gpu_common import nvml_handle
+from kvbench.benches.gpu_common import nvml_handle, zero_between_copies
 from kvbench.errors import IntegrityError
 from kvbench.hardware.nvml import nvml_session
 from kvbench.measure.engine import Workload
@@ -74,8 +74,7 @@ def prepare_all(direction: str, size: int) -> Prepared:
 
     def reset() -> None:
         for lane in lanes:
-            with cp.cuda.Device(lane["gpu"]):
-                lane["dev"].fill(0) if kind == H2D else lane["host"].fill(0)
+            zero_between_copies(lane["gpu"], lane["dev"] if kind == H2D else lane["host"])
 
     def check() -> None:
         for lane in lanes:

@@ -75,9 +75,10 @@ def prepare_torch(direction: str, memory: str, size: int, gpu: int) -> Prepared:
         with torch.cuda.stream(stream):
             copy()
 
-    def reset() -> None:
+    def reset() -> None:  # zero_ runs on torch's current stream, which `stream` does not wait for
         torch.cuda.synchronize(device)
         (dev if direction == "h2d" else host).zero_()
+        torch.cuda.synchronize(device)
 
     def check() -> None:
         torch.cuda.synchronize(device)

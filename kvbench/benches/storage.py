@@ -156,10 +156,7 @@ class _Storage(Benchmark):
         def reset() -> None:
             state["next"] = 0
             if self.operation == "READ":
-                if host is not None:
-                    host.fill(0)
-                else:
-                    region.device_array.fill(0)
+                region.zero()
             else:  # clear what the first request will write, so the check sees it written
                 for f, offset in requests[0]:
                     fd = os.open(files.paths[int(f)], os.O_WRONLY)

@@ -44,6 +44,7 @@ class Gpu:
     bus_width_bits: int | None
     max_memory_clock_mhz: int | None
     pci_device_id: str | None = None
+    cuda_index: int | None = None  # this GPU's CUDA device number here; None: hidden from CUDA, or no CUDA
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,17 @@ class HostFacts:
     dram: Dram
     gpu_reason: str | None = None
     extra: dict = field(default_factory=dict)
+
+    def visible_gpus(self) -> tuple[Gpu, ...]:
+        """The GPUs this process's CUDA sees (CUDA_VISIBLE_DEVICES), in CUDA's order; every GPU, in
+        NVML's order, where CUDA could not be asked."""
+        seen = sorted((g for g in self.gpus if g.cuda_index is not None), key=lambda g: g.cuda_index)
+        return tuple(seen) or self.gpus
+
+    def gpu(self, number: int) -> Gpu | None:
+        """The GPU that benchmarks call `gpu=number` (CUDA's numbering where known, else NVML's)."""
+        return next((g for g in self.visible_gpus() if (g.index if g.cuda_index is None else g.cuda_index) == number),
+                    None)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -44,7 +44,10 @@ def stable_view(facts: HostFacts) -> dict:
         gpu_reason=None,
         extra={},
     )
-    return stable.to_dict()
+    view = stable.to_dict()
+    for gpu in view["gpus"]:  # CUDA's numbering follows CUDA_VISIBLE_DEVICES: not the box (nor in older ids)
+        del gpu["cuda_index"]
+    return view
 
 
 def host_id(facts: HostFacts) -> str:

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from types import ModuleType
 
 from kvbench.hardware.facts import Gpu, Link
+from kvbench.hardware.sysfs import normalize_bdf
 
 
 @contextmanager
@@ -47,6 +48,9 @@ def read_gpus() -> tuple[tuple[Gpu, ...], str | None]:
     except Exception as exc:
         return (), f"no NVIDIA driver: {type(exc).__name__}: {exc}"
     try:
+        from kvbench.backends.cuda import cuda_index_by_bus
+
+        cuda_index = cuda_index_by_bus()
         gpus = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
@@ -68,6 +72,7 @@ def read_gpus() -> tuple[tuple[Gpu, ...], str | None]:
                 bus_width_bits=_call(pynvml.nvmlDeviceGetMemoryBusWidth, h),
                 max_memory_clock_mhz=_call(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_MEM),
                 pci_device_id=f"{pci.pciDeviceId:#010x}" if pci else None,
+                cuda_index=cuda_index.get(normalize_bdf(_text(pci.busId))) if pci else None,
             ))
         return tuple(gpus), None
     finally:

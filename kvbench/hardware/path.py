@@ -37,7 +37,7 @@ def segment_peak(segment: Segment, facts: HostFacts) -> tuple[Peak | None, str |
         # A copy reads and writes every byte it counts once: half the DRAM bus carries it.
         return Peak(peak.gbps / 2, f"DRAM {peak.gbps:.1f} GB/s / 2 (copy reads + writes); {peak.source}"), None
     if kind == "all_gpu_links":  # every GPU at once: the sum of their links, as negotiated
-        found = [peaks.link_peak(g.link) for g in facts.gpus]
+        found = [peaks.link_peak(g.link) for g in facts.visible_gpus()]
         if not found or None in found:
             return None, "a GPU link speed is unknown"
         return Peak(sum(p.gbps for p in found), f"sum of {len(found)} GPU links as negotiated"), None
@@ -45,12 +45,12 @@ def segment_peak(segment: Segment, facts: HostFacts) -> tuple[Peak | None, str |
         peak, reason = segment_peak(("gpu_link", segment[1]), facts)
         return (Peak(2 * peak.gbps, f"2 x {peak.source}", peak.raw), None) if peak else (None, reason)
     if kind in ("gpu_link", "hbm"):
-        gpu = next((g for g in facts.gpus if g.index == segment[1]), None)
+        gpu = facts.gpu(segment[1])
         if gpu is None:
             return None, f"GPU {segment[1]} not found ({facts.gpu_reason or 'no such index'})"
         if kind == "gpu_link":
             peak = peaks.link_peak(gpu.link)
-            return (peak, None) if peak else (None, f"GPU {gpu.index} link speed unknown")
+            return (peak, None) if peak else (None, f"GPU {segment[1]} link speed unknown")
         peak = peaks.hbm_spec_peak(gpu.name) or peaks.hbm_nvml_peak(gpu)
         return (peak, None) if peak else (None, f"no HBM spec for '{gpu.name}'")
     if kind == "nic":

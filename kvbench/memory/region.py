@@ -31,6 +31,20 @@ class Region:
             raise TypeError(f"region of kind {self.kind} has no host address")
         return int(self.host_array.ctypes.data)
 
+    def zero(self) -> None:
+        """Zero every byte; returns when they are zero.
+
+        cupy fills device memory on the legacy default stream, which the non-blocking streams of
+        CUDA copies, NIXL and UCX do not wait for: without the wait, a fill still running could
+        land after (or race with) the transfer it was meant to precede.
+        """
+        if self.host_array is not None:
+            self.host_array.fill(0)
+        elif self.device_array is not None:
+            with self.device_array.device:
+                self.device_array.fill(0)
+                self.device_array.device.synchronize()
+
     def describe(self) -> dict:
         """What a result records about this buffer."""
         return {"kind": self.kind, "size_bytes": self.size_bytes, "numa_node": self.numa_node, **self.facts}

@@ -41,6 +41,15 @@ def test_the_newest_reading_under_load_decides_a_links_flag():
     assert flag.startswith("GPU 1 link under load is Gen5 x8 of Gen5 x16") and "run 2" in flag
 
 
+def test_a_gpu_is_told_by_its_bus_id_not_cuda_s_number():
+    # run 1 saw every GPU; run 2 ran under CUDA_VISIBLE_DEVICES=1, where that GPU was CUDA's 0
+    results = [pcie(1, 0, link=FULL, gpu_bus_id="0000:1b:00.0"), pcie(1, 1, link=X8, gpu_bus_id="0000:9a:00.0"),
+               pcie(2, 0, link=FULL, gpu_bus_id="0000:9a:00.0")]
+    assert link_flags(results) == []  # 9a's newest reading is at full width; 1b's was never bad
+    (flag,) = link_flags([*results, pcie(3, 0, link=X8, gpu_bus_id="0000:1b:00.0")])
+    assert flag.startswith("GPU 0 (0000:1b:00.0) link under load is Gen5 x8")
+
+
 def test_pinned_copies_on_a_far_node_are_flagged_but_a_numa_sweep_is_not():
     results = [pcie(1, 0, gpu_numa_node=0, host_numa_node=1, far_numa=True),
                pcie(1, 1, memory="numa:0", gpu_numa_node=1, host_numa_node=0, far_numa=True)]

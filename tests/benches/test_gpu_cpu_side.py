@@ -137,3 +137,33 @@ def test_bidirectional_rates_per_direction_and_sum():
     assert rates["d2h"] == pytest.approx((256 << 20) * 10 / 0.040 / 1e9)
     assert rates["sum"] == pytest.approx(2 * (256 << 20) / 0.005 / 1e9)
     assert rates["overlap"] == pytest.approx(0.8)
+
+
+def kernel_write_words(first16: int, count16: int, seed: int) -> list[int]:
+    """What kernels/hbm.cu's hbm_write stores, in its own 32-bit arithmetic, for 16-byte slots."""
+    words = []
+    for i in range(first16, first16 + count16):
+        w = ((i & 0xFFFFFFFF) * 4 + seed) & 0xFFFFFFFF
+        words += [(w + k) & 0xFFFFFFFF for k in range(4)]
+    return words
+
+
+@pytest.mark.parametrize("first16", [0, 1 << 30])  # 1 << 30 slots: 4 * i wraps past 2**32
+def test_the_hbm_write_check_expects_what_the_kernel_stores(first16):
+    import numpy as np
+
+    from kvbench.benches.hbm import write_pattern
+
+    lo = first16 * 16
+    got = write_pattern(np, lo, lo + 8 * 16, 0x5EED + 1)
+    assert got.tolist() == kernel_write_words(first16, 8, 0x5EED + 1)
+
+
+def test_the_hbm_checks_walk_the_buffer_in_bounded_chunks():
+    from kvbench.benches.hbm import CHECK_CHUNK, chunks
+
+    size = 2 * CHECK_CHUNK + 48
+    ranges = chunks(size)
+    assert ranges[0] == (0, CHECK_CHUNK) and ranges[-1] == (2 * CHECK_CHUNK, size)
+    assert all(b == c for (_a, b), (c, _d) in zip(ranges, ranges[1:]))  # contiguous, no gap or overlap
+    assert chunks(0) == []

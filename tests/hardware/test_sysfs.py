@@ -1,5 +1,6 @@
 """Facts and the path model on a recorded sysfs tree of a two-socket H200 server."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,18 @@ def test_dram_copy_peak_is_half_the_dram_bus():
     assert unknown.peak is None and "no DMI" in unknown.reason
 
 
+def test_gpu_numbers_are_cuda_s_where_cuda_was_asked():
+    # CUDA_VISIBLE_DEVICES=1: NVML still lists both (bus order), CUDA calls the second one GPU 0
+    facts = _facts()
+    only_second = (replace(facts.gpus[0], cuda_index=None), replace(facts.gpus[1], cuda_index=0))
+    hidden = HostFacts(**{**facts.__dict__, "gpus": only_second})
+    assert hidden.gpu(0).bus_id == "0000:9a:00.0" and hidden.gpu(1) is None
+    assert "downtrained" in path_peak([("gpu_link", 0)], hidden).peak.source
+    assert path_peak([("all_gpu_links",)], hidden).peak.gbps == pytest.approx(15.75, abs=0.01)
+    # no CUDA to ask (analysis on another host): NVML's numbering
+    assert facts.gpu(0).bus_id == "0000:1b:00.0" and len(facts.visible_gpus()) == 2
+
+
 def test_unknown_gpu_has_a_reason():
     result = path_peak([("gpu_link", 5)], _facts())
     assert result.peak is None and "GPU 5 not found" in result.reason
@@ -93,6 +106,9 @@ def test_host_id_ignores_current_link_state():
     idle = HostFacts(**{**facts.__dict__, "gpus": tuple(
         Gpu(**{**g.__dict__, "link": type(g.link)(1, 16, g.link.max_gen, g.link.max_width)}) for g in facts.gpus)})
     assert host_id(idle) == host_id(facts)
+    # nor CUDA's numbering (CUDA_VISIBLE_DEVICES), which older ids were computed without
+    renumbered = HostFacts(**{**facts.__dict__, "gpus": tuple(replace(g, cuda_index=1 - g.index) for g in facts.gpus)})
+    assert host_id(renumbered) == host_id(facts) and "cuda_index" not in stable_view(facts)["gpus"][0]
     assert stable_view(facts)["gpus"][0]["link"]["gen"] is None
     other = HostFacts(**{**facts.__dict__, "hostname": "gpu-box-2"})
     assert host_id(other) != host_id(facts)
