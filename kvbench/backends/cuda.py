@@ -99,6 +99,43 @@ def launch_shape(device: int = 0, threads: int = 512) -> tuple[int, int]:
     return sms * 4, threads
 
 
+SPIN_LIMIT = 20_000_000  # spins of >= 100 ns: the spin kernel gives up after >= 2 s without a release
+
+
+class SpinGate:
+    """nvbandwidth's blocking kernel: `hold(stream)` queues a one-thread kernel that spins until
+    the host calls `release()`, so work enqueued behind it starts together and host submission
+    never enters a window timed from behind it. One flag in pinned host memory can hold streams on
+    every GPU (pinned memory is visible to all devices under unified addressing)."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        cp = cupy_module()
+        self._mem = cp.cuda.alloc_pinned_memory(8)
+        self._flag = np.frombuffer(self._mem, dtype=np.int32, count=2)  # [release, gave up]
+        self._spins: dict[int, object] = {}
+
+    def arm(self) -> None:
+        self._flag[:] = 0
+
+    def hold(self, stream, device: int) -> None:
+        """Queue the spin kernel on `stream` of `device` (the caller has made `device` current)."""
+        cp = cupy_module()
+        if device not in self._spins:
+            self._spins[device] = kernel_module("spin", device).get_function("spin_until")
+        self._spins[device]((1,), (1,), (cp.uint64(self._mem.ptr), cp.uint64(SPIN_LIMIT)), stream=stream)
+
+    def release(self) -> None:
+        self._flag[0] = 1
+
+    def check(self, loops: int) -> None:
+        """After the held work finished: raise if a spin kernel gave up before the release."""
+        if self._flag[1]:
+            raise RuntimeError(f"the spin kernel gave up before the host had enqueued {loops} operations: "
+                               "submission is too slow for this window (fewer loops or cheaper operations)")
+
+
 class CudaEventTimer:
     """CUDA events around `loops` operations enqueued behind a spin kernel (nvbandwidth's trick).
 
@@ -114,8 +151,6 @@ class CudaEventTimer:
         """`side_streams` start with `stream` and must finish before the window closes (bidirectional
         copies); `flush` is enqueued before the window opens (an L2 flush); `while_busy` is called
         on the host while the GPU runs the sample (to read the link under load)."""
-        import numpy as np
-
         cp = cupy_module()
         self.stream = stream
         self.device = device
@@ -125,9 +160,7 @@ class CudaEventTimer:
         self.last_stream_s: list[float] = []  # main stream's, then each side stream's, last call
         self.last_loops = 0
         with cp.cuda.Device(device):  # events and the kernel belong to the streams' device
-            self._flag_mem = cp.cuda.alloc_pinned_memory(8)
-            self._flag = np.frombuffer(self._flag_mem, dtype=np.int32, count=2)  # [release, gave up]
-            self._spin = kernel_module("spin", device).get_function("spin_until")
+            self._gate = SpinGate()
             self._start = cp.cuda.Event()
             self._main_done = cp.cuda.Event()
             self._end = cp.cuda.Event()
@@ -141,13 +174,13 @@ class CudaEventTimer:
 
     def time(self, op, loops: int) -> float:
         cp = cupy_module()
-        self._flag[:] = 0
+        self._gate.arm()
         try:
             with cp.cuda.Device(self.device):
                 side_ends = [cp.cuda.Event() for _ in self.side_streams]
                 if self.flush is not None:
                     self.flush()
-                self._spin((1,), (1,), (cp.uint64(self._flag_mem.ptr), cp.uint64(20_000_000)), stream=self.stream)
+                self._gate.hold(self.stream, self.device)
                 self._start.record(self.stream)
                 for side in self.side_streams:
                     side.wait_event(self._start)  # every stream starts when the spin ends
@@ -159,13 +192,61 @@ class CudaEventTimer:
                     self.stream.wait_event(end)
                 self._end.record(self.stream)
         finally:
-            self._flag[0] = 1
+            self._gate.release()
         if self.while_busy is not None:
             self.while_busy()
         self._end.synchronize()
-        if self._flag[1]:
-            raise RuntimeError(f"the spin kernel gave up before the host had enqueued {loops} operations: "
-                               "submission is too slow for this window (fewer loops or cheaper operations)")
+        self._gate.check(loops)
         self.last_loops = loops
         self.last_stream_s = [cp.cuda.get_elapsed_time(self._start, e) * 1e-3 for e in (self._main_done, *side_ends)]
         return cp.cuda.get_elapsed_time(self._start, self._end) * 1e-3
+
+
+class AllGpusEventTimer:
+    """Every GPU's stream held behind its own spin kernel, all released by one host write, with CUDA
+    events around `loops` operations on each (nvbandwidth's multi-GPU tests): the GPUs start
+    together and host submission enters no window.
+
+    Events on different GPUs cannot be compared, so a sample's time is the slowest GPU's own
+    window (the GPUs' releases differ by the flag's propagation, a microsecond); each GPU's own
+    time of the last sample is kept in `last_gpu_s`.
+    """
+
+    name = "cuda_events_all_gpus"
+    max_loops = 256
+    resolution_s = 0.5e-6
+
+    def __init__(self, streams: dict[int, object]) -> None:
+        """`streams`: one stream per GPU, by CUDA device number."""
+        cp = cupy_module()
+        self.streams = dict(streams)
+        self.last_gpu_s: dict[int, float] = {}
+        self._gate = SpinGate()
+        self._events = {}
+        for gpu in self.streams:
+            with cp.cuda.Device(gpu):
+                self._events[gpu] = (cp.cuda.Event(), cp.cuda.Event())
+
+    def overhead_s(self, loops: int) -> float:
+        return 0.0  # submission happens before the windows open
+
+    def time(self, op, loops: int) -> float:
+        cp = cupy_module()
+        self._gate.arm()
+        try:
+            for gpu, stream in self.streams.items():
+                with cp.cuda.Device(gpu):
+                    self._gate.hold(stream, gpu)
+                    self._events[gpu][0].record(stream)
+            for _ in range(loops):
+                op()
+            for gpu, stream in self.streams.items():
+                with cp.cuda.Device(gpu):
+                    self._events[gpu][1].record(stream)
+        finally:
+            self._gate.release()
+        for _start, end in self._events.values():
+            end.synchronize()
+        self._gate.check(loops)
+        self.last_gpu_s = {gpu: cp.cuda.get_elapsed_time(start, end) * 1e-3 for gpu, (start, end) in self._events.items()}
+        return max(self.last_gpu_s.values())

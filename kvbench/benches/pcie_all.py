@@ -1,10 +1,10 @@
 """`gpus=all` for the PCIe benchmarks: every GPU copies at once, one stream each.
 
-The aggregate is timed on the host clock around copies enqueued on every GPU and a
-synchronize of all (one cudaMemcpyAsync per GPU per operation: microseconds of submission
-against milliseconds of copy); each GPU's own time comes from events on its stream. The NVML
-topology relation of every GPU pair is recorded, so a shared uplink shows up as an aggregate
-below the sum of the singles — the seed's warning about switches shared by GPUs and NICs.
+Every GPU's stream is held behind a spin kernel and all are released together (nvbandwidth's
+way); each GPU's copies are timed with events on its own stream, and the aggregate is all the
+bytes over the slowest GPU's window. The NVML topology relation of every GPU pair is recorded,
+so a shared uplink shows up as an aggregate below the sum of the singles — the seed's warning
+about switches shared by GPUs and NICs.
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.backends.cuda import cupy_module
+from kvbench.backends.cuda import AllGpusEventTimer, cupy_module
 from kvbench.benches.base import Prepared
 from kvbench.benches.gpu_common import nvml_handle, zero_between_copies
 from kvbench.errors import IntegrityError
 from kvbench.hardware.nvml import nvml_session
 from kvbench.measure.engine import Workload
-from kvbench.measure.timer import MonotonicTimer
 from kvbench.memory.pattern import fill_pattern
 
 H2D, D2H = 1, 2
@@ -58,19 +57,15 @@ def prepare_all(direction: str, size: int) -> Prepared:
             fill_pattern(pattern, seed=100 + g)
             d.set(pattern)
             lanes.append({"gpu": g, "host_mem": host, "host": h, "dev": d, "pattern": pattern,
-                          "stream": cp.cuda.Stream(non_blocking=True), "start": cp.cuda.Event(),
-                          "end": cp.cuda.Event()})
+                          "stream": cp.cuda.Stream(non_blocking=True)})
+    timer = AllGpusEventTimer({lane["gpu"]: lane["stream"] for lane in lanes})
 
-    def run() -> None:
+    def run() -> None:  # enqueues only: the timer (or verify's check) waits for the copies
         for lane in lanes:
             with cp.cuda.Device(lane["gpu"]):
                 dst, src = ((lane["dev"].data.ptr, lane["host"].ctypes.data) if kind == H2D
                             else (lane["host"].ctypes.data, lane["dev"].data.ptr))
-                lane["start"].record(lane["stream"])
                 cp.cuda.runtime.memcpyAsync(dst, src, size, kind, lane["stream"].ptr)
-                lane["end"].record(lane["stream"])
-        for lane in lanes:
-            lane["end"].synchronize()
 
     def reset() -> None:
         for lane in lanes:
@@ -79,16 +74,21 @@ def prepare_all(direction: str, size: int) -> Prepared:
     def check() -> None:
         for lane in lanes:
             with cp.cuda.Device(lane["gpu"]):
+                lane["stream"].synchronize()
                 ok = (np.array_equal(lane["dev"].get(), lane["host"]) if kind == H2D
                       else np.array_equal(lane["host"], lane["pattern"]))
             if not ok:
                 raise IntegrityError(f"GPU {lane['gpu']}: copied bytes differ")
 
-    def derive(_m) -> dict[str, Any]:
-        per_gpu = {str(lane["gpu"]): size / (cp.cuda.get_elapsed_time(lane["start"], lane["end"]) * 1e-3) / 1e9
-                   for lane in lanes}
+    def derive(m) -> dict[str, Any]:
+        per_gpu = {str(gpu): size * m.loops / seconds / 1e9 for gpu, seconds in timer.last_gpu_s.items()}
         return {"per_gpu_gbps": per_gpu, "sum_of_gpus_gbps": sum(per_gpu.values())}
 
-    metadata = {"gpus": gpus, "topology": topology(gpus), "bytes_counted": "all GPUs together",
-                "per_gpu_note": "per-GPU rates from each stream's events in the last operation"}
-    return Prepared(Workload(size * len(gpus), run, reset, check, MonotonicTimer()), metadata, lambda: None, derive)
+    metadata = {"gpus": gpus, "topology": topology(gpus), "timer": timer.name, "bytes_counted": "all GPUs together",
+                "per_gpu_note": "each GPU's rate from its own stream's events in the last sample"}
+
+    def close() -> None:
+        for lane in lanes:
+            lane["stream"].synchronize()
+
+    return Prepared(Workload(size * len(gpus), run, reset, check, timer), metadata, close, derive)
