@@ -51,7 +51,10 @@ def segment_peak(segment: Segment, facts: HostFacts) -> tuple[Peak | None, str |
         if kind == "gpu_link":
             peak = peaks.link_peak(gpu.link)
             return (peak, None) if peak else (None, f"GPU {segment[1]} link speed unknown")
-        peak = peaks.hbm_spec_peak(gpu.name) or peaks.hbm_nvml_peak(gpu)
+        spec, nvml = peaks.hbm_spec_peak(gpu.name), peaks.hbm_nvml_peak(gpu)
+        if spec and nvml:  # the datasheet's is the peak; NVML's derivation is recorded beside it
+            return Peak(spec.gbps, f"{spec.source}; NVML-derived {nvml.gbps:.0f} GB/s ({nvml.source})"), None
+        peak = spec or nvml
         return (peak, None) if peak else (None, f"no HBM spec for '{gpu.name}'")
     if kind == "nic":
         nic = next((n for n in facts.nics if n.name == segment[1]), None)

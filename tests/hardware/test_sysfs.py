@@ -64,7 +64,8 @@ def test_path_model_takes_the_narrowest_link_as_negotiated():
     both = path_peak([("dram_read",), ("gpu_link", 0)], facts)
     assert both.bottleneck == "gpu_link:0" and both.peak.gbps == pytest.approx(63.0, abs=0.02)
     # a GPU read of its own HBM: the spec sheet number
-    assert path_peak([("hbm", 0)], facts).peak.gbps == 4800
+    hbm = path_peak([("hbm", 0)], facts).peak
+    assert hbm.gbps == 4800 and "NVML-derived 4917 GB/s (NVML: 6144-bit bus x 3201 MHz x 2)" in hbm.source
     # NIC → downtrained GPU: the GPU link (15.75) is narrower than the 50 GB/s port
     assert path_peak([("nic", "mlx5_0/1"), ("gpu_link", 1)], facts).bottleneck == "gpu_link:1"
     assert path_peak([("nvme", "nvme0")], facts).peak.gbps == 7.0
