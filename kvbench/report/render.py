@@ -39,7 +39,7 @@ def _links(host: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def _context(content: ReportContent) -> dict[str, Any]:
-    return {"c": content, "links": _links(content.host), "gbps": format_gbps, "params": params_text,
+    return {"c": content, "links": _links(content.host), "gbps": format_gbps, "params": params_text, "size": format_size,
             "ms": lambda s, missing="-": f"{s * 1e3:.2f} ms" if s is not None else missing}
 
 

@@ -34,3 +34,16 @@ def test_all_gpus_figure_compares_with_the_singles():
     fig = plots.all_gpus([together, *singles])
     assert fig is not None and "singles sum 216.0" in fig.axes[0].get_title()
     assert plots.all_gpus(singles) is None
+
+
+def test_the_near_far_table_is_in_both_renderings_when_a_numa_sweep_exists():
+    from kvbench.analyze.numa_ratio import near_far
+    from kvbench.report import render
+    from kvbench.report.content import ReportContent
+
+    results = [{**row("pcie.h2d", rate, memory=f"numa:{node}", gpu=0, size=1 << 28), "metadata": {"gpu_numa_node": 0}}
+               for node, rate in ((0, 55.0), (1, 27.5))]
+    built = ReportContent(title="numa", runs=[], host=None, results=[], numa=near_far(results))
+    assert "| 0 | 256MiB | 0 | 55.0 | 1 | 27.5 | 0.50 |" in render.markdown(built)
+    assert "<h2>NUMA near vs far (pcie.h2d)</h2>" in render.html(built)
+    assert "NUMA near vs far" not in render.markdown(ReportContent(title="none", runs=[], host=None, results=[]))

@@ -1,0 +1,60 @@
+"""Near vs far NUMA placement from a `numa:N` × GPU sweep of `pcie.h2d` (suites/numa.toml).
+
+A GPU's *near* node is the one NVML says it hangs off (recorded with each result as
+`gpu_numa_node`); every other node is far. The ratio far / near says what a buffer on the wrong
+socket costs on this box (the seed: up to half).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from statistics import median
+from typing import Any
+
+
+@dataclass(frozen=True)
+class NearFar:
+    gpu: int
+    size_bytes: int
+    near_node: int
+    near_gbps: float
+    far_node: int
+    far_gbps: float
+    near_basis: str  # "NVML" (the GPU's recorded node) or "fastest" (unknown: the best node taken)
+
+    @property
+    def ratio(self) -> float:
+        """far GB/s / near GB/s (1.0: placement does not matter; 0.5: a far buffer halves the rate)."""
+        return self.far_gbps / self.near_gbps
+
+
+def near_far(results: list[dict[str, Any]], bench: str = "pcie.h2d") -> list[NearFar]:
+    """One row per (GPU, size, far node) where the sweep has the GPU's near node and another.
+
+    `results` are run-document results (params, status, gbps, metadata); several runs of the same
+    case count by their median.
+    """
+    rates: dict[tuple[int, int], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    gpu_node: dict[int, int] = {}
+    for r in results:
+        memory = str(r["params"].get("memory", ""))
+        if r["bench"] != bench or r["status"] != "ok" or not memory.startswith("numa:"):
+            continue
+        gpu = int(r["params"].get("gpu", 0))
+        rates[(gpu, int(r["params"]["size"]))][int(memory[5:])].append(r["gbps"]["median"])
+        node = (r.get("metadata") or {}).get("gpu_numa_node")
+        if node is not None:
+            gpu_node[gpu] = int(node)
+    rows = []
+    for (gpu, size), by_node in sorted(rates.items()):
+        if len(by_node) < 2:
+            continue
+        medians = {node: median(values) for node, values in by_node.items()}
+        near = gpu_node.get(gpu)
+        basis = "NVML"
+        if near not in medians:
+            near, basis = max(medians, key=medians.get), "fastest"
+        rows += [NearFar(gpu, size, near, medians[near], node, gbps, basis)
+                 for node, gbps in sorted(medians.items()) if node != near]
+    return rows
