@@ -34,7 +34,8 @@ def prepared_on_gpu(gpu: int, build: Callable[[], Prepared]) -> Prepared:
 
 
 def check_gpu(gpu: int, size_bytes: int, name: str = "gpu") -> None:
-    """BadInput for a GPU index that does not exist or a buffer above 90 % of its free memory.
+    """BadInput for a GPU index that does not exist or a buffer above 90 % of its free memory;
+    `name` is the parameter the index came from (`gpu`, or `dst=device:` for a memory kind).
 
     Checked only where CUDA works; elsewhere the case is skipped with the driver's reason.
     """
@@ -43,7 +44,7 @@ def check_gpu(gpu: int, size_bytes: int, name: str = "gpu") -> None:
     cp = cupy_module()
     count = cp.cuda.runtime.getDeviceCount()
     if gpu >= count:
-        raise BadInput(f"bad {name}={gpu}: this host has GPUs 0..{count - 1}")
+        raise BadInput(f"bad {name}{'' if name.endswith(':') else '='}{gpu}: this host has GPUs 0..{count - 1}")
     with cp.cuda.Device(gpu):
         free, _total = cp.cuda.runtime.memGetInfo()
     if size_bytes > 0.9 * free:

@@ -12,6 +12,7 @@ from typing import Any
 
 from kvbench.benches import kv_cuda, kv_nixl
 from kvbench.benches.base import Benchmark, Prepared
+from kvbench.benches.gpu_common import check_gpu
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
@@ -25,7 +26,7 @@ from kvbench.kv.layouts import LAYOUTS, KVShape, pick_blocks, region_bytes, rest
 from kvbench.measure.engine import Workload
 from kvbench.measure.measurement import Measurement
 from kvbench.memory.host import available_host_bytes, check_fits
-from kvbench.memory.kinds import allocate
+from kvbench.memory.kinds import allocate, parse_kind
 from kvbench.memory.pattern import fill_pattern
 
 # Strategies that run on host memory; the CUDA ones live in kvbench/executors/cuda_kv.py.
@@ -83,8 +84,15 @@ class _KVTransfer(Benchmark):
             raise BadInput(f"bad strategy=staged with dst_layout={params['dst_layout']}: staging copies whole chunks, "
                            "so the destination fragments must be contiguous (page_first or contiguous)")
         # region_bytes also refuses a layout this block size cannot use
-        need = region_bytes(params["src_layout"], shape, pool) + region_bytes(params["dst_layout"], shape, blocks)
-        check_fits(need, "KV source pool + destination", available_host_bytes())
+        pool_bytes = region_bytes(params["src_layout"], shape, pool)
+        moved_bytes = region_bytes(params["dst_layout"], shape, blocks)
+        restore = self.direction == "restore"
+        sizes = {"src": pool_bytes if restore else moved_bytes, "dst": moved_bytes if restore else pool_bytes}
+        on_gpu = {key: parse_kind(params[key]) for key in sizes if parse_kind(params[key]).name == "device"}
+        check_fits(sum(b for key, b in sizes.items() if key not in on_gpu), "KV source pool + destination",
+                   available_host_bytes())
+        for key, kind in on_gpu.items():  # checked before allocating (cudaMemGetInfo), where CUDA works
+            check_gpu(kind.index or 0, sizes[key], name=f"{key}=device:")
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
         if params["strategy"] == "nixl":
