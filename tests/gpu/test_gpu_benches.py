@@ -61,6 +61,11 @@ def test_bad_gpu_input(params, message):
         plan([BenchSweep(id="pcie.h2d", params=params)])
 
 
+def test_a_kv_restore_into_a_gpu_that_does_not_exist_is_bad_input():
+    with pytest.raises(BadInput, match=r"bad dst=device:99: this host has GPUs"):
+        plan([BenchSweep(id="kv.restore", params={"src": "pinned", "dst": "device:99", "strategy": "ce-graph"})])
+
+
 @pytest.mark.parametrize("strategy", ["ce-loop", "ce-graph", "sm-gather", "gpu-contiguous", "ce-batch"])
 def test_every_cuda_kv_strategy_lands_every_fragment(facts, strategy):
     params = {"model": "Qwen2.5-32B", "tokens": 256, "src": "pinned", "dst": "device", "strategy": strategy}
