@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from types import ModuleType
 
@@ -136,34 +137,53 @@ class SpinGate:
                                "submission is too slow for this window (fewer loops or cheaper operations)")
 
 
+def pad_loops(loops: int, fraction: float) -> int:
+    """Untimed operations to enqueue after `loops` timed ones."""
+    return math.ceil(loops * fraction)
+
+
+def max_padded_loops(queue_depth: int, fraction: float) -> int:
+    """The most timed operations whose padding still fits `queue_depth` enqueued operations."""
+    loops = int(queue_depth / (1 + fraction))
+    while loops > 1 and loops + pad_loops(loops, fraction) > queue_depth:
+        loops -= 1
+    return loops
+
+
 class CudaEventTimer:
     """CUDA events around `loops` operations enqueued behind a spin kernel (nvbandwidth's trick).
 
-    The operations only enqueue work on `stream`; the spin kernel holds the stream while they
-    are submitted, so host submission never enters the window. The flag is always released,
-    and the kernel gives up by itself after a bounded number of spins.
+    The operations only enqueue work on `stream` (and `side_streams`); the spin kernel holds the
+    stream while they are submitted, so host submission never enters the window. The flag is
+    always released, and the kernel gives up by itself after a bounded number of spins.
+
+    With `pad_fraction`, every stream gets that fraction more operations after its timed ones,
+    untimed: a stream that finishes its share first keeps loading the link while the others
+    finish theirs (both directions of a bidirectional copy stay contended for the whole window).
     """
 
     name = "cuda_events"
-    max_loops = 256  # enqueued work behind the spin kernel must stay below the launch queue depth
+    queue_depth = 256  # enqueued work behind the spin kernel must stay below the launch queue depth
 
-    def __init__(self, stream, device: int = 0, side_streams: tuple = (), flush=None, while_busy=None) -> None:
-        """`side_streams` start with `stream` and must finish before the window closes (bidirectional
-        copies); `flush` is enqueued before the window opens (an L2 flush); `while_busy` is called
-        on the host while the GPU runs the sample (to read the link under load)."""
+    def __init__(self, stream, device: int = 0, side_streams: tuple = (), flush=None, while_busy=None,
+                 pad_fraction: float = 0.0) -> None:
+        """`side_streams` start with `stream`; the window closes when every stream has done its
+        timed operations. `flush` is enqueued before the window opens (an L2 flush); `while_busy`
+        is called on the host while the GPU runs the sample (to read the link under load)."""
         cp = cupy_module()
         self.stream = stream
         self.device = device
         self.side_streams = tuple(side_streams)
         self.flush = flush
         self.while_busy = while_busy
-        self.last_stream_s: list[float] = []  # main stream's, then each side stream's, last call
+        self.pad_fraction = pad_fraction
+        self.max_loops = max_padded_loops(self.queue_depth, pad_fraction)
+        self.last_stream_s: list[float] = []  # each stream's timed operations done (main first), last call
+        self.last_busy_s: list[float] = []  # each stream's padding done, last call (= last_stream_s unpadded)
         self.last_loops = 0
         with cp.cuda.Device(device):  # events and the kernel belong to the streams' device
             self._gate = SpinGate()
             self._start = cp.cuda.Event()
-            self._main_done = cp.cuda.Event()
-            self._end = cp.cuda.Event()
 
     @property
     def resolution_s(self) -> float:
@@ -174,10 +194,12 @@ class CudaEventTimer:
 
     def time(self, op, loops: int) -> float:
         cp = cupy_module()
+        streams = (self.stream, *self.side_streams)
         self._gate.arm()
         try:
             with cp.cuda.Device(self.device):
-                side_ends = [cp.cuda.Event() for _ in self.side_streams]
+                timed = [cp.cuda.Event() for _ in streams]
+                busy = [cp.cuda.Event() for _ in streams]
                 if self.flush is not None:
                     self.flush()
                 self._gate.hold(self.stream, self.device)
@@ -186,20 +208,23 @@ class CudaEventTimer:
                     side.wait_event(self._start)  # every stream starts when the spin ends
                 for _ in range(loops):
                     op()
-                self._main_done.record(self.stream)
-                for side, end in zip(self.side_streams, side_ends, strict=True):
-                    end.record(side)
-                    self.stream.wait_event(end)
-                self._end.record(self.stream)
+                for stream, event in zip(streams, timed, strict=True):
+                    event.record(stream)
+                for _ in range(pad_loops(loops, self.pad_fraction)):
+                    op()
+                for stream, event in zip(streams, busy, strict=True):
+                    event.record(stream)
         finally:
             self._gate.release()
         if self.while_busy is not None:
             self.while_busy()
-        self._end.synchronize()
-        self._gate.check(loops)
+        for event in busy:
+            event.synchronize()
+        self._gate.check(loops + pad_loops(loops, self.pad_fraction))
         self.last_loops = loops
-        self.last_stream_s = [cp.cuda.get_elapsed_time(self._start, e) * 1e-3 for e in (self._main_done, *side_ends)]
-        return cp.cuda.get_elapsed_time(self._start, self._end) * 1e-3
+        self.last_stream_s = [cp.cuda.get_elapsed_time(self._start, e) * 1e-3 for e in timed]
+        self.last_busy_s = [cp.cuda.get_elapsed_time(self._start, e) * 1e-3 for e in busy]
+        return max(self.last_stream_s)
 
 
 class AllGpusEventTimer:

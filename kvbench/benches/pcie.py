@@ -38,6 +38,7 @@ H2D, D2H = 1, 2  # cudaMemcpyKind
 
 # cudaHostRegisterPortable | cudaHostRegisterMapped: usable from every GPU, and by kernels
 REGISTER_FLAGS = 1 | 2
+BIDIR_PAD = 0.5  # untimed copies after the timed ones, per stream: covers directions up to 1.5x apart
 
 
 def host_buffer(memory: str, size: int):
@@ -176,8 +177,11 @@ class _Pcie(Benchmark):
             def run() -> None:
                 enqueue(kind, 0, stream)
 
+        # Both directions: each stream gets half as many copies again, untimed, so whichever finishes
+        # its timed copies first keeps the other direction contended to the end of the window.
         timer = MonotonicTimer() if pageable else CudaEventTimer(
-            stream, gpu, side_streams=(side,) if side else (), while_busy=probe.read_under_load)
+            stream, gpu, side_streams=(side,) if side else (), while_busy=probe.read_under_load,
+            pad_fraction=BIDIR_PAD if bidir else 0.0)
 
         cleared = ([device[:size]] if self.direction in ("h2d", "bidir") else []) + (
             [h_arr[size if bidir else 0:][:size]] if self.direction in ("d2h", "bidir") else [])
@@ -198,7 +202,7 @@ class _Pcie(Benchmark):
             facts = probe.facts()
             if bidir and isinstance(timer, CudaEventTimer) and timer.last_stream_s:
                 facts["directions_gbps"] = bidir_rates(size, m.summary.median, timer.last_loops,
-                                                       *timer.last_stream_s)
+                                                       *timer.last_stream_s, busy_s=timer.last_busy_s)
             return facts
 
         metadata = {"engine": engine, "timer": timer.name, "registered": registered,
@@ -215,20 +219,25 @@ class _Pcie(Benchmark):
         return Prepared(Workload(bytes_per_op, run, reset, check, timer), metadata, close, derive)
 
 
-def bidir_rates(size: int, window_s: float, loops: int, h2d_s: float, d2h_s: float) -> dict[str, Any]:
+def bidir_rates(size: int, window_s: float, loops: int, h2d_s: float, d2h_s: float,
+                busy_s: list[float] | None = None) -> dict[str, Any]:
     """Each direction of a bidirectional sample at its own rate, and the sum, in GB/s.
 
     `window_s` is the median time of one operation (both copies); `h2d_s` / `d2h_s` are how long
-    each stream took for the `loops` copies of the last sample, from the common start. A
-    direction is measured under full contention only while the other still runs: `overlap` is
-    the shorter stream's time over the longer's (1.0: both ran the whole window).
+    each stream took for the `loops` timed copies of the last sample, from the common start, and
+    `busy_s` when each stream finished its untimed padding copies after them. A direction was
+    measured under full contention if the other stream was still copying when it finished:
+    `opposite_busy` says so per direction; `overlap` is the shorter timed window over the longer.
     """
+    h2d_busy, d2h_busy = busy_s or (h2d_s, d2h_s)
     return {
         "h2d": size * loops / h2d_s / 1e9,
         "d2h": size * loops / d2h_s / 1e9,
         "sum": 2 * size / window_s / 1e9,
         "overlap": min(h2d_s, d2h_s) / max(h2d_s, d2h_s),
-        "basis": "each direction from its own stream's events in the last sample; the sum from the median",
+        "opposite_busy": {"h2d": d2h_busy >= h2d_s, "d2h": h2d_busy >= d2h_s},
+        "basis": "each direction from its own stream's events in the last sample; the sum (both directions' "
+                 "bytes over the window in which both finished their timed copies) from the median",
     }
 
 

@@ -137,6 +137,23 @@ def test_bidirectional_rates_per_direction_and_sum():
     assert rates["d2h"] == pytest.approx((256 << 20) * 10 / 0.040 / 1e9)
     assert rates["sum"] == pytest.approx(2 * (256 << 20) / 0.005 / 1e9)
     assert rates["overlap"] == pytest.approx(0.8)
+    # D2H finished its timed copies at 40 ms and its padding at 60 ms: H2D (50 ms) was contended
+    # throughout; H2D's padding ran to 75 ms, past D2H's 40 ms
+    padded = bidir_rates(256 << 20, 0.005, 10, 0.050, 0.040, busy_s=[0.075, 0.060])
+    assert padded["opposite_busy"] == {"h2d": True, "d2h": True}
+    # directions 2x apart outrun a 50 % padding: the slow one ran its last part alone
+    lopsided = bidir_rates(256 << 20, 0.005, 10, 0.080, 0.040, busy_s=[0.120, 0.060])
+    assert lopsided["opposite_busy"] == {"h2d": False, "d2h": True}
+
+
+def test_a_padded_timer_leaves_room_in_the_launch_queue():
+    from kvbench.backends.cuda import max_padded_loops, pad_loops
+
+    assert [pad_loops(n, 0.5) for n in (1, 10, 170)] == [1, 5, 85]
+    assert pad_loops(100, 0.0) == 0
+    for fraction in (0.0, 0.5, 0.33, 1.0):
+        loops = max_padded_loops(256, fraction)
+        assert loops + pad_loops(loops, fraction) <= 256 < loops + 1 + pad_loops(loops + 1, fraction)
 
 
 def kernel_write_words(first16: int, count16: int, seed: int) -> list[int]:
