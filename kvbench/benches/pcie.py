@@ -201,8 +201,12 @@ class _Pcie(Benchmark):
         def derive(m) -> dict[str, Any]:
             facts = probe.facts()
             if bidir and isinstance(timer, CudaEventTimer) and timer.last_stream_s:
-                facts["directions_gbps"] = bidir_rates(size, m.summary.median, timer.last_loops,
-                                                       *timer.last_stream_s, busy_s=timer.last_busy_s)
+                rates = facts["directions_gbps"] = bidir_rates(size, m.summary.median, timer.last_loops,
+                                                               *timer.last_stream_s, busy_s=timer.last_busy_s)
+                alone = [d for d, busy in rates["opposite_busy"].items() if not busy]
+                if alone:
+                    facts["warning"] = (f"{', '.join(alone)} ran its last copies with the other direction idle "
+                                        "(directions over 1.5x apart): its rate is partly uncontended")
             return facts
 
         metadata = {"engine": engine, "timer": timer.name, "registered": registered,
