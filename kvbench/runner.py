@@ -10,6 +10,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kvbench import __version__
 from kvbench.benches.registry import get_bench
@@ -69,8 +70,15 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
     finally:
         prepared.close()
     return Result(**base, status="ok", measurement=measurement, peak=peak.peak, peak_reason=peak.reason,
-                  metadata={**prepared.metadata, **prepared.derive(measurement),
-                            **({"bottleneck": peak.bottleneck} if peak.bottleneck else {})})
+                  metadata=result_metadata(prepared.metadata, prepared.derive(measurement), peak.bottleneck))
+
+
+def result_metadata(prepared: dict[str, Any], derived: dict[str, Any], bottleneck: str | None) -> dict[str, Any]:
+    """What a result records: the case's metadata, then what was derived from its samples (which
+    wins a clash), with a warning from each kept, and the path's bottleneck."""
+    warning = "; ".join(w for w in (prepared.get("warning"), derived.get("warning")) if w)
+    return {**prepared, **derived, **({"warning": warning} if warning else {}),
+            **({"bottleneck": bottleneck} if bottleneck else {})}
 
 
 def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Settings, info: RunInfo,
