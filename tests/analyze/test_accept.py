@@ -160,3 +160,35 @@ ratio = { of = { bench = "pcie.bidir" }, to = { bench = "pcie.h2d" }, min = 1.6 
     assert "gpu=1" in verdicts[1].case and "pcie.h2d" in verdicts[1].case
     (skip,) = judge({"results": [r("pcie.bidir", 0, 100.0)]}, [rules])
     assert skip.verdict == "SKIP"
+
+
+def test_a_bounded_ratio_and_the_best_of_several_cases(tmp_path):
+    rules = load_rules(write(tmp_path, """
+name = "t"
+[[rule]]
+id = "agree"
+bench = "pcie.h2d"
+ratio = { of = { backend = "torch" }, to = { backend = "cupy" }, min = 0.97, max = 1.03 }
+[[rule]]
+id = "best"
+bench = "kv.restore"
+params = { src = "pinned", dst = "device" }
+ratio = { of = { strategy = ["ce-graph", "sm-gather"] }, to = { strategy = "gpu-contiguous" }, min = 0.80 }
+"""))
+
+    def r(bench, gbps, **params):
+        return {"bench": bench, "params": get_bench(bench).canonical_params(params), "status": "ok",
+                "gbps": {"median": gbps}}
+
+    kv = {"model": "Llama-3.1-70B", "src": "pinned", "dst": "device"}
+    doc = {"results": [r("pcie.h2d", 55.0, backend="cupy"), r("pcie.h2d", 57.2, backend="torch"),
+                       r("pcie.h2d", 55.0, backend="cupy", size="1GiB"), r("pcie.h2d", 54.0, backend="torch", size="1GiB"),
+                       r("kv.restore", 30.0, strategy="ce-graph", **kv), r("kv.restore", 46.0, strategy="sm-gather", **kv),
+                       r("kv.restore", 1.0, strategy="ce-loop", **kv),  # not a contestant
+                       r("kv.restore", 52.0, strategy="gpu-contiguous", **kv)]}
+    verdicts = judge(doc, [rules])
+    agree = [(v.verdict, v.measured) for v in verdicts if v.rule == "agree"]
+    assert agree == [("FAIL", "1.04 x"), ("PASS", "0.98 x")]  # 4 % above is outside 3 %, either way
+    (best,) = [v for v in verdicts if v.rule == "best"]
+    assert (best.verdict, best.measured) == ("PASS", "0.88 x")
+    assert "strategy=sm-gather (best of ce-graph, sm-gather)" in best.case
