@@ -10,6 +10,7 @@ from kvbench.analyze.accept import Verdict, judge, rules_for_host
 from kvbench.analyze.compare import Comparison, compare_runs
 from kvbench.analyze.fit import fit_results
 from kvbench.analyze.numa_ratio import NearFar, near_far
+from kvbench.analyze.pinned_ratio import PageableVsPinned, pageable_vs_pinned
 from kvbench.analyze.restore_plan import TierPlan, restore_plan
 from kvbench.analyze.runs import RunDocument
 from kvbench.kv.geometry import get_model
@@ -43,6 +44,7 @@ class ReportContent:
     missing: list[tuple[str, str]] = field(default_factory=list)
     fits: list[tuple[dict[str, Any], Any]] = field(default_factory=list)
     numa: list[NearFar] = field(default_factory=list)
+    pageable: list[PageableVsPinned] = field(default_factory=list)
     plan: list[TierPlan] = field(default_factory=list)
     plan_title: str = ""
     verdicts: list[Verdict] = field(default_factory=list)
@@ -76,6 +78,7 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
             content.figures.append(fig)
             drawn[key] = True
     content.numa = near_far(results)
+    content.pageable = pageable_vs_pinned(results)
     content.missing = [(question, why) for key, (question, why) in GPU_QUESTIONS.items() if not drawn.get(key)]
     stored_rows = [{"bench": r["bench"], "status": r["status"], "params": r["params"], "bytes_per_op": r["bytes"],
                     "median_s": (r.get("seconds") or {}).get("median"), "extra": r.get("metadata") or {}}

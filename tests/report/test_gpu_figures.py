@@ -47,3 +47,15 @@ def test_the_near_far_table_is_in_both_renderings_when_a_numa_sweep_exists():
     assert "| 0 | 256MiB | 0 | 55.0 | 1 | 27.5 | 0.50 |" in render.markdown(built)
     assert "<h2>NUMA near vs far (pcie.h2d)</h2>" in render.html(built)
     assert "NUMA near vs far" not in render.markdown(ReportContent(title="none", runs=[], host=None, results=[]))
+
+
+def test_the_pageable_over_pinned_table_is_in_both_renderings():
+    from kvbench.analyze.pinned_ratio import pageable_vs_pinned
+    from kvbench.report import render
+    from kvbench.report.content import ReportContent
+
+    results = [row("pcie.h2d", rate, memory=memory, gpu=0, size=1 << 28, engine="ce", backend="cupy")
+               for memory, rate in (("pinned", 55.0), ("pageable", 22.0))]
+    built = ReportContent(title="p", runs=[], host=None, results=[], pageable=pageable_vs_pinned(results))
+    assert "| pcie.h2d | 0 | 256MiB | cupy | 55.0 | 22.0 | 0.40 |" in render.markdown(built)
+    assert "<h2>Pageable vs pinned host memory</h2>" in render.html(built)
