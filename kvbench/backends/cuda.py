@@ -241,10 +241,12 @@ class AllGpusEventTimer:
     max_loops = 256
     resolution_s = 0.5e-6
 
-    def __init__(self, streams: dict[int, object]) -> None:
-        """`streams`: one stream per GPU, by CUDA device number."""
+    def __init__(self, streams: dict[int, object], while_busy=None) -> None:
+        """`streams`: one stream per GPU, by CUDA device number; `while_busy` is called on the host
+        while the GPUs run the sample (to read every link under load)."""
         cp = cupy_module()
         self.streams = dict(streams)
+        self.while_busy = while_busy
         self.last_gpu_s: dict[int, float] = {}
         self._gate = SpinGate()
         self._events = {}
@@ -270,6 +272,8 @@ class AllGpusEventTimer:
                     self._events[gpu][1].record(stream)
         finally:
             self._gate.release()
+        if self.while_busy is not None:
+            self.while_busy()
         for _start, end in self._events.values():
             end.synchronize()
         self._gate.check(loops)

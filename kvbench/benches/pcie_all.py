@@ -15,10 +15,11 @@ import numpy as np
 
 from kvbench.backends.cuda import AllGpusEventTimer, cupy_module
 from kvbench.benches.base import Prepared
-from kvbench.benches.gpu_common import nvml_handle, zero_between_copies
+from kvbench.benches.gpu_common import LinkProbe, gpu_numa_node, numa_placement, nvml_handle, zero_between_copies
 from kvbench.errors import IntegrityError
 from kvbench.hardware.nvml import nvml_session
 from kvbench.measure.engine import Workload
+from kvbench.memory.kinds import allocate
 from kvbench.memory.pattern import fill_pattern
 
 H2D, D2H = 1, 2
@@ -49,16 +50,21 @@ def prepare_all(direction: str, size: int) -> Prepared:
     lanes = []
     for g in gpus:
         with cp.cuda.Device(g):
-            host = cp.cuda.alloc_pinned_memory(size)
-            h = np.frombuffer(host, dtype=np.uint8, count=size)
+            region = allocate("pinned", size)
+            h = region.host_array
             fill_pattern(h, seed=g)
             d = cp.empty(size, dtype=cp.uint8)
             pattern = np.empty(size, dtype=np.uint8)
             fill_pattern(pattern, seed=100 + g)
             d.set(pattern)
-            lanes.append({"gpu": g, "host_mem": host, "host": h, "dev": d, "pattern": pattern,
-                          "stream": cp.cuda.Stream(non_blocking=True)})
-    timer = AllGpusEventTimer({lane["gpu"]: lane["stream"] for lane in lanes})
+            lanes.append({"gpu": g, "region": region, "host": h, "dev": d, "pattern": pattern,
+                          "stream": cp.cuda.Stream(non_blocking=True), "probe": LinkProbe(g)})
+
+    def read_links() -> None:
+        for lane in lanes:
+            lane["probe"].read_under_load()
+
+    timer = AllGpusEventTimer({lane["gpu"]: lane["stream"] for lane in lanes}, while_busy=read_links)
 
     def run() -> None:  # enqueues only: the timer (or verify's check) waits for the copies
         for lane in lanes:
@@ -82,13 +88,20 @@ def prepare_all(direction: str, size: int) -> Prepared:
 
     def derive(m) -> dict[str, Any]:
         per_gpu = {str(gpu): size * m.loops / seconds / 1e9 for gpu, seconds in timer.last_gpu_s.items()}
-        return {"per_gpu_gbps": per_gpu, "sum_of_gpus_gbps": sum(per_gpu.values())}
+        return {"per_gpu_gbps": per_gpu, "sum_of_gpus_gbps": sum(per_gpu.values()),
+                "per_gpu_link": {str(lane["gpu"]): lane["probe"].facts() for lane in lanes}}
 
     metadata = {"gpus": gpus, "topology": topology(gpus), "timer": timer.name, "bytes_counted": "all GPUs together",
-                "per_gpu_note": "each GPU's rate from its own stream's events in the last sample"}
+                "per_gpu_note": "each GPU's rate from its own stream's events in the last sample",
+                "per_gpu_host": {str(lane["gpu"]): {**lane["region"].describe(),
+                                                    **numa_placement(gpu_numa_node(lane["gpu"]),
+                                                                     lane["region"].numa_node)}
+                                 for lane in lanes}}
 
     def close() -> None:
         for lane in lanes:
             lane["stream"].synchronize()
+            lane["probe"].close()
+            lane["region"].close()
 
     return Prepared(Workload(size * len(gpus), run, reset, check, timer), metadata, close, derive)
