@@ -86,7 +86,7 @@ def test_staged_strategy_into_a_page_first_pool(facts):
 def test_all_gpus_at_once(facts):
     result = run(facts, "pcie.h2d", gpus="all", size="64MiB")
     assert len(result.metadata["per_gpu_gbps"]) == len(result.metadata["gpus"])
-    assert all(facts["link"]["under_load"] for facts in result.metadata["per_gpu_link"].values())
+    assert all(link["link"]["under_load"] for link in result.metadata["per_gpu_link"].values())
     assert all(host["kind"] == "pinned" for host in result.metadata["per_gpu_host"].values())
 
 
