@@ -54,6 +54,20 @@ def verify(workload: Workload) -> None:
     workload.check()
 
 
+def _loop_cap(timer: Timer, settings: Settings) -> int:
+    return min(settings.max_loops, getattr(timer, "max_loops", settings.max_loops))
+
+
+def warm_up(workload: Workload, settings: Settings) -> None:
+    """Run the operation for `warmup_s` of timed work (clocks up, caches and TLBs warm), doubling
+    the operations per call: a short operation behind a costly timer call (a CUDA spin kernel,
+    events) is not paid once per operation."""
+    warm, loops = 0.0, 1
+    while warm < settings.warmup_s:
+        warm += workload.timer.time(workload.run, loops)
+        loops = min(2 * loops, _loop_cap(workload.timer, settings))
+
+
 def calibrate(workload: Workload, settings: Settings) -> int:
     """Operations per sample so that a sample lasts ≥ min_sample_s and the timer's resolution is
     under half of 1 % of it.
@@ -63,7 +77,7 @@ def calibrate(workload: Workload, settings: Settings) -> int:
     """
     timer = workload.timer
     floor = max(settings.min_sample_s, 2 * timer.resolution_s / MAX_OVERHEAD)
-    cap = min(settings.max_loops, getattr(timer, "max_loops", settings.max_loops))
+    cap = _loop_cap(timer, settings)
     loops = 1
     while True:
         elapsed = timer.time(workload.run, loops)
@@ -77,9 +91,7 @@ def measure(workload: Workload, settings: Settings = Settings(), progress: Calla
     """Time `workload`; raises `IntegrityError` if the bytes are wrong before or after timing."""
     verify(workload)
     timer = workload.timer
-    warm = 0.0
-    while warm < settings.warmup_s:
-        warm += timer.time(workload.run, 1)
+    warm_up(workload, settings)
     loops = calibrate(workload, settings)
     samples = []
     for _ in range(settings.samples):

@@ -38,6 +38,12 @@ def test_calibration_grows_loops_until_a_sample_is_long_enough():
     assert loops < 0.05 / 1e-6  # does not overshoot wildly
 
 
+def test_warm_up_doubles_the_operations_per_timer_call():
+    timer = ScriptedTimer([1e-6])  # 1 µs per operation: 10 ms of warm-up is 10,000 operations
+    measure(workload(timer=timer), Settings(samples=5, min_sample_s=0.001, warmup_s=0.01))
+    assert timer.calls < 40  # ~14 to warm up, a few to calibrate, 5 samples; not one call per operation
+
+
 def spin(ns):
     def run():
         end = time.perf_counter_ns() + ns
