@@ -9,6 +9,7 @@ about switches shared by GPUs and NICs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,24 +24,41 @@ from kvbench.memory.kinds import allocate
 from kvbench.memory.pattern import fill_pattern
 
 H2D, D2H = 1, 2
-_LEVELS = {0: "same board", 10: "single switch", 20: "multiple switches", 30: "host bridge",
-           40: "same NUMA node", 50: "across sockets"}
+# NVML's common-ancestor levels (nvmlGpuTopologyLevel_t), named as `nvidia-smi topo -m` explains them
+TOPOLOGY_LEVELS = {
+    "NVML_TOPOLOGY_INTERNAL": "same board",
+    "NVML_TOPOLOGY_SINGLE": "single switch",
+    "NVML_TOPOLOGY_MULTIPLE": "multiple switches",
+    "NVML_TOPOLOGY_HOSTBRIDGE": "host bridge",
+    "NVML_TOPOLOGY_NODE": "same NUMA node",
+    "NVML_TOPOLOGY_SYSTEM": "across sockets",
+}
+
+
+def pair_relations(gpus: list[int], common_ancestor: Callable[[int, int], int],
+                   levels: dict[int, str]) -> dict[str, str]:
+    """{"0-1": "single switch", ...} for every pair of `gpus`, from NVML's answer for the pair
+    (`common_ancestor(i, j)`, a level code named by `levels`); "unknown" where NVML refused."""
+    out = {}
+    for a, i in enumerate(gpus):
+        for j in gpus[a + 1:]:
+            try:
+                level = int(common_ancestor(i, j))
+            except Exception:
+                out[f"{i}-{j}"] = "unknown"
+                continue
+            out[f"{i}-{j}"] = levels.get(level, f"level {level}")
+    return out
 
 
 def topology(gpus: list[int]) -> dict[str, str]:
-    """NVML's common-ancestor level for every pair of CUDA devices, e.g. {"0-1": "single switch"}."""
+    """NVML's common-ancestor relation of every pair of CUDA devices, {} without NVML."""
     with nvml_session() as pynvml:
         if pynvml is None:
             return {}
-        out = {}
-        for a, i in enumerate(gpus):
-            for j in gpus[a + 1:]:
-                try:
-                    level = pynvml.nvmlDeviceGetTopologyCommonAncestor(nvml_handle(pynvml, i), nvml_handle(pynvml, j))
-                    out[f"{i}-{j}"] = _LEVELS.get(int(level), str(level))
-                except Exception:
-                    out[f"{i}-{j}"] = "unknown"
-        return out
+        levels = {getattr(pynvml, name): text for name, text in TOPOLOGY_LEVELS.items() if hasattr(pynvml, name)}
+        return pair_relations(gpus, lambda i, j: pynvml.nvmlDeviceGetTopologyCommonAncestor(
+            nvml_handle(pynvml, i), nvml_handle(pynvml, j)), levels)
 
 
 def prepare_all(direction: str, size: int) -> Prepared:

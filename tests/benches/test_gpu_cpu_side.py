@@ -184,3 +184,27 @@ def test_the_hbm_checks_walk_the_buffer_in_bounded_chunks():
     assert ranges[0] == (0, CHECK_CHUNK) and ranges[-1] == (2 * CHECK_CHUNK, size)
     assert all(b == c for (_a, b), (c, _d) in zip(ranges, ranges[1:]))  # contiguous, no gap or overlap
     assert chunks(0) == []
+
+
+def test_gpu_pair_relations_from_nvml_answers():
+    import pynvml
+
+    from kvbench.benches.pcie_all import TOPOLOGY_LEVELS, pair_relations
+
+    levels = {getattr(pynvml, name): text for name, text in TOPOLOGY_LEVELS.items()}
+    assert sorted(levels) == [0, 10, 20, 30, 40, 50]  # every level NVML defines has a name
+    # NVML's answers for a 4-GPU box (test inputs): 0+1 and 2+3 each behind one switch, the two
+    # pairs on two sockets; NVML refuses the 1-3 pair
+    answers = {(0, 1): pynvml.NVML_TOPOLOGY_SINGLE, (2, 3): pynvml.NVML_TOPOLOGY_SINGLE,
+               (0, 2): pynvml.NVML_TOPOLOGY_SYSTEM, (0, 3): pynvml.NVML_TOPOLOGY_SYSTEM,
+               (1, 2): pynvml.NVML_TOPOLOGY_SYSTEM}
+
+    def common_ancestor(i, j):
+        if (i, j) not in answers:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return answers[(i, j)]
+
+    assert pair_relations([0, 1, 2, 3], common_ancestor, levels) == {
+        "0-1": "single switch", "0-2": "across sockets", "0-3": "across sockets", "1-2": "across sockets",
+        "1-3": "unknown", "2-3": "single switch"}
+    assert pair_relations([0], common_ancestor, levels) == {}
