@@ -11,6 +11,8 @@ from kvbench.backends.cuda import cuda_unavailable_reason, cupy_module, make_cur
 from kvbench.benches.base import Prepared
 from kvbench.errors import BadInput
 from kvbench.hardware.nvml import nvml_session
+from kvbench.memory.kinds import allocate, parse_kind
+from kvbench.memory.region import Region
 
 
 def prepared_on_gpu(gpu: int, build: Callable[[], Prepared]) -> Prepared:
@@ -31,6 +33,27 @@ def prepared_on_gpu(gpu: int, build: Callable[[], Prepared]) -> Prepared:
             restore()
 
     return replace(prepared, close=close)
+
+
+# cudaHostRegisterPortable | cudaHostRegisterMapped: usable from every GPU, and by kernels
+REGISTER_FLAGS = 1 | 2
+
+
+def host_buffer(memory: str, size: int) -> tuple[Region, bool]:
+    """(region, registered): `pinned` (cudaHostAlloc), `pageable`, or `numa:N` page-locked in place
+    with cudaHostRegister (portable, mapped); closing the region unregisters it."""
+    cp = cupy_module()
+    region = allocate(memory, size)
+    if parse_kind(memory).name != "numa":
+        return region, False
+    try:
+        cp.cuda.runtime.hostRegister(region.address, size, REGISTER_FLAGS)
+    except BaseException:
+        region.close()
+        raise
+    address = region.address
+    region.release_first(lambda: cp.cuda.runtime.hostUnregister(address))
+    return region, True
 
 
 def check_gpu(gpu: int, size_bytes: int, name: str = "gpu") -> None:

@@ -20,6 +20,7 @@ from kvbench.benches.gpu_common import (
     LinkProbe,
     check_gpu,
     gpu_numa_node,
+    host_buffer,
     numa_placement,
     prepared_on_gpu,
     zero_between_copies,
@@ -30,30 +31,11 @@ from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.path import Segment
 from kvbench.measure.engine import Workload
 from kvbench.measure.timer import MonotonicTimer
-from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
+from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
 from kvbench.memory.pattern import fill_pattern
 
 H2D, D2H = 1, 2  # cudaMemcpyKind
-
-
-# cudaHostRegisterPortable | cudaHostRegisterMapped: usable from every GPU, and by kernels
-REGISTER_FLAGS = 1 | 2
 BIDIR_PAD = 0.5  # untimed copies after the timed ones, per stream: covers directions up to 1.5x apart
-
-
-def host_buffer(memory: str, size: int):
-    """(region, registered): pinned, pageable, or numa:N registered with CUDA (page-locked in place)."""
-    cp = cupy_module()
-    kind = parse_kind(memory)
-    region = allocate(memory, size)
-    if kind.name == "numa":
-        try:
-            cp.cuda.runtime.hostRegister(region.address, size, REGISTER_FLAGS)
-        except BaseException:
-            region.close()
-            raise
-        return region, True
-    return region, False
 
 
 def registered_pointer_reason(gpu: int) -> str | None:
@@ -145,7 +127,7 @@ class _Pcie(Benchmark):
             grid, block = launch_shape(gpu)
         except BaseException:
             probe.close()
-            _release(cp, host, registered)
+            host.close()
             raise
         h_arr = host.host_array
         fill_pattern(h_arr, seed=3)
@@ -217,7 +199,7 @@ class _Pcie(Benchmark):
         def close() -> None:
             cp.cuda.Device(gpu).synchronize()
             probe.close()
-            _release(cp, host, registered)
+            host.close()
 
         bytes_per_op = size * (2 if bidir else 1)
         return Prepared(Workload(bytes_per_op, run, reset, check, timer), metadata, close, derive)
@@ -243,12 +225,6 @@ def bidir_rates(size: int, window_s: float, loops: int, h2d_s: float, d2h_s: flo
         "basis": "each direction from its own stream's events in the last sample; the sum (both directions' "
                  "bytes over the window in which both finished their timed copies) from the median",
     }
-
-
-def _release(cp, host, registered: bool) -> None:
-    if registered:
-        cp.cuda.runtime.hostUnregister(host.address)
-    host.close()
 
 
 @register

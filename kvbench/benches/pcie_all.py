@@ -16,11 +16,18 @@ import numpy as np
 
 from kvbench.backends.cuda import AllGpusEventTimer, cupy_module
 from kvbench.benches.base import Prepared
-from kvbench.benches.gpu_common import LinkProbe, gpu_numa_node, numa_placement, nvml_handle, zero_between_copies
+from kvbench.benches.gpu_common import (
+    LinkProbe,
+    gpu_numa_node,
+    host_buffer,
+    numa_placement,
+    nvml_handle,
+    zero_between_copies,
+)
 from kvbench.errors import IntegrityError
 from kvbench.hardware.nvml import nvml_session
 from kvbench.measure.engine import Workload
-from kvbench.memory.kinds import allocate
+from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
 from kvbench.memory.pattern import fill_pattern
 
 H2D, D2H = 1, 2
@@ -61,6 +68,13 @@ def topology(gpus: list[int]) -> dict[str, str]:
             nvml_handle(pynvml, i), nvml_handle(pynvml, j)), levels)
 
 
+def lane_memory(gpu_node: int | None) -> str:
+    """Each GPU copies from page-locked memory on its own NUMA node, as nvbandwidth places it (else
+    half the GPUs of a two-socket box would read across the socket link, and the aggregate would
+    measure that link); plain pinned memory where NVML does not know the GPU's node."""
+    return "pinned" if gpu_node is None or kind_unavailable_reason(parse_kind(f"numa:{gpu_node}")) else f"numa:{gpu_node}"
+
+
 def prepare_all(direction: str, size: int) -> Prepared:
     cp = cupy_module()
     gpus = list(range(cp.cuda.runtime.getDeviceCount()))
@@ -68,7 +82,7 @@ def prepare_all(direction: str, size: int) -> Prepared:
     lanes = []
     for g in gpus:
         with cp.cuda.Device(g):
-            region = allocate("pinned", size)
+            region, _registered = host_buffer(lane_memory(gpu_numa_node(g)), size)
             h = region.host_array
             fill_pattern(h, seed=g)
             d = cp.empty(size, dtype=cp.uint8)
@@ -111,6 +125,7 @@ def prepare_all(direction: str, size: int) -> Prepared:
 
     metadata = {"gpus": gpus, "topology": topology(gpus), "timer": timer.name, "bytes_counted": "all GPUs together",
                 "per_gpu_note": "each GPU's rate from its own stream's events in the last sample",
+                "placement": "each GPU's host buffer page-locked on the GPU's own NUMA node (where NVML knows it)",
                 "per_gpu_host": {str(lane["gpu"]): {**lane["region"].describe(),
                                                     **numa_placement(gpu_numa_node(lane["gpu"]),
                                                                      lane["region"].numa_node)}

@@ -45,6 +45,19 @@ class Region:
                 self.device_array.fill(0)
                 self.device_array.device.synchronize()
 
+    def release_first(self, step: Callable[[], None]) -> None:
+        """Run `step` when the region closes, before its memory is freed (cudaHostUnregister)."""
+        inner = self._release
+
+        def release() -> None:
+            try:
+                step()
+            finally:
+                if inner is not None:
+                    inner()
+
+        self._release = release
+
     def describe(self) -> dict:
         """What a result records about this buffer."""
         return {"kind": self.kind, "size_bytes": self.size_bytes, "numa_node": self.numa_node, **self.facts}

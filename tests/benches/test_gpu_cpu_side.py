@@ -208,3 +208,13 @@ def test_gpu_pair_relations_from_nvml_answers():
         "0-1": "single switch", "0-2": "across sockets", "0-3": "across sockets", "1-2": "across sockets",
         "1-3": "unknown", "2-3": "single switch"}
     assert pair_relations([0], common_ancestor, levels) == {}
+
+
+def test_all_gpus_at_once_copy_from_each_gpu_s_own_node():
+    from kvbench.benches.pcie_all import lane_memory
+    from kvbench.memory.numa import online_nodes
+
+    node = online_nodes()[0]
+    assert lane_memory(node) == f"numa:{node}"
+    assert lane_memory(None) == "pinned"  # NVML did not say
+    assert lane_memory(max(online_nodes()) + 1) == "pinned"  # a node this host does not have
