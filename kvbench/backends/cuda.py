@@ -58,8 +58,10 @@ def kernel_module(name: str, device: int = 0):
     from kvbench.resources import kernels_dir
 
     cp = cupy_module()
-    with cp.cuda.Device(device):
-        return cp.RawModule(code=(kernels_dir() / f"{name}.cu").read_text(), options=KERNEL_OPTIONS)
+    with cp.cuda.Device(device):  # compiled and loaded now, on `device` (cupy would do it at first use)
+        module = cp.RawModule(code=(kernels_dir() / f"{name}.cu").read_text(), options=KERNEL_OPTIONS)
+        module.compile()
+        return module
 
 
 def make_current(device: int) -> Callable[[], None]:
