@@ -545,12 +545,13 @@ def crosscheck_storage(
 
 @crosscheck_app.command("pcie")
 def crosscheck_pcie() -> None:
-    """nvbandwidth's copy-engine tests next to pcie.h2d / pcie.d2h pinned 256 MiB (goal: within 3 %)."""
+    """nvbandwidth's copy-engine tests next to pcie.h2d / pcie.d2h and each direction of pcie.bidir,
+    pinned 256 MiB (goal: within 3 %)."""
     from kvbench.crosscheck.dram import render
     from kvbench.crosscheck.pcie import crosscheck_pcie as run_crosscheck
 
     for figures in run_crosscheck():
-        render(out, figures, "pcie crosscheck (GB/s = 1e9 B/s)", goal=0.97)
+        render(out, figures, "pcie crosscheck (GB/s = 1e9 B/s)", goal=0.97, goal_max=1.03)
 
 
 @crosscheck_app.command("net")

@@ -16,6 +16,9 @@ from kvbench.plan.cases import Case
 from kvbench.runner import run_case
 
 TESTS = {"pcie.h2d": "host_to_device_memcpy_ce", "pcie.d2h": "device_to_host_memcpy_ce"}
+# nvbandwidth's bidirectional tests report one direction while the other runs: pcie.bidir's
+# per-direction figures, under contention for the whole window, are the comparable ones.
+BIDIR_TESTS = {"h2d": "host_to_device_bidirectional_memcpy_ce", "d2h": "device_to_host_bidirectional_memcpy_ce"}
 SIZE_MIB = 256
 
 
@@ -48,10 +51,23 @@ def crosscheck_pcie() -> list[tuple[Figure, list[Figure]]]:
     facts = fingerprint.collect_facts()
     out = []
     for bench, test in TESTS.items():
-        spec = get_bench(bench)
-        result = run_case(Case(bench, spec.canonical_params({"memory": "pinned", "size": f"{SIZE_MIB}MiB", "gpu": 0})), facts,
-                          Settings(samples=9))
+        result = _run(bench, facts)
         ours = (Figure(f"kvbench {bench} pinned 256MiB", result.gbps["median"], "CUDA events behind a spin kernel")
                 if result.status == "ok" else Figure(f"kvbench {bench}", None, f"{result.status}: {result.reason}"))
         out.append((ours, [nvbandwidth(test)]))
+    bidir = _run("pcie.bidir", facts)
+    for direction, test in BIDIR_TESTS.items():
+        if bidir.status == "ok":
+            rates = bidir.metadata["directions_gbps"]
+            busy = "the other direction busy throughout" if rates["opposite_busy"][direction] else "NOT contended throughout"
+            ours = Figure(f"kvbench pcie.bidir {direction} pinned 256MiB", rates[direction],
+                          f"this direction's own events, last sample; {busy}")
+        else:
+            ours = Figure(f"kvbench pcie.bidir {direction}", None, f"{bidir.status}: {bidir.reason}")
+        out.append((ours, [nvbandwidth(test)]))
     return out
+
+
+def _run(bench: str, facts):
+    params = get_bench(bench).canonical_params({"memory": "pinned", "size": f"{SIZE_MIB}MiB", "gpu": 0})
+    return run_case(Case(bench, params), facts, Settings(samples=9))

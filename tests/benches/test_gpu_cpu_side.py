@@ -141,7 +141,7 @@ def test_bidirectional_rates_per_direction_and_sum():
     # throughout; H2D's padding ran to 75 ms, past D2H's 40 ms
     padded = bidir_rates(256 << 20, 0.005, 10, 0.050, 0.040, busy_s=[0.075, 0.060])
     assert padded["opposite_busy"] == {"h2d": True, "d2h": True}
-    # directions 2x apart outrun a 50 % padding: the slow one ran its last part alone
+    # D2H's padding ended at 60 ms, before H2D's timed copies did (80 ms): H2D ran its end alone
     lopsided = bidir_rates(256 << 20, 0.005, 10, 0.080, 0.040, busy_s=[0.120, 0.060])
     assert lopsided["opposite_busy"] == {"h2d": False, "d2h": True}
 

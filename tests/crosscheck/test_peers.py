@@ -41,3 +41,20 @@ SUM host_to_device_memcpy_ce 138.37
     assert gpu0_gbps(out) == 55.65
     assert gpu0_gbps(out.replace("55.65", "N/A")) is None
     assert gpu0_gbps("ERROR: no CUDA device\n") is None
+
+
+def test_the_pcie_crosscheck_pairs_each_direction_and_both_with_nvbandwidth_s_tests(monkeypatch):
+    from kvbench.backends.cuda import cuda_unavailable_reason
+    from kvbench.crosscheck.pcie import crosscheck_pcie
+
+    if not cuda_unavailable_reason():
+        pytest.skip("a GPU answers here: scripts/gpu-check runs the real crosscheck")
+    monkeypatch.setenv("PATH", "/nonexistent")  # no nvbandwidth either
+    pairs = crosscheck_pcie()
+    assert [(ours.name, peer.name) for ours, (peer,) in pairs] == [
+        ("kvbench pcie.h2d", "nvbandwidth host_to_device_memcpy_ce"),
+        ("kvbench pcie.d2h", "nvbandwidth device_to_host_memcpy_ce"),
+        ("kvbench pcie.bidir h2d", "nvbandwidth host_to_device_bidirectional_memcpy_ce"),
+        ("kvbench pcie.bidir d2h", "nvbandwidth device_to_host_bidirectional_memcpy_ce")]
+    assert all(ours.gbps is None and "no CUDA device" in ours.note for ours, _ in pairs)  # skipped, never made up
+    assert all(peer.gbps is None and "no nvbandwidth binary" in peer.note for _, (peer,) in pairs)
