@@ -195,12 +195,12 @@ def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
     threshold = f"≥ {ratio.min:g} x" if ratio.max is None else f"{ratio.min:g} x – {ratio.max:g} x"
     of, to = dict(ratio.of), dict(ratio.to)
     of_bench, to_bench = of.pop("bench", rule.bench), to.pop("bench", rule.bench)
-    contest = {k: v for k, v in of.items() if isinstance(v, list)}
+    listed = {k: v for k, v in of.items() if isinstance(v, list)}
+    contest = {k: {_canonical(of_bench, {k: v})[k] for v in values} for k, values in listed.items()}
     of = {k: v for k, v in of.items() if k not in contest}
     varying = set(of) | set(to) | set(contest)
     tops = [r for r in _matching(doc, of_bench, {**rule.params, **of}) if r["status"] == "ok"
-            and all(any(r["params"].get(k) == _canonical(of_bench, {k: v})[k] for v in values)
-                    for k, values in contest.items())]
+            and all(r["params"].get(k) in values for k, values in contest.items())]
     bottoms = [r for r in _matching(doc, to_bench, {**rule.params, **to}) if r["status"] == "ok"]
 
     def rest(r: dict[str, Any]) -> dict[str, Any]:
@@ -228,7 +228,7 @@ def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
         value = top["gbps"]["median"] / bottom["gbps"]["median"]
         run = f"run {top['run_id']} " if top.get("run_id") is not None else ""
         shown = {**of, **{k: top["params"][k] for k in contest}}
-        best_of = f" (best of {', '.join(str(v) for values in contest.values() for v in values)})" if contest else ""
+        best_of = f" (best of {', '.join(str(v) for values in listed.values() for v in values)})" if listed else ""
         case = f"{run}{_case(of_bench, rest(top))}: {label(of_bench, shown)}{best_of} / {label(to_bench, to)}"
         within = value >= ratio.min and (ratio.max is None or value <= ratio.max)
         out.append(Verdict(rule.id, rule.bench, case, "PASS" if within else "FAIL", f"{value:.2f} x",

@@ -95,6 +95,22 @@ def cuda_index_by_bus() -> dict[str, int]:
     return {normalize_bdf(pci_bus_id(i)): i for i in range(device_count())}
 
 
+def zero_between_copies(gpu: int, *arrays) -> None:
+    """Zero `arrays` (cupy or numpy) with nothing in flight on GPU `gpu` before or after.
+
+    cupy fills on the legacy default stream, which the cases' non-blocking streams do not wait
+    for: a fill still running when the next copy starts would race with it (and with the timed
+    window). Waiting before keeps the last copy from landing after the fill.
+    """
+    cp = cupy_module()
+    device = cp.cuda.Device(gpu)
+    with device:
+        device.synchronize()
+        for array in arrays:
+            array.fill(0)
+        device.synchronize()
+
+
 def launch_shape(device: int = 0, threads: int = 512) -> tuple[int, int]:
     """(blocks, threads): a multiple of the SM count, several blocks per SM for latency hiding."""
     cp = cupy_module()
@@ -183,9 +199,12 @@ class CudaEventTimer:
         self.last_stream_s: list[float] = []  # each stream's timed operations done (main first), last call
         self.last_busy_s: list[float] = []  # each stream's padding done, last call (= last_stream_s unpadded)
         self.last_loops = 0
+        streams = (stream, *self.side_streams)
         with cp.cuda.Device(device):  # events and the kernel belong to the streams' device
             self._gate = SpinGate()
             self._start = cp.cuda.Event()
+            self._timed = [cp.cuda.Event() for _ in streams]  # each stream's timed operations done
+            self._busy = [cp.cuda.Event() for _ in streams]  # each stream's padding done
 
     @property
     def resolution_s(self) -> float:
@@ -196,12 +215,10 @@ class CudaEventTimer:
 
     def time(self, op, loops: int) -> float:
         cp = cupy_module()
-        streams = (self.stream, *self.side_streams)
+        streams, timed, busy = (self.stream, *self.side_streams), self._timed, self._busy
         self._gate.arm()
         try:
             with cp.cuda.Device(self.device):
-                timed = [cp.cuda.Event() for _ in streams]
-                busy = [cp.cuda.Event() for _ in streams]
                 if self.flush is not None:
                     self.flush()
                 self._gate.hold(self.stream, self.device)

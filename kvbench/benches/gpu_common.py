@@ -56,9 +56,9 @@ def host_buffer(memory: str, size: int) -> tuple[Region, bool]:
     return region, True
 
 
-def check_gpu(gpu: int, size_bytes: int, name: str = "gpu") -> None:
+def check_gpu(gpu: int, size_bytes: int, given: str | None = None) -> None:
     """BadInput for a GPU index that does not exist or a buffer above 90 % of its free memory;
-    `name` is the parameter the index came from (`gpu`, or `dst=device:` for a memory kind).
+    `given` is the input the index came from as the user wrote it (default `gpu=N`; `dst=device:3`).
 
     Checked only where CUDA works; elsewhere the case is skipped with the driver's reason.
     """
@@ -67,27 +67,11 @@ def check_gpu(gpu: int, size_bytes: int, name: str = "gpu") -> None:
     cp = cupy_module()
     count = cp.cuda.runtime.getDeviceCount()
     if gpu >= count:
-        raise BadInput(f"bad {name}{'' if name.endswith(':') else '='}{gpu}: this host has GPUs 0..{count - 1}")
+        raise BadInput(f"bad {given or f'gpu={gpu}'}: this host has GPUs 0..{count - 1}")
     with cp.cuda.Device(gpu):
         free, _total = cp.cuda.runtime.memGetInfo()
     if size_bytes > 0.9 * free:
         raise BadInput(f"bad size: {size_bytes} bytes on GPU {gpu} exceed 90% of its {free} free bytes")
-
-
-def zero_between_copies(gpu: int, *arrays) -> None:
-    """Zero `arrays` (cupy or numpy) with nothing in flight on GPU `gpu` before or after.
-
-    cupy fills on the legacy default stream, which the cases' non-blocking streams do not wait
-    for: a fill still running when the next copy starts would race with it (and with the timed
-    window). Waiting before keeps the last copy from landing after the fill.
-    """
-    cp = cupy_module()
-    device = cp.cuda.Device(gpu)
-    with device:
-        device.synchronize()
-        for array in arrays:
-            array.fill(0)
-        device.synchronize()
 
 
 def nvml_handle(pynvml, gpu: int):

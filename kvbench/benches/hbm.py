@@ -11,9 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.backends.cuda import CudaEventTimer, cuda_unavailable_reason, cupy_module, kernel_module, launch_shape
+from kvbench.backends.cuda import (
+    CudaEventTimer,
+    cuda_unavailable_reason,
+    cupy_module,
+    kernel_module,
+    launch_shape,
+    zero_between_copies,
+)
 from kvbench.benches.base import Benchmark, Prepared
-from kvbench.benches.gpu_common import LinkProbe, check_gpu, prepared_on_gpu, zero_between_copies
+from kvbench.benches.gpu_common import LinkProbe, check_gpu, prepared_on_gpu
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import IntegrityError

@@ -88,11 +88,12 @@ class _KVTransfer(Benchmark):
         moved_bytes = region_bytes(params["dst_layout"], shape, blocks)
         restore = self.direction == "restore"
         sizes = {"src": pool_bytes if restore else moved_bytes, "dst": moved_bytes if restore else pool_bytes}
-        on_gpu = {key: parse_kind(params[key]) for key in sizes if parse_kind(params[key]).name == "device"}
-        check_fits(sum(b for key, b in sizes.items() if key not in on_gpu), "KV source pool + destination",
+        kinds = {key: parse_kind(params[key]) for key in sizes}
+        check_fits(sum(b for key, b in sizes.items() if kinds[key].name != "device"), "KV source pool + destination",
                    available_host_bytes())
-        for key, kind in on_gpu.items():  # checked before allocating (cudaMemGetInfo), where CUDA works
-            check_gpu(kind.index or 0, sizes[key], name=f"{key}=device:")
+        for key, kind in kinds.items():  # a GPU buffer: checked before allocating (cudaMemGetInfo), where CUDA works
+            if kind.name == "device":
+                check_gpu(kind.index or 0, sizes[key], given=f"{key}={params[key]}")
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
         if params["strategy"] == "nixl":

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvbench.backends.cuda import CudaEventTimer, cuda_unavailable_reason, cupy_module
+from kvbench.backends.cuda import CudaEventTimer, cuda_unavailable_reason, cupy_module, zero_between_copies
 from kvbench.benches.base import Prepared
-from kvbench.benches.gpu_common import LinkProbe, prepared_on_gpu, zero_between_copies
+from kvbench.benches.gpu_common import LinkProbe, prepared_on_gpu
 from kvbench.errors import IntegrityError
 from kvbench.executors import cuda_kv
 from kvbench.kv.check import first_mismatch

@@ -14,7 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.backends.cuda import CudaEventTimer, cuda_unavailable_reason, cupy_module, kernel_module, launch_shape
+from kvbench.backends.cuda import (
+    CudaEventTimer,
+    cuda_unavailable_reason,
+    cupy_module,
+    kernel_module,
+    launch_shape,
+    zero_between_copies,
+)
 from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.gpu_common import (
     LinkProbe,
@@ -23,7 +30,6 @@ from kvbench.benches.gpu_common import (
     host_buffer,
     numa_placement,
     prepared_on_gpu,
-    zero_between_copies,
 )
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register

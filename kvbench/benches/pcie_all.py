@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.backends.cuda import AllGpusEventTimer, cupy_module
+from kvbench.backends.cuda import AllGpusEventTimer, cupy_module, zero_between_copies
 from kvbench.benches.base import Prepared
 from kvbench.benches.gpu_common import (
     LinkProbe,
@@ -22,7 +22,6 @@ from kvbench.benches.gpu_common import (
     host_buffer,
     numa_placement,
     nvml_handle,
-    zero_between_copies,
 )
 from kvbench.errors import IntegrityError
 from kvbench.hardware.nvml import nvml_session
@@ -81,15 +80,16 @@ def prepare_all(direction: str, size: int) -> Prepared:
     kind = H2D if direction == "h2d" else D2H
     lanes = []
     for g in gpus:
+        node = gpu_numa_node(g)
         with cp.cuda.Device(g):
-            region, _registered = host_buffer(lane_memory(gpu_numa_node(g)), size)
+            region, _registered = host_buffer(lane_memory(node), size)
             h = region.host_array
             fill_pattern(h, seed=g)
             d = cp.empty(size, dtype=cp.uint8)
             pattern = np.empty(size, dtype=np.uint8)
             fill_pattern(pattern, seed=100 + g)
             d.set(pattern)
-            lanes.append({"gpu": g, "region": region, "host": h, "dev": d, "pattern": pattern,
+            lanes.append({"gpu": g, "node": node, "region": region, "host": h, "dev": d, "pattern": pattern,
                           "stream": cp.cuda.Stream(non_blocking=True), "probe": LinkProbe(g)})
 
     def read_links() -> None:
@@ -127,8 +127,7 @@ def prepare_all(direction: str, size: int) -> Prepared:
                 "per_gpu_note": "each GPU's rate from its own stream's events in the last sample",
                 "placement": "each GPU's host buffer page-locked on the GPU's own NUMA node (where NVML knows it)",
                 "per_gpu_host": {str(lane["gpu"]): {**lane["region"].describe(),
-                                                    **numa_placement(gpu_numa_node(lane["gpu"]),
-                                                                     lane["region"].numa_node)}
+                                                    **numa_placement(lane["node"], lane["region"].numa_node)}
                                  for lane in lanes}}
 
     def close() -> None:

@@ -32,18 +32,14 @@ class Region:
         return int(self.host_array.ctypes.data)
 
     def zero(self) -> None:
-        """Zero every byte; returns when they are zero.
-
-        cupy fills device memory on the legacy default stream, which the non-blocking streams of
-        CUDA copies, NIXL and UCX do not wait for: without the wait, a fill still running could
-        land after (or race with) the transfer it was meant to precede.
-        """
+        """Zero every byte; returns when they are zero (a GPU buffer's fill is waited for: see
+        `zero_between_copies`)."""
         if self.host_array is not None:
             self.host_array.fill(0)
         elif self.device_array is not None:
-            with self.device_array.device:
-                self.device_array.fill(0)
-                self.device_array.device.synchronize()
+            from kvbench.backends.cuda import zero_between_copies
+
+            zero_between_copies(self.device_array.device.id, self.device_array)
 
     def release_first(self, step: Callable[[], None]) -> None:
         """Run `step` when the region closes, before its memory is freed (cudaHostUnregister)."""
