@@ -70,10 +70,7 @@ class InprocPeer:
         return region_crc(self.region)
 
     def zero(self) -> None:
-        if self.region.host_array is not None:
-            self.region.host_array.fill(0)
-        else:
-            self.region.device_array.fill(0)
+        self.region.zero()
 
     def describe(self) -> dict:
         return {"peer": "inproc", **self.region.describe()}

@@ -97,10 +97,7 @@ def _session(agent, initiator: str, region) -> int:
             if message == b"CRC?":
                 agent.send_notif(initiator, f"CRC:{region_crc(region)}".encode())
             elif message == b"ZERO":
-                if region.host_array is not None:
-                    region.host_array.fill(0)
-                else:
-                    region.device_array.fill(0)
+                region.zero()  # returns when a GPU buffer's fill has finished, before the next write lands
                 agent.send_notif(initiator, b"ZEROED")
             elif message == b"BYE":
                 return 0
