@@ -17,7 +17,7 @@ from kvbench.benches.registry import get_bench
 from kvbench.errors import IntegrityError
 from kvbench.hardware import fingerprint
 from kvbench.hardware.facts import HostFacts
-from kvbench.hardware.path import path_peak
+from kvbench.hardware.path import links_under_load, path_peak
 from kvbench.measure.engine import Settings, measure
 from kvbench.plan.cases import Case
 from kvbench.result import Result
@@ -54,7 +54,6 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
     reason = bench.case_unavailable_reason(case.params)
     if reason:
         return Result(**base, status="skipped", reason=reason)
-    peak = path_peak(bench.path(case.params), facts)
     try:
         prepared = bench.prepare(case.params)
     except Exception as exc:  # a library's own error type (NIXL, cupy) fails this case, not the run
@@ -69,16 +68,20 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
                       metadata={**prepared.metadata, "traceback": traceback.format_exc(limit=5)})
     finally:
         prepared.close()
+    metadata = result_metadata(prepared.metadata, prepared.derive(measurement))
+    # The peak is taken after the copies: a GPU link read while they ran replaces its max gen/width.
+    peak = path_peak(bench.path(case.params), facts, links_under_load(case.params, metadata))
+    if peak.bottleneck:
+        metadata["bottleneck"] = peak.bottleneck
     return Result(**base, status="ok", measurement=measurement, peak=peak.peak, peak_reason=peak.reason,
-                  metadata=result_metadata(prepared.metadata, prepared.derive(measurement), peak.bottleneck))
+                  metadata=metadata)
 
 
-def result_metadata(prepared: dict[str, Any], derived: dict[str, Any], bottleneck: str | None) -> dict[str, Any]:
+def result_metadata(prepared: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     """What a result records: the case's metadata, then what was derived from its samples (which
-    wins a clash), with a warning from each kept, and the path's bottleneck."""
+    wins a clash), with a warning from each kept."""
     warning = "; ".join(w for w in (prepared.get("warning"), derived.get("warning")) if w)
-    return {**prepared, **derived, **({"warning": warning} if warning else {}),
-            **({"bottleneck": bottleneck} if bottleneck else {})}
+    return {**prepared, **derived, **({"warning": warning} if warning else {})}
 
 
 def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Settings, info: RunInfo,

@@ -43,6 +43,8 @@ def fit_alpha_beta(fragments: Iterable[float], size_bytes: Iterable[float], seco
         return None
     coef, _ = nnls(design, t)
     alpha, inv_beta = coef[0] / fs, coef[1] / bs
+    if inv_beta * b.max() <= 1e-9 * t.max():  # the solver's rounding, not a bytes term
+        inv_beta = 0.0
     predicted = f * alpha + b * inv_beta
     total = ((t - t.mean()) ** 2).sum()
     r2 = 1.0 - ((t - predicted) ** 2).sum() / total if total > 0 else 1.0

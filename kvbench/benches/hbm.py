@@ -67,7 +67,7 @@ class _Hbm(Benchmark):
         check_gpu(params["gpu"], (2 if self.kind == "copy" else 1) * (params["size"] or (1 << 30)))
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
-        return [("hbm", params["gpu"])]
+        return [("hbm_copy" if self.kind == "copy" else "hbm", params["gpu"])]
 
     def prepare(self, params: dict[str, Any]) -> Prepared:
         return prepared_on_gpu(params["gpu"], lambda: self._build(params))

@@ -11,7 +11,7 @@ from rich.table import Table
 from kvbench.analyze.host_flags import affinity_flags
 from kvbench.hardware import fingerprint, peaks
 from kvbench.hardware.facts import HostFacts, Link
-from kvbench.hardware.path import segment_peak
+from kvbench.hardware.path import gpu_link_peak, segment_peak
 
 
 def _link_text(link: Link) -> str:
@@ -37,7 +37,7 @@ def info_document(facts: HostFacts, allowed_cpus: set[int] | None = None,
     for gpu in facts.gpus:
         paths[f"gpu{gpu.index}.hbm.spec"] = _peak_dict(peaks.hbm_spec_peak(gpu.name), f"no spec for {gpu.name}")
         paths[f"gpu{gpu.index}.hbm.nvml"] = _peak_dict(peaks.hbm_nvml_peak(gpu), "NVML gave no bus width/clock")
-        paths[f"gpu{gpu.index}.pcie"] = _peak_dict(peaks.link_peak(gpu.link), "link unknown")
+        paths[f"gpu{gpu.index}.pcie"] = _peak_dict(gpu_link_peak(gpu), "link unknown")  # at its max gen/width
         if gpu.link.downtrained:
             flags.append(f"GPU {gpu.index} ({gpu.bus_id}) link downtrained: Gen{gpu.link.gen} x{gpu.link.width} "
                          f"of Gen{gpu.link.max_gen} x{gpu.link.max_width} (read it under load: idle links slow down)")

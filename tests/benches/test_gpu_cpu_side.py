@@ -44,10 +44,13 @@ def test_peaks_of_the_gpu_paths_on_a_recorded_h200_box():
     full = HostFacts(**{**facts.__dict__, "dram": Dram(16, 4800, 1 << 40)})
     peak = path_peak(bidir.path(bidir.canonical_params({})), full).peak
     assert peak.gbps == pytest.approx(126.0, abs=0.05) and peak.source.startswith("2 x")
-    down = path_peak(pcie.path(pcie.canonical_params({"gpu": 1})), facts).peak
-    assert down.gbps == pytest.approx(15.75, abs=0.01)  # GPU 1 trained at Gen4 x8
+    under_load = {1: facts.gpu(1).link}  # GPU 1 read at Gen4 x8 while its copies ran
+    down = path_peak(pcie.path(pcie.canonical_params({"gpu": 1})), facts, under_load).peak
+    assert down.gbps == pytest.approx(15.75, abs=0.01)
     hbm = get_bench("hbm.read")
     assert path_peak(hbm.path(hbm.canonical_params({})), facts).peak.gbps == 4800
+    copy = get_bench("hbm.copy")  # bytes counted once, read and written: half the bus
+    assert path_peak(copy.path(copy.canonical_params({})), facts).peak.gbps == 2400
 
 
 @pytest.mark.skipif(cuda_unavailable_reason() is None, reason="a CUDA device is present")
@@ -78,7 +81,7 @@ def test_all_gpus_at_once_peak_is_the_sum_of_links_and_input_is_checked():
     facts = h200_facts()
     spec = get_bench("pcie.h2d")
     peak = path_peak(spec.path(spec.canonical_params({"gpus": "all"})), HostFacts(
-        **{**facts.__dict__, "dram": Dram(16, 4800, 1 << 40)})).peak
+        **{**facts.__dict__, "dram": Dram(16, 4800, 1 << 40)}), {1: facts.gpu(1).link}).peak
     assert peak.gbps == pytest.approx(63.0 + 15.75, abs=0.05)
     with pytest.raises(BadInput, match="gpus=all"):
         plan([BenchSweep(id="pcie.h2d", params={"gpus": "all", "memory": "pageable"})])
@@ -154,6 +157,29 @@ def test_a_padded_timer_leaves_room_in_the_launch_queue():
     for fraction in (0.0, 0.5, 0.33, 1.0):
         loops = max_padded_loops(256, fraction)
         assert loops + pad_loops(loops, fraction) <= 256 < loops + 1 + pad_loops(loops + 1, fraction)
+
+
+def test_the_spin_gate_never_holds_more_copies_than_the_queue():
+    from kvbench.backends.cuda import GATE_QUEUE_COPIES, gate_plan
+    from kvbench.executors.cuda_kv import copies_per_op
+
+    assert gate_plan(1) == (True, GATE_QUEUE_COPIES)
+    gated, loops = gate_plan(1, pad_fraction=1.0)  # pcie.bidir: as many copies again, untimed
+    assert gated and 2 * loops <= GATE_QUEUE_COPIES
+    assert gate_plan(64) == (True, GATE_QUEUE_COPIES // 64)
+    # a CUDA graph or a batched call of every fragment of a 1024-token restore: timed ungated
+    fragments = 64 * 160
+    assert copies_per_op("ce-graph", fragments) == fragments and gate_plan(fragments)[0] is False
+    assert copies_per_op("sm-gather", fragments) == 1 and gate_plan(1)[0] is True
+
+
+def test_the_spin_kernel_gives_up_after_a_time_not_a_poll_count():
+    from kvbench.backends.cuda import SPIN_TIMEOUT_NS
+    from kvbench.resources import kernels_dir
+
+    source = (kernels_dir() / "spin.cu").read_text()
+    assert "%globaltimer" in source and "timeout_ns" in source
+    assert SPIN_TIMEOUT_NS == 2_000_000_000
 
 
 def kernel_write_words(first16: int, count16: int, seed: int) -> list[int]:

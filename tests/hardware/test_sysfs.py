@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from kvbench.hardware import dimm, sysfs
-from kvbench.hardware.facts import Dram, Gpu, HostFacts
+from kvbench.hardware.facts import Dram, Gpu, HostFacts, Link
 from kvbench.hardware.fingerprint import host_id, stable_view
 from kvbench.hardware.path import path_peak
 
@@ -54,10 +54,13 @@ def _facts() -> HostFacts:
     )
 
 
-def test_path_model_takes_the_narrowest_link_as_negotiated():
+def test_path_model_takes_the_narrowest_link_as_negotiated_under_load():
     facts = _facts()
     assert path_peak([("gpu_link", 0)], facts).peak.gbps == pytest.approx(63.0, abs=0.02)
-    downtrained = path_peak([("gpu_link", 1)], facts)
+    # GPU 1 reads Gen4 x8 at rest, which an idle link may show: its peak is its max until the
+    # copies themselves read it downtrained
+    assert path_peak([("gpu_link", 1)], facts).peak.gbps == pytest.approx(63.0, abs=0.02)
+    downtrained = path_peak([("gpu_link", 1)], facts, {1: Link(4, 8, 5, 16)})
     assert downtrained.peak.gbps == pytest.approx(15.75, abs=0.01)
     assert "downtrained" in downtrained.peak.source
     # DRAM → GPU 0: the PCIe link, not the DRAM, is the bottleneck
@@ -67,7 +70,7 @@ def test_path_model_takes_the_narrowest_link_as_negotiated():
     hbm = path_peak([("hbm", 0)], facts).peak
     assert hbm.gbps == 4800 and "NVML-derived 4917 GB/s (NVML: 6144-bit bus x 3201 MHz x 2)" in hbm.source
     # NIC → downtrained GPU: the GPU link (15.75) is narrower than the 50 GB/s port
-    assert path_peak([("nic", "mlx5_0/1"), ("gpu_link", 1)], facts).bottleneck == "gpu_link:1"
+    assert path_peak([("nic", "mlx5_0/1"), ("gpu_link", 1)], facts, {1: Link(4, 8, 5, 16)}).bottleneck == "gpu_link:1"
     assert path_peak([("nvme", "nvme0")], facts).peak.gbps == 7.0
 
 
@@ -79,14 +82,34 @@ def test_dram_copy_peak_is_half_the_dram_bus():
     assert unknown.peak is None and "no DMI" in unknown.reason
 
 
+def test_an_unknown_segment_is_noted_and_does_not_void_the_known_bottleneck():
+    # a VM without DMI tables: DRAM unknown, the GPU link known
+    vm = HostFacts(**{**_facts().__dict__, "dram": Dram(None, None, None, "DMI lists no module")})
+    h2d = path_peak([("dram_read",), ("gpu_link", 0)], vm)
+    assert h2d.peak.gbps == pytest.approx(63.0, abs=0.02) and h2d.bottleneck == "gpu_link:0"
+    assert "not counted, peak unknown: DRAM peak unknown: DMI lists no module" in h2d.peak.source
+    assert h2d.unknown == ("DRAM peak unknown: DMI lists no module",)
+
+
+def test_a_segment_without_a_peak_model_is_a_reason_not_an_exception():
+    result = path_peak([("nvlink", 0, 1)], _facts())
+    assert result.peak is None and "no peak model for path segment ('nvlink', 0, 1)" in result.reason
+
+
+def test_hbm_copy_counts_bytes_once_so_its_peak_is_half_the_bus():
+    peak = path_peak([("hbm_copy", 0)], _facts()).peak
+    assert peak.gbps == 2400 and peak.source.startswith("HBM 4800 GB/s / 2")
+
+
 def test_gpu_numbers_are_cuda_s_where_cuda_was_asked():
     # CUDA_VISIBLE_DEVICES=1: NVML still lists both (bus order), CUDA calls the second one GPU 0
     facts = _facts()
     only_second = (replace(facts.gpus[0], cuda_index=None), replace(facts.gpus[1], cuda_index=0))
     hidden = HostFacts(**{**facts.__dict__, "gpus": only_second})
     assert hidden.gpu(0).bus_id == "0000:9a:00.0" and hidden.gpu(1) is None
-    assert "downtrained" in path_peak([("gpu_link", 0)], hidden).peak.source
-    assert path_peak([("all_gpu_links",)], hidden).peak.gbps == pytest.approx(15.75, abs=0.01)
+    assert "downtrained" in path_peak([("gpu_link", 0)], hidden, {0: hidden.gpu(0).link}).peak.source
+    assert path_peak([("all_gpu_links",)], hidden).peak.gbps == pytest.approx(63.0, abs=0.02)
+    assert path_peak([("all_gpu_links",)], hidden, {0: hidden.gpu(0).link}).peak.gbps == pytest.approx(15.75, abs=0.01)
     # no CUDA to ask (analysis on another host): NVML's numbering
     assert facts.gpu(0).bus_id == "0000:1b:00.0" and len(facts.visible_gpus()) == 2
 
