@@ -118,7 +118,11 @@ def launch_shape(device: int = 0, threads: int = 512) -> tuple[int, int]:
     return sms * 4, threads
 
 
-SPIN_LIMIT = 20_000_000  # spins of >= 100 ns: the spin kernel gives up after >= 2 s without a release
+SPIN_TIMEOUT_NS = 2_000_000_000  # the spin kernel gives up 2 s (GPU global timer) after it starts, unreleased
+# Copies that may wait behind a spin kernel. Enqueued work beyond what the stream's queue holds
+# blocks the host inside submission, and the host cannot release the gate from there: the
+# kernel's timeout would end the wait, but the sample is lost. nvbandwidth queues 16 copies.
+GATE_QUEUE_COPIES = 256
 
 
 class SpinGate:
@@ -143,7 +147,7 @@ class SpinGate:
         cp = cupy_module()
         if device not in self._spins:
             self._spins[device] = kernel_module("spin", device).get_function("spin_until")
-        self._spins[device]((1,), (1,), (cp.uint64(self._mem.ptr), cp.uint64(SPIN_LIMIT)), stream=stream)
+        self._spins[device]((1,), (1,), (cp.uint64(self._mem.ptr), cp.uint64(SPIN_TIMEOUT_NS)), stream=stream)
 
     def release(self) -> None:
         self._flag[0] = 1
@@ -151,8 +155,8 @@ class SpinGate:
     def check(self, loops: int) -> None:
         """After the held work finished: raise if a spin kernel gave up before the release."""
         if self._flag[1]:
-            raise RuntimeError(f"the spin kernel gave up before the host had enqueued {loops} operations: "
-                               "submission is too slow for this window (fewer loops or cheaper operations)")
+            raise RuntimeError(f"the spin kernel gave up ({SPIN_TIMEOUT_NS / 1e9:g} s) before the host had enqueued "
+                               f"{loops} operations behind it: submission is too slow for this window")
 
 
 def pad_loops(loops: int, fraction: float) -> int:
@@ -161,11 +165,20 @@ def pad_loops(loops: int, fraction: float) -> int:
 
 
 def max_padded_loops(queue_depth: int, fraction: float) -> int:
-    """The most timed operations whose padding still fits `queue_depth` enqueued operations."""
-    loops = int(queue_depth / (1 + fraction))
+    """The most timed operations (at least 1) whose padding still fits `queue_depth` enqueued operations."""
+    loops = max(1, int(queue_depth / (1 + fraction)))
     while loops > 1 and loops + pad_loops(loops, fraction) > queue_depth:
         loops -= 1
     return loops
+
+
+def gate_plan(copies_per_op: int, pad_fraction: float = 0.0) -> tuple[bool, int]:
+    """(gated, most operations per sample) for operations of `copies_per_op` copies on each stream:
+    behind the spin kernel while timed and padding copies fit `GATE_QUEUE_COPIES`, else ungated."""
+    per_op = max(1, copies_per_op)
+    if per_op > GATE_QUEUE_COPIES:
+        return False, 1 << 16
+    return True, max_padded_loops(GATE_QUEUE_COPIES // per_op, pad_fraction)
 
 
 class CudaEventTimer:
@@ -173,18 +186,21 @@ class CudaEventTimer:
 
     The operations only enqueue work on `stream` (and `side_streams`); the spin kernel holds the
     stream while they are submitted, so host submission never enters the window. The flag is
-    always released, and the kernel gives up by itself after a bounded number of spins.
+    always released, and the kernel gives up by itself after `SPIN_TIMEOUT_NS`.
+
+    `copies_per_op` is how many copies one operation enqueues (a CUDA graph of every fragment, a
+    batched memcpy): at most `GATE_QUEUE_COPIES` copies wait behind the gate, so `loops` is capped
+    to fit; an operation larger than that is timed *ungated* (events around the operations as they
+    are submitted, `name` says so): its window then holds whatever its submission costs beyond
+    the copies, which for a batched submission is part of what is measured.
 
     With `pad_fraction`, every stream gets that fraction more operations after its timed ones,
     untimed: a stream that finishes its share first keeps loading the link while the others
     finish theirs (both directions of a bidirectional copy stay contended for the whole window).
     """
 
-    name = "cuda_events"
-    queue_depth = 256  # enqueued work behind the spin kernel must stay below the launch queue depth
-
     def __init__(self, stream, device: int = 0, side_streams: tuple = (), flush=None, while_busy=None,
-                 pad_fraction: float = 0.0) -> None:
+                 pad_fraction: float = 0.0, copies_per_op: int = 1) -> None:
         """`side_streams` start with `stream`; the window closes when every stream has done its
         timed operations. `flush` is enqueued before the window opens (an L2 flush); `while_busy`
         is called on the host while the GPU runs the sample (to read the link under load)."""
@@ -195,11 +211,12 @@ class CudaEventTimer:
         self.flush = flush
         self.while_busy = while_busy
         self.pad_fraction = pad_fraction
-        self.max_loops = max_padded_loops(self.queue_depth, pad_fraction)
+        streams = (stream, *self.side_streams)
+        self.gated, self.max_loops = gate_plan(copies_per_op, pad_fraction)
+        self.name = "cuda_events" if self.gated else "cuda_events_ungated"
         self.last_stream_s: list[float] = []  # each stream's timed operations done (main first), last call
         self.last_busy_s: list[float] = []  # each stream's padding done, last call (= last_stream_s unpadded)
         self.last_loops = 0
-        streams = (stream, *self.side_streams)
         with cp.cuda.Device(device):  # events and the kernel belong to the streams' device
             self._gate = SpinGate()
             self._start = cp.cuda.Event()
@@ -211,7 +228,7 @@ class CudaEventTimer:
         return 0.5e-6  # CUDA event resolution is about half a microsecond
 
     def overhead_s(self, loops: int) -> float:
-        return 0.0  # submission happens before the window opens
+        return 0.0  # submission happens before the window opens (ungated: it is the operation's own cost)
 
     def time(self, op, loops: int) -> float:
         cp = cupy_module()
@@ -221,7 +238,8 @@ class CudaEventTimer:
             with cp.cuda.Device(self.device):
                 if self.flush is not None:
                     self.flush()
-                self._gate.hold(self.stream, self.device)
+                if self.gated:
+                    self._gate.hold(self.stream, self.device)
                 self._start.record(self.stream)
                 for side in self.side_streams:
                     side.wait_event(self._start)  # every stream starts when the spin ends

@@ -53,8 +53,11 @@ def _build(params: dict[str, Any], descriptors: DescriptorList, pool_bytes: int,
         probe.close()
         src.close()
         raise
+    # A graph of every fragment or one batched call is thousands of copies per operation: the timer
+    # runs those ungated rather than queue them behind its spin kernel (see CudaEventTimer).
     timer = (MonotonicTimer() if strategy in cuda_kv.HOST_TIMED
-             else CudaEventTimer(stream, gpu, while_busy=probe.read_under_load))
+             else CudaEventTimer(stream, gpu, while_busy=probe.read_under_load,
+                                 copies_per_op=cuda_kv.copies_per_op(strategy, len(descriptors))))
 
     def reset() -> None:
         zero_between_copies(gpu, dst)

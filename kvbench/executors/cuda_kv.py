@@ -32,6 +32,12 @@ STRATEGIES = ("ce-loop", "ce-graph", "ce-batch", "sm-gather", "staged", "gpu-con
 HOST_TIMED = ("ce-loop", "staged")
 
 
+def copies_per_op(strategy: str, fragments: int) -> int:
+    """Copies one operation of `strategy` puts on the stream: every fragment for a graph or a batched
+    call, one launch or one copy for the kernel and the contiguous ceiling."""
+    return fragments if strategy in ("ce-graph", "ce-batch") else 1
+
+
 def batch_unavailable_reason() -> str | None:
     try:
         from cuda.bindings import runtime as rt  # cuda-python
@@ -99,40 +105,27 @@ def bind(strategy: str, src_ptr: int, dst_ptr: int, descriptors: DescriptorList,
 
 
 def _staged(src_host: np.ndarray | None, dst_ptr: int, descriptors: DescriptorList, stream) -> Callable[[], None]:
-    """CPU gathers in destination order into pinned chunks; one DMA per chunk, double-buffered."""
+    """CPU gathers in destination order into pinned stages; one DMA per stage, double-buffered."""
     from kvbench.executors.host import _copy_rows_parallel
+    from kvbench.executors.staging import plan_stages
 
     cp = cupy_module()
     if src_host is None:
         raise BadInput("strategy staged gathers on the CPU: the source must be host memory")
-    order = np.argsort(descriptors.dst_offset, kind="stable")
-    rows = descriptors.rows[order]
-    dst_end = rows["dst_offset"] + rows["length"]
-    if len(rows) > 1 and (rows["dst_offset"][1:] != dst_end[:-1]).any():
-        raise BadInput("strategy staged needs a destination layout whose fragments are contiguous "
-                       "(page_first or contiguous), not layer_first")
-    total = int(rows["length"].sum())
-    base = int(rows["dst_offset"][0])
+    stages = plan_stages(descriptors, STAGE_BYTES)  # fragments cut at every stage boundary
     pinned = [cp.cuda.alloc_pinned_memory(STAGE_BYTES) for _ in range(2)]
-    stages = [np.frombuffer(p, dtype=np.uint8, count=STAGE_BYTES) for p in pinned]
+    buffers = [np.frombuffer(p, dtype=np.uint8, count=STAGE_BYTES) for p in pinned]
     done = [cp.cuda.Event(), cp.cuda.Event()]
-    # chunk boundaries in destination order: rows are cut so no row spans two chunks
-    pieces = DescriptorList(rows).split(STAGE_BYTES)
-    starts = pieces.dst_offset - np.uint64(base)
-    chunk_of = (starts // np.uint64(STAGE_BYTES)).astype(np.int64)
-    chunks = [np.flatnonzero(chunk_of == c) for c in range(int(chunk_of.max()) + 1)]
     src_addr = np.uint64(src_host.ctypes.data)
+    work = [(s.dst_offset, s.size, np.ascontiguousarray(s.rows.src_offset), np.ascontiguousarray(s.rows.dst_offset),
+             np.ascontiguousarray(s.rows.length)) for s in stages]
 
     def run() -> None:
-        for c, idx in enumerate(chunks):
+        for c, (dst_offset, size, src_off, local_off, length) in enumerate(work):
             k = c % 2
             done[k].synchronize()  # the DMA that last used this stage has finished
-            stage_addr = np.uint64(stages[k].ctypes.data)
-            local = (pieces.dst_offset[idx] - np.uint64(base) - np.uint64(c * STAGE_BYTES)).astype(np.uint64)
-            _copy_rows_parallel(stage_addr, src_addr, np.ascontiguousarray(pieces.src_offset[idx]), local,
-                                np.ascontiguousarray(pieces.length[idx]))
-            size = int(min(STAGE_BYTES, total - c * STAGE_BYTES))
-            cp.cuda.runtime.memcpyAsync(dst_ptr + base + c * STAGE_BYTES, stages[k].ctypes.data, size, H2D, stream.ptr)
+            _copy_rows_parallel(np.uint64(buffers[k].ctypes.data), src_addr, src_off, local_off, length)
+            cp.cuda.runtime.memcpyAsync(dst_ptr + dst_offset, buffers[k].ctypes.data, size, H2D, stream.ptr)
             done[k].record(stream)
         stream.synchronize()
 
