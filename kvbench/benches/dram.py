@@ -21,7 +21,7 @@ from kvbench.executors.host import PIECE_BYTES, HostExecutor, NumpyExecutor, max
 from kvbench.hardware.path import Segment
 from kvbench.kv.descriptors import DescriptorList
 from kvbench.measure.engine import Workload
-from kvbench.memory.host import available_host_bytes, check_fits
+from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.pattern import fill_pattern
 from kvbench.memory.region import Region
@@ -88,14 +88,14 @@ class DramCopy(Benchmark):
                 reason = kind_unavailable_reason(kind)
                 if reason:
                     raise BadInput(f"bad {key}={params[key]}: {reason}")
-        check_fits(2 * params["size"], "source + destination", available_host_bytes())
+        check_fits(2 * params["size"], "source + destination")
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
         return [("dram_copy",)]
 
     def prepare(self, params: dict[str, Any]) -> Prepared:
         size = params["size"]
-        check_fits(2 * size, "pageable source + destination", available_host_bytes())
+        check_fits(2 * size, "pageable source + destination")
         src = allocate(params["src"], size)
         try:
             dst = allocate(params["dst"], size)

@@ -25,7 +25,7 @@ from kvbench.kv.geometry import DTYPE_BYTES, PRESETS, get_model
 from kvbench.kv.layouts import LAYOUTS, KVShape, pick_blocks, region_bytes, restore_descriptors
 from kvbench.measure.engine import Workload
 from kvbench.measure.measurement import Measurement
-from kvbench.memory.host import available_host_bytes, check_fits
+from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, parse_kind
 from kvbench.memory.pattern import fill_pattern
 
@@ -89,8 +89,7 @@ class _KVTransfer(Benchmark):
         restore = self.direction == "restore"
         sizes = {"src": pool_bytes if restore else moved_bytes, "dst": moved_bytes if restore else pool_bytes}
         kinds = {key: parse_kind(params[key]) for key in sizes}
-        check_fits(sum(b for key, b in sizes.items() if kinds[key].name != "device"), "KV source pool + destination",
-                   available_host_bytes())
+        check_fits(sum(b for key, b in sizes.items() if kinds[key].name != "device"), "KV source pool + destination")
         for key, kind in kinds.items():  # a GPU buffer: checked before allocating (cudaMemGetInfo), where CUDA works
             if kind.name == "device":
                 check_gpu(kind.index or 0, sizes[key], given=f"{key}={params[key]}")

@@ -27,7 +27,7 @@ from kvbench.benches.registry import register
 from kvbench.errors import IntegrityError
 from kvbench.hardware.path import Segment
 from kvbench.measure.engine import Workload
-from kvbench.memory.host import available_host_bytes, check_fits
+from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.memory.pattern import fill_pattern
@@ -89,7 +89,7 @@ class _Net(Benchmark):
         return None
 
     def validate(self, params: dict[str, Any]) -> None:
-        check_fits(2 * params["block_size"] * params["batch"], "local + remote buffers", available_host_bytes())
+        check_fits(2 * params["block_size"] * params["batch"], "local + remote buffers")
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
         rails = [r.strip() for r in params["rails"].split(",") if r.strip()]

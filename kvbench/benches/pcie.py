@@ -18,6 +18,7 @@ from kvbench.backends.cuda import (
     CudaEventTimer,
     cuda_unavailable_reason,
     cupy_module,
+    device_count,
     kernel_module,
     launch_shape,
     zero_between_copies,
@@ -37,6 +38,7 @@ from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.path import Segment
 from kvbench.measure.engine import Workload
 from kvbench.measure.timer import MonotonicTimer
+from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
 from kvbench.memory.pattern import fill_pattern
 
@@ -102,6 +104,8 @@ class _Pcie(Benchmark):
         if self.direction == "bidir" and kind.name == "pageable":
             raise BadInput("bad memory=pageable for pcie.bidir: synchronous pageable copies cannot overlap")
         check_gpu(params["gpu"], (2 if self.direction == "bidir" else 1) * params["size"])
+        lanes = (device_count() or 1) if params["gpus"] == "all" else 1
+        check_fits((2 if self.direction == "bidir" else 1) * params["size"] * lanes, f"host side ({kind})")
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
         if params["gpus"] == "all":

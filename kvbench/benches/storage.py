@@ -21,6 +21,7 @@ from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.path import Segment
 from kvbench.measure.engine import Workload
 from kvbench.memory.files import check_directory, create_files, mount_of
+from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.memory.pattern import fill_pattern
@@ -103,6 +104,8 @@ class _Storage(Benchmark):
         if blocks < params["batch"]:
             raise BadInput(f"bad batch={params['batch']}: the files hold only {blocks} I/Os of io_size")
         check_directory(params["path"] or _tempdir(), params["files"] * params["file_size"])
+        if parse_kind(params["target"]).name != "device":
+            check_fits(params["io_size"] * params["batch"], f"target={params['target']}")
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
         segments: list[Segment] = [("storage", mount_of(params["path"] or _tempdir())["device"])]

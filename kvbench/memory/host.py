@@ -12,27 +12,18 @@ import numpy as np
 
 from kvbench.errors import BadInput
 from kvbench.memory import numa
+from kvbench.memory.headroom import HostMemory, host_headroom
 from kvbench.memory.region import Region
 
 
-def available_host_bytes(proc_root: str = "/") -> int | None:
-    """MemAvailable from /proc/meminfo, in bytes; None when unreadable."""
-    try:
-        with open(f"{proc_root.rstrip('/')}/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
-def check_fits(size_bytes: int, kind: str, free_bytes: int | None) -> None:
-    """Refuse, before allocating, a buffer that would not fit in 90 % of the free memory."""
-    if free_bytes is not None and size_bytes > 0.9 * free_bytes:
+def check_fits(size_bytes: int, kind: str, room: HostMemory | None = None) -> None:
+    """Refuse, before allocating, a buffer that would not fit in 90 % of the memory free for it
+    (`room`; by default what the host can give now: see `headroom.host_headroom`)."""
+    room = room or host_headroom()
+    if room.available_bytes is not None and size_bytes > 0.9 * room.available_bytes:
         raise BadInput(
             f"buffer of {size_bytes} bytes for '{kind}' is larger than 90% of the "
-            f"{free_bytes} bytes free there; choose a smaller size"
+            f"{room.available_bytes} bytes free there ({room.basis}); choose a smaller size"
         )
 
 
@@ -56,7 +47,7 @@ def _region(kind: str, size_bytes: int, mapping: mmap.mmap, array: np.ndarray) -
 
 def pageable_buffer(size_bytes: int) -> Region:
     """Ordinary pageable host memory wherever the kernel puts it; the node found is recorded."""
-    check_fits(size_bytes, "pageable", available_host_bytes())
+    check_fits(size_bytes, "pageable")
     mapping, array = _mapping(size_bytes)
     return _region("pageable", size_bytes, mapping, array)
 
@@ -66,7 +57,10 @@ def numa_buffer(size_bytes: int, node: int) -> Region:
     nodes = numa.online_nodes()
     if node not in nodes:
         raise BadInput(f"bad memory 'numa:{node}': this host has NUMA nodes {nodes}")
-    check_fits(size_bytes, f"numa:{node}", numa.node_free_bytes(node))
+    node_free, host = numa.node_free_bytes(node), host_headroom()
+    if node_free is not None and (host.available_bytes is None or node_free < host.available_bytes):
+        host = HostMemory(node_free, f"NUMA node {node} MemFree")
+    check_fits(size_bytes, f"numa:{node}", host)
     mapping, array = _mapping(size_bytes)
     numa.bind_to_node(int(array.ctypes.data), size_bytes, node)
     region = _region(f"numa:{node}", size_bytes, mapping, array)

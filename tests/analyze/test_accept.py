@@ -192,3 +192,36 @@ ratio = { of = { strategy = ["ce-graph", "sm-gather"] }, to = { strategy = "gpu-
     (best,) = [v for v in verdicts if v.rule == "best"]
     assert (best.verdict, best.measured) == ("PASS", "0.88 x")
     assert "strategy=sm-gather (best of ce-graph, sm-gather)" in best.case
+
+
+def _every_case_ok(cases):
+    """A run in which every planned case came out ok, with what GPU results record."""
+    link = {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16, "under_load": True}
+    return {"results": [{"bench": c.bench, "params": c.params, "case": c.case_hash, "status": "ok",
+                         "gbps": {"median": 10.0, "p10": 9.0, "p90": 11.0}, "peak_gbps": 20.0, "efficiency": 0.5,
+                         "metadata": {"link": link, "pcie_replay_delta": 0}} for c in cases]}
+
+
+def test_the_acceptance_suite_holds_a_case_for_every_shipped_rule():
+    from kvbench.plan.cases import plan
+    from kvbench.plan.suite import load_suite
+
+    suite, _path, _hash = load_suite("acceptance")
+    doc = _every_case_ok(plan(suite.bench))
+    h200 = [{"name": "NVIDIA H200", "pci_device_id": "0x233510de"}]
+    for verdict in judge(doc, rules_for_host(h200)):
+        if verdict.rule == "multi-gpu-spread":  # one GPU here: "fewer than two values of gpu"
+            continue
+        assert verdict.verdict == "PASS" or "no such case" not in verdict.why, verdict
+        assert verdict.measured != "-", verdict
+
+
+@pytest.mark.parametrize("other", [{"engine": "sm"}, {"backend": "torch"}, {"gpus": "all"}])
+def test_a_pinned_copy_rule_judges_only_the_cases_it_names(other):
+    spec = get_bench("pcie.h2d")
+    cases = [spec.canonical_params({"memory": "pinned", "size": "256MiB", **other})]
+    doc = {"results": [{"bench": "pcie.h2d", "params": p, "case": "c", "status": "ok", "efficiency": 0.1,
+                        "peak_gbps": 63.0, "gbps": {"median": 6.3}, "metadata": {}} for p in cases]}
+    rules = [r for r in rules_for_host([]) if r.name == "default"]
+    verdict = next(v for v in judge(doc, rules) if v.rule == "pcie-h2d-pinned")
+    assert verdict.verdict == "SKIP"  # an SM, torch or all-GPU copy is not what the rule judges

@@ -62,11 +62,12 @@ def test_gpu_memory_is_skipped_with_the_reason(facts):
 
 
 def test_host_memory_is_checked_for_the_host_buffers_only(monkeypatch):
-    import kvbench.benches.kv as kv
+    import kvbench.memory.host as host
+    from kvbench.memory.headroom import HostMemory
 
     # Llama-3.1-70B bf16: 320 KiB of KV per token, so 1024 tokens are 320 MiB moved, and a pool of
     # the same 64 blocks another 320 MiB; pretend 500 MiB are free on the host
-    monkeypatch.setattr(kv, "available_host_bytes", lambda: 500 << 20)
+    monkeypatch.setattr(host, "host_headroom", lambda: HostMemory(500 << 20, "test"))
     params = {"model": "Llama-3.1-70B", "tokens": 1024, "pool_blocks": 64, "src": "pinned"}
     with pytest.raises(BadInput, match="larger than 90% of the"):
         plan([BenchSweep(id="kv.restore", params={**params, "dst": "pageable"})])
