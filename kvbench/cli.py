@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from kvbench import __version__
@@ -133,6 +132,8 @@ def run(
     from kvbench.hardware import fingerprint
     from kvbench.plan.cases import plan
     from kvbench.plan.suite import BenchSweep, SuiteSettings, load_suite
+    from kvbench.interrupts import Interrupted, signals_end_runs
+    from kvbench.report.progress import RunProgress
     from kvbench.report.table import results_table
     from kvbench.runner import RunInfo, execute
     from kvbench.store.database import open_store
@@ -154,19 +155,13 @@ def run(
     store = open_store(db)
     facts = fingerprint.collect_facts()
     show = err if json_out == "-" else out
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        TextColumn("eta"), TimeRemainingColumn(), console=err, transient=True)
-    task = progress.add_task("kvbench run", total=len(cases))
-
-    def on_result(result) -> None:
-        progress.update(task, advance=1, description=f"{result.bench} {describe_params(result.bench, result.params)}"[:60])
-
     try:
-        with progress:
-            run_id = execute(cases, store, facts, engine_settings, info, on_result=on_result)
-    except KeyboardInterrupt:
-        err.print("kvbench: interrupted; the run is marked aborted and its finished results are kept")
-        raise typer.Exit(130) from None
+        with signals_end_runs(), RunProgress(err, len(cases), describe_params) as progress:
+            run_id = execute(cases, store, facts, engine_settings, info, on_result=progress.done,
+                             on_start=progress.start)
+    except Interrupted as exc:
+        err.print(f"kvbench: interrupted ({exc.name}); the run is marked aborted and its finished results are kept")
+        raise typer.Exit(exc.exit_code) from None
     rows = store.results(run_id)
     show.print(results_table(rows, describe_params, title=f"run {run_id} · {info.suite or 'ad hoc'} · {store.url} · GB/s = 1e9 B/s"))
     if json_out:

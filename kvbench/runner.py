@@ -18,6 +18,7 @@ from kvbench.errors import IntegrityError
 from kvbench.hardware import fingerprint
 from kvbench.hardware.facts import HostFacts
 from kvbench.hardware.path import links_under_load, path_peak
+from kvbench.interrupts import Interrupted
 from kvbench.measure.engine import Settings, measure
 from kvbench.plan.cases import Case
 from kvbench.result import Result
@@ -86,10 +87,13 @@ def result_metadata(prepared: dict[str, Any], derived: dict[str, Any]) -> dict[s
 
 def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Settings, info: RunInfo,
             on_result: Callable[[Result], None] | None = None,
-            on_sample: Callable[[], None] | None = None) -> int:
-    """Run every case into a new run of `store`; returns the run id.
+            on_sample: Callable[[], None] | None = None,
+            on_start: Callable[[int, Case], None] | None = None) -> int:
+    """Run every case into a new run of `store`; returns the run id. `on_start(i, case)` is called
+    as case i (from 0) starts, `on_result(result)` as it ends.
 
-    KeyboardInterrupt marks the run `aborted`, any other escape `failed`; both re-raise.
+    A signal (`Interrupted`: SIGINT, SIGTERM, SIGHUP) or KeyboardInterrupt marks the run `aborted`,
+    any other escape `failed`; both re-raise.
     """
     host_id = fingerprint.host_id(facts)
     ctx = fingerprint.context()
@@ -104,14 +108,17 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
     )
     failed = 0
     try:
-        for case in cases:
+        for i, case in enumerate(cases):
+            if on_start:
+                on_start(i, case)
             result = run_case(case, facts, settings, on_sample)
             store.add_result(run_id, result.to_row(), list(result.measurement.samples_s) if result.measurement else [])
             failed += result.status == "failed"
             if on_result:
                 on_result(result)
-    except KeyboardInterrupt:
-        store.finish_run(run_id, "aborted", "interrupted (SIGINT)", fingerprint.end_state())
+    except KeyboardInterrupt as exc:
+        name = exc.name if isinstance(exc, Interrupted) else "SIGINT"
+        store.finish_run(run_id, "aborted", f"interrupted ({name})", fingerprint.end_state())
         raise
     except BaseException as exc:
         store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}")

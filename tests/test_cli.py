@@ -113,7 +113,9 @@ def test_info_flags_what_this_hosts_stored_gpu_results_recorded(tmp_path):
     assert "GPU 0 link under load is Gen4 x16 of Gen5 x16 (downtrained; pcie.d2h, run 1)" in doc["flags"]
 
 
-def test_ctrl_c_mid_run_keeps_finished_results_and_marks_the_run_aborted(tmp_path):
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signal_mid_run_keeps_finished_results_and_marks_the_run_aborted(tmp_path, signum, code):
+    """Ctrl-C, and what `timeout`, a CI cancel and Slurm send, end a run the same way."""
     path = tmp_path / "k.sqlite"
     db = f"sqlite:///{path}"
     proc = subprocess.Popen([sys.executable, "-m", "kvbench", "run", "--suite", "tests/fixtures/many.toml", "--db", db],
@@ -130,17 +132,17 @@ def test_ctrl_c_mid_run_keeps_finished_results_and_marks_the_run_aborted(tmp_pat
             except sa.exc.OperationalError:
                 pass  # tables not created yet
     assert finished >= 2, "the run never stored a result"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
-    assert "marked aborted" in stderr
+    assert proc.returncode == code, stderr
+    assert "marked aborted" in stderr and signal.Signals(signum).name in stderr
     with engine.connect() as conn:
         status, reason = conn.execute(sa.text("SELECT status, reason FROM run")).one()
         kept = conn.execute(sa.text("SELECT count(*) FROM result")).scalar()
         orphans = conn.execute(sa.text(
             "SELECT count(*) FROM result r WHERE NOT EXISTS (SELECT 1 FROM sample s WHERE s.result_id = r.id)")).scalar()
     engine.dispose()
-    assert status == "aborted" and "SIGINT" in reason
+    assert status == "aborted" and signal.Signals(signum).name in reason
     assert 2 <= kept < 40 and orphans == 0
     again = run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db)
     assert again.returncode == 0, again.stderr

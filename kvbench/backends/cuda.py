@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import math
 from collections.abc import Callable
 from types import ModuleType
 
 
+def driver_missing_reason() -> str | None:
+    """Why no NVIDIA driver can be used here (its library does not load), None when it loads.
+
+    Asked first, so that a host without a driver says so, not cupy's "CUDA driver version is
+    insufficient", which is what the runtime reports when it finds no driver at all."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "no NVIDIA driver on this host (libcuda.so.1 cannot be loaded)"
+    return None
+
+
 @functools.cache
 def cuda_unavailable_reason() -> str | None:
     """None when cupy can reach at least one CUDA device, else the reason in one line."""
+    driver = driver_missing_reason()
+    if driver:
+        return f"no CUDA device: {driver}"
     try:
         import cupy
     except ImportError:

@@ -9,16 +9,24 @@ without a GPU (UCX and POSIX plugins). Transfers are prepared once (`prep_xfer_d
 from __future__ import annotations
 
 import atexit
+import ctypes
 import functools
+import glob
 import importlib
 import os
+import sys
 import tempfile
 import time
 from types import ModuleType
 
 import numpy as np
 
-DEFAULT_TIMEOUT_S = 60.0
+# Every NIXL wait is bounded: one transfer that never completes fails its case after this many
+# seconds instead of eating a whole run (or a test session); KVBENCH_NIXL_TIMEOUT_S overrides.
+DEFAULT_TIMEOUT_S = float(os.environ.get("KVBENCH_NIXL_TIMEOUT_S", "60"))
+# What NIXL's GDS plugins link against: their RUNPATH searches only NIXL's own folder, so the CUDA
+# runtime and cuFile that pip installed (nvidia/*/lib) must be loaded before a GDS backend starts.
+GDS_LIBRARIES = (("libcudart.so.13", "libcudart.so.12"), ("libcufile.so.0",))
 
 
 def _remove_ucx_log() -> None:
@@ -76,6 +84,41 @@ def plugins() -> tuple[str, ...]:
     return tuple(agent.get_plugin_list())
 
 
+def find_library(soname: str, roots: list[str] | None = None) -> str | None:
+    """A file named `soname` in a pip-installed NVIDIA package (`nvidia/*/lib`) or a CUDA folder."""
+    roots = roots if roots is not None else [*sys.path, "/usr/local/cuda"]
+    for root in roots:
+        for pattern in ("nvidia/*/lib", "nvidia/*/*/lib", "lib64", "targets/*/lib"):
+            found = sorted(glob.glob(os.path.join(root, pattern, soname)))
+            if found:
+                return found[0]
+    return None
+
+
+def _load_global(alternatives: tuple[str, ...]) -> bool:
+    """Load the first of `alternatives` (sonames) that the loader or `find_library` finds."""
+    for soname in alternatives:
+        for candidate in (soname, find_library(soname)):
+            if candidate is None:
+                continue
+            try:
+                ctypes.CDLL(candidate, mode=ctypes.RTLD_GLOBAL)
+                return True
+            except OSError:
+                continue
+    return False
+
+
+@functools.cache
+def preload_gds_libraries() -> str | None:
+    """Load the CUDA runtime and cuFile globally, so NIXL's GDS plugins find them; None when done,
+    else which library is missing (the GDS backends then cannot start, and say so)."""
+    missing = [" or ".join(alternatives) for alternatives in GDS_LIBRARIES if not _load_global(alternatives)]
+    if missing:
+        return f"{', '.join(missing)} not found (pip's nvidia packages, /usr/local/cuda, or the loader path)"
+    return None
+
+
 @functools.cache
 def backend_unavailable_reason(backend: str) -> str | None:
     """None when `backend` (UCX, POSIX, GDS, GDS_MT) can be instantiated here, else why not."""
@@ -84,6 +127,10 @@ def backend_unavailable_reason(backend: str) -> str | None:
         return reason
     if backend not in plugins():
         return f"NIXL plugin {backend} is missing (available: {', '.join(plugins())})"
+    if backend.startswith("GDS"):
+        missing = preload_gds_libraries()
+        if missing:
+            return f"NIXL backend {backend} cannot start here: {missing}"
     api = nixl_api()
     agent = api.nixl_agent(f"kvbench-probe-{backend.lower()}", api.nixl_agent_config(backends=[]))
     try:
@@ -96,6 +143,8 @@ def backend_unavailable_reason(backend: str) -> str | None:
 def make_agent(name: str, backends: list[str], threads: int = 0, listen_port: int | None = None,
                telemetry: bool = True, backend_params: dict[str, str] | None = None):
     """An agent with `backends` created; `backend_params` go to every backend's init (e.g. use_uring)."""
+    if any(b.startswith("GDS") for b in backends):
+        preload_gds_libraries()
     api = nixl_api()
     config = api.nixl_agent_config(
         enable_prog_thread=True, enable_listen_thread=listen_port is not None,

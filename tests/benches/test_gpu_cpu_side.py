@@ -15,12 +15,35 @@ from kvbench.runner import run_case
 from tests.hardware.test_sysfs import _facts as h200_facts
 
 
-def test_gpu_smoke_suite_covers_every_gpu_benchmark():
-    suite, _path, _hash = load_suite("gpu-smoke")
-    cases = plan(suite.bench)
-    assert {c.bench for c in cases} >= {"hbm.read", "hbm.write", "hbm.copy", "pcie.h2d", "pcie.d2h", "pcie.bidir"}
-    assert any(c.params["memory"] == "pageable" for c in cases if c.bench == "pcie.h2d")
-    assert any(c.params["engine"] == "sm" for c in cases if c.bench == "pcie.h2d")
+def _cases(name):
+    suite, _path, _hash = load_suite(name)
+    return [(c.bench, c.params) for c in plan(suite.bench)]
+
+
+def test_the_smoke_stage_holds_one_case_of_every_gpu_path():
+    cases = _cases("gpu-smoke")
+    assert {b for b, _ in cases} == {"hbm.read", "hbm.write", "hbm.copy", "pcie.h2d", "pcie.d2h", "pcie.bidir",
+                                     "kv.restore"}
+    assert all(p["size"] == 0 for b, p in cases if b.startswith("hbm."))  # max(8 x L2, 1 GiB)
+    pcie = {(b, p["memory"], p["backend"]) for b, p in cases if b.startswith("pcie.") and p["size"] == 256 << 20}
+    assert pcie == {("pcie.h2d", "pinned", "cupy"), ("pcie.h2d", "pageable", "cupy"), ("pcie.d2h", "pinned", "cupy"),
+                    ("pcie.bidir", "pinned", "cupy"), ("pcie.h2d", "pinned", "torch")}
+    kv = [p for b, p in cases if b == "kv.restore"]
+    assert {p["strategy"] for p in kv} == {"ce-batch", "sm-gather", "gpu-contiguous"}
+    assert all(p["model"] == "Llama-3.1-70B" and p["block_tokens"] == 16 for p in kv)  # 32 KiB fragments
+
+
+def test_the_full_stage_sweeps_pcie_every_kv_strategy_nixl_on_gpu_memory_and_every_gpu():
+    from kvbench.executors.cuda_kv import STRATEGIES
+
+    cases = _cases("gpu-full")
+    sizes = {p["size"] for b, p in cases if b == "pcie.h2d" and p["memory"] == "pinned" and p["engine"] == "ce"}
+    assert min(sizes) == 4 << 10 and max(sizes) == 1 << 30
+    assert any(p["engine"] == "sm" for b, p in cases if b.startswith("pcie."))
+    assert any(p["gpus"] == "all" for b, p in cases if b.startswith("pcie."))
+    assert {p["strategy"] for b, p in cases if b == "kv.restore"} == set(STRATEGIES)
+    assert {p["backend"] for b, p in cases if b == "storage.read" and p["target"] == "device"} == {"gds", "gds_mt"}
+    assert any(p["local"] == "device" for b, p in cases if b.startswith("net."))
 
 
 @pytest.mark.parametrize("bench,params,message", [

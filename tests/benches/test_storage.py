@@ -122,3 +122,13 @@ def test_refused_o_direct_falls_back_and_says_page_cache(facts, tmp_path, monkey
     assert result.status == "ok", result.reason
     assert result.metadata["page_cache"] is True and result.metadata["direct"] is False
     assert any("page cache" in w for w in result.warnings)
+
+
+def test_gds_libraries_are_found_where_pip_puts_them(tmp_path):
+    from kvbench.backends.nixl import find_library
+
+    lib = tmp_path / "site" / "nvidia" / "cu13" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libcufile.so.0").write_bytes(b"")
+    assert find_library("libcufile.so.0", [str(tmp_path / "site")]) == str(lib / "libcufile.so.0")
+    assert find_library("libcufile.so.0", [str(tmp_path / "elsewhere")]) is None

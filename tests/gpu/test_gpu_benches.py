@@ -65,7 +65,8 @@ def test_bad_gpu_input(params, message):
 
 def test_a_kv_restore_into_a_gpu_that_does_not_exist_is_bad_input():
     with pytest.raises(BadInput, match=r"bad dst=device:99: this host has GPUs"):
-        plan([BenchSweep(id="kv.restore", params={"src": "pinned", "dst": "device:99", "strategy": "ce-graph"})])
+        plan([BenchSweep(id="kv.restore", params={"src": "pinned", "dst": "device:99", "strategy": "ce-graph",
+                                                  "tokens": 64})])
 
 
 @pytest.mark.parametrize("strategy", ["ce-loop", "ce-graph", "sm-gather", "gpu-contiguous", "ce-batch"])

@@ -1,0 +1,66 @@
+"""Progress of a run on stderr: a live bar naming the case that is running on a terminal; one
+line as each case starts and one as it ends in a log (CI, `tee`, a device call), so a long run
+is never silent and a hang is located from the log."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from kvbench.units import format_gbps
+
+
+def outcome(result: Any) -> str:
+    """`21.3 GB/s ok`, `skipped — reason`, `failed — reason` for a finished result."""
+    if result.status == "ok":
+        note = f" ({'; '.join(result.warnings)})" if result.warnings else ""
+        return f"{format_gbps(result.gbps['median'])} GB/s ok{note}"
+    return f"{result.status} — {result.reason}"
+
+
+class RunProgress:
+    """`start(i, case)` and `done(result)` from the runner; use as a context manager around the run."""
+
+    def __init__(self, console: Console, total: int, describe: Callable[[str, dict], str]) -> None:
+        self.console, self.total, self.describe = console, total, describe
+        self.live = console.is_terminal
+        self._bar: Progress | None = None
+        self._task = None
+        self._index = 0
+        self._started = 0.0
+
+    def __enter__(self) -> RunProgress:
+        if self.live:
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                                 console=self.console, transient=True)
+            self._task = self._bar.add_task("kvbench run", total=self.total)
+            self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+    def _name(self, bench: str, params: dict) -> str:
+        return f"{bench} {self.describe(bench, params)}"
+
+    def start(self, index: int, case: Any) -> None:
+        self._index, self._started = index, time.monotonic()
+        name = self._name(case.bench, case.params)
+        if self._bar is not None:
+            self._bar.update(self._task, description=f"running {name}"[:70])
+        else:
+            self.console.print(f"[{index + 1}/{self.total}] start {name}", markup=False, highlight=False, soft_wrap=True)
+
+    def done(self, result: Any) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1)
+            return
+        seconds = time.monotonic() - self._started
+        self.console.print(f"[{self._index + 1}/{self.total}] {self._name(result.bench, result.params)}: "
+                           f"{outcome(result)} ({seconds:.1f} s)", markup=False, highlight=False, soft_wrap=True)

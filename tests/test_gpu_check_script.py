@@ -1,0 +1,54 @@
+"""scripts/gpu-check, the one prepared call for a lent GPU host, exercised here: it must fail fast
+and say why without CUDA, and (rehearsed, GPU cases skipped) leave exactly its files."""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kvbench.backends.cuda import cuda_unavailable_reason
+from tests.conftest import REPO
+
+FILES = {"gpu-check.log", "info.json", "smoke.json", "gpu-check.sqlite", "accept.xml", "report.md",
+         "nvbandwidth.txt", "gpu-tests.xml"}
+
+
+def gpu_check(out, *args, env=None, timeout=300):
+    return subprocess.run([str(REPO / "scripts" / "gpu-check"), *args, str(out)], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHON": sys.executable, **(env or {})})
+
+
+@pytest.mark.skipif(cuda_unavailable_reason() is None, reason="a CUDA device is present")
+def test_without_cuda_it_stops_within_a_minute_non_zero_and_says_why(tmp_path):
+    started = time.monotonic()
+    proc = gpu_check(tmp_path / "out", "--stage", "smoke")
+    assert time.monotonic() - started < 60
+    assert proc.returncode == 3, proc.stdout
+    assert "cannot measure here, stopping: no CUDA device" in proc.stdout
+    assert set(os.listdir(tmp_path / "out")) <= FILES
+
+
+def test_a_bad_stage_is_refused(tmp_path):
+    proc = gpu_check(tmp_path / "out", "--stage", "medium")
+    assert proc.returncode == 2 and "bad --stage 'medium'" in proc.stderr
+
+
+@pytest.mark.skipif(cuda_unavailable_reason() is None, reason="a CUDA device is present: the real call is the test")
+def test_a_rehearsal_leaves_exactly_its_files_with_the_run_read_back_from_the_database(tmp_path):
+    out = tmp_path / "out"
+    proc = gpu_check(out, "--stage", "smoke", env={"GPU_CHECK_REHEARSAL": "1"})
+    log = (out / "gpu-check.log").read_text()
+    assert proc.returncode == 0, log[-3000:]
+    assert set(os.listdir(out)) == FILES  # at most 8 files, no folder: what the device call returns
+    doc = json.loads((out / "smoke.json").read_text())
+    assert doc["run"]["suite"] == "gpu-smoke" and doc["run"]["status"] == "complete"
+    assert {r["status"] for r in doc["results"]} == {"skipped"}
+    with sqlite3.connect(out / "gpu-check.sqlite") as con:  # one file: the write-ahead log folded in
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    # one line as each case starts and as it ends, so a hang is located from the log
+    assert "[1/11] start hbm.read" in log and "[11/11] pcie.h2d" in log
+    assert "== done: every step passed" in log
