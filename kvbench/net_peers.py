@@ -69,8 +69,8 @@ class InprocPeer:
     def crc(self) -> int:
         return region_crc(self.region)
 
-    def zero(self) -> None:
-        self.region.zero()
+    def poison(self) -> None:
+        self.region.poison()
 
     def describe(self) -> dict:
         return {"peer": "inproc", **self.region.describe()}
@@ -123,9 +123,9 @@ class ProcessPeer:
         self.initiator.send_notif(self.name, b"CRC?")
         return int(self._wait(lambda m: m.startswith(b"CRC:")).split(b":")[1])
 
-    def zero(self) -> None:
-        self.initiator.send_notif(self.name, b"ZERO")
-        self._wait(lambda m: m == b"ZEROED")
+    def poison(self) -> None:
+        self.initiator.send_notif(self.name, b"POISON")
+        self._wait(lambda m: m == b"POISONED")
 
     def describe(self) -> dict:
         return {"peer": "local", "kind": self.memory, "pid": self.process.pid, "size_bytes": self.size}
@@ -172,6 +172,18 @@ class RemotePeer(ProcessPeer):
             raise RuntimeError(f"peer '{name}' at {address}:{port} holds {size_} bytes; this case needs exactly {size} "
                                f"(start it with --size {size})")
         self.base, self.size, self.device, self.mem_type = int(base), int(size_), int(device), mem_type
+        # The metadata fetched above may predate the peer's memory registration (its listener
+        # answers as soon as its agent exists): fetch again until it names the peer's buffer.
+        region = initiator.get_xfer_descs(desc_array(np.array([self.base]), np.array([self.size]), self.device),
+                                          mem_type)
+        while not initiator.check_remote_metadata(name, region):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"peer '{name}' at {address}:{port} never published its buffer's metadata "
+                                   f"within {timeout_s:.0f} s")
+            initiator.fetch_remote_metadata(name, address, port)
+            wait_until = time.monotonic() + 0.5
+            while time.monotonic() < wait_until and not initiator.check_remote_metadata(name, region):
+                time.sleep(0.01)
 
     def describe(self) -> dict:
         return {"peer": "remote", "address": f"{self.address[0]}:{self.address[1]}", "size_bytes": self.size}

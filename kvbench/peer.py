@@ -3,7 +3,7 @@
 Runs in its own process (`python -m kvbench.peer ...`, started by kvbench for `peer=local`,
 or by a launcher on another host). Everything between the two sides goes through NIXL:
 metadata through its listener, small control messages as NIXL notifications —
-`BASE:<address>:<bytes>:<device>` once, then `CRC?` → `CRC:<crc32>`, `ZERO` → `ZEROED`,
+`BASE:<address>:<bytes>:<device>` once, then `CRC?` → `CRC:<crc32>`, `POISON` → `POISONED` (the reset),
 `BYE` to end. No other socket is opened.
 """
 
@@ -96,9 +96,9 @@ def _session(agent, initiator: str, region) -> int:
         for message in messages:
             if message == b"CRC?":
                 agent.send_notif(initiator, f"CRC:{region_crc(region)}".encode())
-            elif message == b"ZERO":
-                region.zero()  # returns when a GPU buffer's fill has finished, before the next write lands
-                agent.send_notif(initiator, b"ZEROED")
+            elif message == b"POISON":
+                region.poison()  # returns when a GPU buffer's fill has finished, before the next write lands
+                agent.send_notif(initiator, b"POISONED")
             elif message == b"BYE":
                 return 0
         if messages:

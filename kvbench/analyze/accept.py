@@ -22,6 +22,9 @@ from kvbench.errors import BadInput
 from kvbench.resources import suites_dir
 
 RATE_UNITS = {"MB/s": 1e-3, "GB/s": 1.0, "TB/s": 1e3}
+# A result above its spec peak by more than this is a measurement bug, never a pass: timer
+# resolution and a datasheet's rounding stay well inside it.
+ABOVE_PEAK_TOLERANCE = 0.02
 
 
 class Threshold(BaseModel):
@@ -170,6 +173,12 @@ def judge_rule(rule: Rule, doc: RunDocument) -> list[Verdict]:
                                why=f"{r['status']}: {r['reason']}"))
             continue
         rate = r["gbps"]["median"]
+        if r.get("efficiency") is not None and r["efficiency"] > 1 + ABOVE_PEAK_TOLERANCE:
+            out.append(Verdict(**head, case=case, verdict="FAIL", threshold=threshold,
+                               measured=f"{r['efficiency']:.1%} of {r['peak_gbps']:.1f} GB/s",
+                               why=f"above its peak by more than {ABOVE_PEAK_TOLERANCE:.0%}: a measurement bug, "
+                                   "not a result"))
+            continue
         if rule.min_fraction_of_peak is not None:
             if r["efficiency"] is None:
                 out.append(Verdict(**head, case=case, verdict="SKIP", measured=f"{rate:.2f} GB/s", threshold=threshold,

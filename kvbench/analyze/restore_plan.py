@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from kvbench.kv.geometry import ModelGeometry
+from kvbench.kv.strategies import is_ceiling
 
 HOST_KINDS = ("pageable", "numa", "pinned")
 
@@ -80,9 +81,12 @@ def restore_plan(model: ModelGeometry, tokens: int, dtype: str, tp: int, block_t
         peak_note = next((r["peak_source"] for r in members if not r["peak_gbps"] and r["peak_source"]), None)
         best: dict[int, tuple[float, str]] = {}
         for r in members:
-            if r["params"].get("strategy") == "contiguous":
-                continue  # the one-copy ceiling is not a way to restore fragmented KV
-            size = int(r["extra"]["fragment_bytes"])
+            if is_ceiling(r["params"].get("strategy")):
+                continue  # a one-copy ceiling is not a way to restore fragmented KV
+            size = (r.get("extra") or {}).get("fragment_bytes")
+            if size is None:
+                continue  # a result from before kvbench recorded it: no fragment size to place it at
+            size = int(size)
             if size not in best or r["gbps_median"] > best[size][0]:
                 best[size] = (r["gbps_median"], r["params"].get("strategy", "?"))
         measured = interpolate(best, fragment)

@@ -111,19 +111,22 @@ def cuda_index_by_bus() -> dict[str, int]:
     return {normalize_bdf(pci_bus_id(i)): i for i in range(device_count())}
 
 
-def zero_between_copies(gpu: int, *arrays) -> None:
-    """Zero `arrays` (cupy or numpy) with nothing in flight on GPU `gpu` before or after.
+def poison_between_copies(gpu: int, *arrays) -> None:
+    """Fill `arrays` (cupy or numpy) with the reset poison (`memory.pattern.POISON`) with nothing in
+    flight on GPU `gpu` before or after.
 
     cupy fills on the legacy default stream, which the cases' non-blocking streams do not wait
     for: a fill still running when the next copy starts would race with it (and with the timed
     window). Waiting before keeps the last copy from landing after the fill.
     """
+    from kvbench.memory.pattern import poison
+
     cp = cupy_module()
     device = cp.cuda.Device(gpu)
     with device:
         device.synchronize()
         for array in arrays:
-            array.fill(0)
+            poison(array)
         device.synchronize()
 
 

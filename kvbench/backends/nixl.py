@@ -176,6 +176,8 @@ class PreparedTransfer:
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.agent = agent
         self.timeout_s = timeout_s
+        self.operation = operation
+        self.local_descs, self.remote_descs = local, remote  # (address or offset, length, device or fd) rows
         backends = backends or []
         self._local = agent.prep_xfer_dlist("NIXL_INIT_AGENT", local, local_mem, backends=backends)
         self._remote = agent.prep_xfer_dlist(remote_agent, remote, remote_mem, backends=backends)

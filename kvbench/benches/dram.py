@@ -23,7 +23,7 @@ from kvbench.kv.descriptors import DescriptorList
 from kvbench.measure.engine import Workload
 from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
-from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.pattern import fill_pattern, poison
 from kvbench.memory.region import Region
 
 # name → (executor, description)
@@ -56,7 +56,7 @@ def host_copy_workload(src: Region, dst: Region, run: Callable[[], None], expect
             raise IntegrityError(f"destination differs from the source first at byte {bad}")
 
     return Workload(
-        bytes_per_op=src.size_bytes, run=run, reset=lambda: dst.host_array.fill(0), check=check,
+        bytes_per_op=src.size_bytes, run=run, reset=lambda: poison(dst.host_array), check=check,
     )
 
 

@@ -7,6 +7,7 @@ does, and records the read + write traffic separately.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -17,18 +18,23 @@ from kvbench.backends.cuda import (
     cupy_module,
     kernel_module,
     launch_shape,
-    zero_between_copies,
+    poison_between_copies,
 )
 from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.gpu_common import LinkProbe, check_gpu, prepared_on_gpu
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
-from kvbench.errors import IntegrityError
+from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.path import Segment
 from kvbench.measure.engine import Workload
 
-SEED = 0x5EED
+# hbm_write's 32-bit words count up from SEED: the reset poison's word (0xA5A5A5A5) is the one value
+# they reach last, after 2**32 words, so no buffer under 16 GiB ever holds it where the pattern belongs.
+POISON_WORD = 0xA5A5A5A5
+SEED = POISON_WORD + 1
+MAX_BYTES = (1 << 34) - 16
 CHECK_CHUNK = 64 << 20  # bytes compared at a time, so a check needs no second full-size buffer
+READ_K = (0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D)  # kernels/hbm.cu's K1, K2, K3
 
 
 def buffer_bytes(requested: int, gpu: int) -> int:
@@ -53,6 +59,28 @@ def write_pattern(xp, lo: int, hi: int, seed: int):
     return (xp.arange(lo // 4, hi // 4, dtype=xp.uint64) + xp.uint64(seed)).astype(xp.uint32)
 
 
+def read_checksum(words, first_vector: int = 0) -> int:
+    """hbm_read's checksum of 16-byte vectors given as 32-bit words (numpy, n x 4 or flat), the first
+    being vector `first_vector`: the sum mod 2**64 of (2i + 1) * ((x + K1 y + K2 z + K3 w) | 1), in
+    the kernel's own arithmetic (32-bit wraps, a 32 x 32 -> 64-bit product)."""
+    v = np.asarray(words, dtype=np.uint32).reshape(-1, 4).astype(np.uint64)
+    k1, k2, k3 = (np.uint64(k) for k in READ_K)
+    g = ((v[:, 0] + v[:, 1] * k1 + v[:, 2] * k2 + v[:, 3] * k3) & np.uint64(0xFFFFFFFF)) | np.uint64(1)
+    i = np.arange(first_vector, first_vector + len(v), dtype=np.uint64)
+    h = (np.uint64(2) * i + np.uint64(1)) & np.uint64(0xFFFFFFFF)
+    with np.errstate(over="ignore"):
+        return int(np.sum(h * g, dtype=np.uint64))
+
+
+@functools.cache
+def expected_read_checksum(size: int, seed: int = SEED) -> int:
+    """What hbm_read must sum over a buffer of `size` bytes that hbm_write filled with `seed`."""
+    total = 0
+    for lo, hi in chunks(size):
+        total = (total + read_checksum(write_pattern(np, lo, hi, seed), lo // 16)) % (1 << 64)
+    return total
+
+
 class _Hbm(Benchmark):
     kind: str  # read | write | copy
     params = {
@@ -64,6 +92,9 @@ class _Hbm(Benchmark):
         return cuda_unavailable_reason()
 
     def validate(self, params: dict[str, Any]) -> None:
+        if params["size"] > MAX_BYTES:
+            raise BadInput(f"bad size={params['size']}: HBM buffers are at most 16 GiB (the pattern's 32-bit words "
+                           "would wrap onto the reset poison)")
         check_gpu(params["gpu"], (2 if self.kind == "copy" else 1) * (params["size"] or (1 << 30)))
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
@@ -86,7 +117,8 @@ class _Hbm(Benchmark):
         scrub = cp.empty(max(2 * l2, 1 << 20), dtype=cp.uint8)
         src = cp.empty(size, dtype=cp.uint8) if self.kind in ("read", "copy") else None
         dst = cp.empty(size, dtype=cp.uint8) if self.kind in ("write", "copy") else None
-        sums = cp.zeros(1, dtype=cp.uint32)
+        partials = cp.empty(grid, dtype=cp.uint64)  # hbm_read: each block's checksum, every timed launch
+        want_checksum = expected_read_checksum(size) if self.kind == "read" else None
         if src is not None:
             write((grid,), (block,), (src, cp.uint64(n16), cp.uint32(SEED)))
         cp.cuda.Device(gpu).synchronize()
@@ -96,8 +128,8 @@ class _Hbm(Benchmark):
 
         timer = CudaEventTimer(stream, gpu, flush=flush, while_busy=probe.read_under_load)
         args = {
-            "read": (read, (src, cp.uint64(n16), sums, cp.int32(0))),
-            "write": (write, (dst, cp.uint64(n16), cp.uint32(SEED + 1))),
+            "read": (read, (src, cp.uint64(n16), partials)),
+            "write": (write, (dst, cp.uint64(n16), cp.uint32(SEED))),
             "copy": (copy, (src, dst, cp.uint64(n16))),
         }
         kernel, kernel_args = args[self.kind]
@@ -105,27 +137,21 @@ class _Hbm(Benchmark):
         def run() -> None:
             kernel((grid,), (block,), kernel_args, stream=stream)
 
-        def reset() -> None:
-            zero_between_copies(gpu, *([dst] if dst is not None else []))
+        def reset() -> None:  # the read's destination is its checksum: poisoned like any other
+            poison_between_copies(gpu, dst if dst is not None else partials)
 
         def check() -> None:
             stream.synchronize()
             if self.kind == "read":
-                sums.fill(0)
-                read((grid,), (block,), (src, cp.uint64(n16), sums, cp.int32(1)))
-                want = 0
-                for lo, hi in chunks(size):  # numpy's checksum, not ours
-                    want ^= int(np.bitwise_xor.reduce(src[lo:hi].get().view(np.uint32)))
-                if int(sums.get()[0]) != want:
-                    raise IntegrityError("hbm_read did not read every word (checksum differs from numpy's)")
-            elif self.kind == "write":
-                for lo, hi in chunks(size):
-                    if not bool(cp.array_equal(dst[lo:hi].view(cp.uint32), write_pattern(cp, lo, hi, SEED + 1))):
-                        raise IntegrityError(f"hbm_write left words that differ from the pattern in bytes {lo}..{hi}")
-            else:
-                for lo, hi in chunks(size):
-                    if not bool(cp.array_equal(src[lo:hi], dst[lo:hi])):
-                        raise IntegrityError(f"vector_copy's destination differs from its source in bytes {lo}..{hi}")
+                got = int(np.sum(partials.get(), dtype=np.uint64))
+                if got != want_checksum:
+                    raise IntegrityError(f"hbm_read's checksum {got:#x} is not the pattern's {want_checksum:#x}: "
+                                         "a vector was skipped, read twice or read from the wrong place")
+                return
+            for lo, hi in chunks(size):  # write and copy both leave the pattern hbm_write makes
+                if not bool(cp.array_equal(dst[lo:hi].view(cp.uint32), write_pattern(cp, lo, hi, SEED))):
+                    raise IntegrityError(f"{'hbm_write' if self.kind == 'write' else 'vector_copy'} left words that "
+                                         f"differ from the pattern in bytes {lo}..{hi}")
 
         def derive(m) -> dict[str, Any]:
             facts = probe.facts()

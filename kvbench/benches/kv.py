@@ -27,7 +27,7 @@ from kvbench.measure.engine import Workload
 from kvbench.measure.measurement import Measurement
 from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, parse_kind
-from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.pattern import fill_pattern, poison
 
 # Strategies that run on host memory; the CUDA ones live in kvbench/executors/cuda_kv.py.
 HOST_STRATEGIES = {
@@ -35,6 +35,15 @@ HOST_STRATEGIES = {
     "host-numpy": NumpyExecutor(),
     "contiguous": HostExecutor(PIECE_BYTES),  # one descriptor, copied with the host's fastest piece size
 }
+
+
+def layout_metadata(shape: KVShape, blocks: int, pool_blocks: int, layout_fragments: int, selection: str) -> dict[str, Any]:
+    """What every kv.restore / kv.offload result records about the KV it moved, whatever the strategy
+    (host, CUDA, NIXL): `plan`, `fit` and the report read these keys. Each strategy adds
+    `fragments`, the pieces it really submits (1 for a contiguous ceiling)."""
+    return {"model_bytes_per_token": shape.units * shape.token_unit_bytes, "blocks": blocks,
+            "pool_blocks": pool_blocks, "layout_fragments": layout_fragments, "fragment_bytes": shape.unit_bytes,
+            "selection": selection}
 
 
 class _KVTransfer(Benchmark):
@@ -121,19 +130,18 @@ class _KVTransfer(Benchmark):
         pool_layout, moved_layout = params["src_layout"], params["dst_layout"]
         descriptors = restore_descriptors(shape, pool_layout, moved_layout, picked, pool)
         pool_bytes, moved_bytes = region_bytes(pool_layout, shape, pool), region_bytes(moved_layout, shape, blocks)
+        layout = layout_metadata(shape, blocks, pool, len(descriptors), selection)
         if params["strategy"] == "nixl":
-            return kv_nixl.prepare_restore(params, shape, descriptors, pool_bytes, moved_bytes)
+            return kv_nixl.prepare_restore(params, shape, descriptors, pool_bytes, moved_bytes, layout)
         if params["strategy"] in CUDA_STRATEGIES:
-            fragments = len(descriptors)
             if params["strategy"] == "gpu-contiguous":
                 descriptors = DescriptorList.contiguous(descriptors.total_bytes)
-            return kv_cuda.prepare_restore(params, descriptors, pool_bytes, moved_bytes, fragments)
+            return kv_cuda.prepare_restore(params, descriptors, pool_bytes, moved_bytes, layout)
         if self.direction == "offload":  # the way back: from the blocks in use into the pool
             descriptors = DescriptorList.from_arrays(descriptors.dst_offset, descriptors.src_offset, descriptors.length)
             src_bytes, dst_bytes = moved_bytes, pool_bytes
         else:
             src_bytes, dst_bytes = pool_bytes, moved_bytes
-        layout_fragments = len(descriptors)
         if params["strategy"] == "contiguous":
             descriptors = DescriptorList.contiguous(descriptors.total_bytes)
         fragments = len(descriptors)  # what this strategy really submits: 1 for the ceiling
@@ -148,13 +156,8 @@ class _KVTransfer(Benchmark):
                 raise IntegrityError(f"descriptor {row} of {len(descriptors)} landed wrong")
 
         total = descriptors.total_bytes
-        workload = Workload(total, run, lambda: dst.host_array.fill(0), check)
-        metadata = {
-            "model_bytes_per_token": shape.units * shape.token_unit_bytes, "blocks": blocks, "pool_blocks": pool,
-            "fragments": fragments, "layout_fragments": layout_fragments, "fragment_bytes": shape.unit_bytes,
-            "selection": selection,
-            "buffers": {"src": src.describe(), "dst": dst.describe()},
-        }
+        workload = Workload(total, run, lambda: poison(dst.host_array), check)
+        metadata = {**layout, "fragments": fragments, "buffers": {"src": src.describe(), "dst": dst.describe()}}
 
         def derive(m: Measurement) -> dict[str, Any]:
             median = m.summary.median

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvbench.backends.cuda import CudaEventTimer, cuda_unavailable_reason, cupy_module, zero_between_copies
+from kvbench.backends.cuda import CudaEventTimer, cuda_unavailable_reason, cupy_module, poison_between_copies
 from kvbench.benches.base import Prepared
 from kvbench.benches.gpu_common import LinkProbe, prepared_on_gpu
 from kvbench.errors import IntegrityError
@@ -33,13 +33,14 @@ def unavailable_reason(params: dict[str, Any], direction: str) -> str | None:
 
 
 def prepare_restore(params: dict[str, Any], descriptors: DescriptorList, pool_bytes: int, moved_bytes: int,
-                    fragments: int) -> Prepared:
+                    layout: dict[str, Any]) -> Prepared:
+    """`layout`: what the KV case records whatever its strategy (kv.layout_metadata)."""
     gpu = parse_kind(params["dst"]).index or 0
-    return prepared_on_gpu(gpu, lambda: _build(params, descriptors, pool_bytes, moved_bytes, fragments, gpu))
+    return prepared_on_gpu(gpu, lambda: _build(params, descriptors, pool_bytes, moved_bytes, layout, gpu))
 
 
 def _build(params: dict[str, Any], descriptors: DescriptorList, pool_bytes: int, moved_bytes: int,
-           fragments: int, gpu: int) -> Prepared:
+           layout: dict[str, Any], gpu: int) -> Prepared:
     cp = cupy_module()
     probe = LinkProbe(gpu)
     src = allocate("pinned", pool_bytes)
@@ -60,7 +61,7 @@ def _build(params: dict[str, Any], descriptors: DescriptorList, pool_bytes: int,
                                  copies_per_op=cuda_kv.copies_per_op(strategy, len(descriptors))))
 
     def reset() -> None:
-        zero_between_copies(gpu, dst)
+        poison_between_copies(gpu, dst)
 
     def check() -> None:
         stream.synchronize()
@@ -70,10 +71,10 @@ def _build(params: dict[str, Any], descriptors: DescriptorList, pool_bytes: int,
 
     def derive(m: Measurement) -> dict[str, Any]:
         median = m.summary.median
-        return {"tokens_per_s": params["tokens"] / median, "us_per_fragment": median / fragments * 1e6,
+        return {"tokens_per_s": params["tokens"] / median, "us_per_fragment": median / len(descriptors) * 1e6,
                 **probe.facts()}
 
-    metadata = {"fragments": len(descriptors), "layout_fragments": fragments, "timer": timer.name, "gpu": gpu,
+    metadata = {**layout, "fragments": len(descriptors), "timer": timer.name, "gpu": gpu,
                 "buffers": {"src": src.describe()}}
 
     def close() -> None:

@@ -50,7 +50,8 @@ def _chunks(n: int) -> list[slice]:
 
 
 def prepare_restore(params: dict[str, Any], shape: KVShape, descriptors: DescriptorList, pool_bytes: int,
-                    moved_bytes: int) -> Prepared:
+                    moved_bytes: int, layout: dict[str, Any]) -> Prepared:
+    """`layout`: what the KV case records whatever its strategy (kv.layout_metadata)."""
     src = parse_kind(params["src"]).name
     dst = allocate(params["dst"], moved_bytes)
     closers = [dst.close]
@@ -85,17 +86,15 @@ def prepare_restore(params: dict[str, Any], shape: KVShape, descriptors: Descrip
             raise IntegrityError(f"fragment {row} of {len(descriptors)} restored wrong")
 
     def reset() -> None:
-        dst.zero()
+        dst.poison()
 
     def derive(m: Measurement) -> dict[str, Any]:
         median = m.summary.median
         return {"tokens_per_s": params["tokens"] / median, "us_per_fragment": median / len(descriptors) * 1e6,
                 "telemetry": transfers[0].telemetry()}
 
-    metadata = {**meta, "nixl_backend": transfers[0].backend, "requests": len(transfers),
-                "fragments": len(descriptors), "layout_fragments": len(descriptors),
-                "fragment_bytes": shape.unit_bytes, "model_bytes_per_token": shape.units * shape.token_unit_bytes,
-                "buffers": {"dst": dst.describe(), **meta.get("buffers", {})}}
+    metadata = {**layout, **meta, "nixl_backend": transfers[0].backend, "requests": len(transfers),
+                "fragments": len(descriptors), "buffers": {"dst": dst.describe(), **meta.get("buffers", {})}}
 
     def close() -> None:
         for t in transfers:

@@ -173,7 +173,7 @@ class _Net(Benchmark):
             want_crc = expected_crc(size, LOCAL_SEED)
 
             def reset() -> None:
-                peer.zero()
+                peer.poison()
 
             def check() -> None:
                 if peer.crc() != want_crc:
@@ -182,7 +182,7 @@ class _Net(Benchmark):
             want_crc = expected_crc(size, REMOTE_SEED)
 
             def reset() -> None:
-                region.zero()
+                region.poison()
 
             def check() -> None:
                 if zlib.crc32(memoryview(np.ascontiguousarray(local_bytes()))) != want_crc:

@@ -21,7 +21,7 @@ from kvbench.backends.cuda import (
     device_count,
     kernel_module,
     launch_shape,
-    zero_between_copies,
+    poison_between_copies,
 )
 from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.gpu_common import (
@@ -181,7 +181,7 @@ class _Pcie(Benchmark):
             [h_arr[size if bidir else 0:][:size]] if self.direction in ("d2h", "bidir") else [])
 
         def reset() -> None:
-            zero_between_copies(gpu, *cleared)
+            poison_between_copies(gpu, *cleared)
 
         def check() -> None:
             cp.cuda.Device(gpu).synchronize()

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.backends.cuda import AllGpusEventTimer, cupy_module, zero_between_copies
+from kvbench.backends.cuda import AllGpusEventTimer, cupy_module, poison_between_copies
 from kvbench.benches.base import Prepared
 from kvbench.benches.gpu_common import (
     LinkProbe,
@@ -107,7 +107,7 @@ def prepare_all(direction: str, size: int) -> Prepared:
 
     def reset() -> None:
         for lane in lanes:
-            zero_between_copies(lane["gpu"], lane["dev"] if kind == H2D else lane["host"])
+            poison_between_copies(lane["gpu"], lane["dev"] if kind == H2D else lane["host"])
 
     def check() -> None:
         for lane in lanes:

@@ -11,7 +11,7 @@ from kvbench.benches.base import Prepared
 from kvbench.errors import IntegrityError
 from kvbench.measure.engine import Workload
 from kvbench.measure.timer import MonotonicTimer
-from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.pattern import POISON, fill_pattern
 
 
 def torch_unavailable_reason() -> str | None:
@@ -75,9 +75,9 @@ def prepare_torch(direction: str, memory: str, size: int, gpu: int) -> Prepared:
         with torch.cuda.stream(stream):
             copy()
 
-    def reset() -> None:  # zero_ runs on torch's current stream, which `stream` does not wait for
+    def reset() -> None:  # fill_ runs on torch's current stream, which `stream` does not wait for
         torch.cuda.synchronize(device)
-        (dev if direction == "h2d" else host).zero_()
+        (dev if direction == "h2d" else host).fill_(POISON)
         torch.cuda.synchronize(device)
 
     def check() -> None:

@@ -24,13 +24,14 @@ from kvbench.memory.files import check_directory, create_files, mount_of
 from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
-from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.pattern import POISON, pattern_bytes
 
 BACKENDS = {"posix": "POSIX", "gds": "GDS", "gds_mt": "GDS_MT"}
 # The POSIX plugin's I/O engines (its init parameters); "auto" lets the plugin pick.
 POSIX_APIS = {"auto": {}, "aio": {"use_aio": "true"}, "uring": {"use_uring": "true"},
               "posix_aio": {"use_posix_aio": "true"}}
 MAX_REQUESTS = 256  # distinct prepared requests cycled through; more only costs preparation
+WRITE_SEED = 1000  # the pattern storage.write carries
 
 
 def gds_compat_mode() -> bool | None:
@@ -108,7 +109,7 @@ class _Storage(Benchmark):
             check_fits(params["io_size"] * params["batch"], f"target={params['target']}")
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
-        segments: list[Segment] = [("storage", mount_of(params["path"] or _tempdir())["device"])]
+        segments: list[Segment] = [("storage", mount_of(params["path"] or _tempdir())["device"], self.operation.lower())]
         target = parse_kind(params["target"])
         if target.name == "device":
             segments.append(("gpu_link", target.index or 0))
@@ -144,8 +145,12 @@ class _Storage(Benchmark):
             for req in requests
         ]
         host = region.host_array
-        if self.operation == "WRITE" and host is not None:
-            fill_pattern(host, seed=1000)
+        written = pattern_bytes(region.size_bytes, seed=WRITE_SEED)  # what every write request carries
+        if self.operation == "WRITE":
+            if host is not None:
+                host[:] = written
+            else:
+                region.device_array.set(written)  # a GPU source gets the pattern too, or zeros would match zeros
         state = {"next": 0, "last": 0}
 
         def run() -> None:
@@ -156,26 +161,47 @@ class _Storage(Benchmark):
         def buffer_bytes() -> np.ndarray:
             return host if host is not None else region.device_array.get()
 
+        def poison_on_disk(chosen: np.ndarray) -> None:
+            """Write the poison where the requests `chosen` (rows of (file, offset)) write."""
+            junk = np.full(io, POISON, dtype=np.uint8).tobytes()
+            for f, offset in chosen.reshape(-1, 2):
+                fd = os.open(files.paths[int(f)], os.O_WRONLY)
+                try:
+                    os.pwrite(fd, junk, int(offset))
+                finally:
+                    os.close(fd)
+
         def reset() -> None:
             state["next"] = 0
             if self.operation == "READ":
-                region.zero()
-            else:  # clear what the first request will write, so the check sees it written
-                for f, offset in requests[0]:
-                    fd = os.open(files.paths[int(f)], os.O_WRONLY)
-                    try:
-                        os.pwrite(fd, bytes(io), int(offset))
-                    finally:
-                        os.close(fd)
+                region.poison()
+            else:  # whichever request a sample ends on, its ranges held poison before it
+                poison_on_disk(requests)
 
         def check() -> None:
             got = buffer_bytes()
-            for k, (f, offset) in enumerate(requests[state["last"]]):
-                on_disk = files.read_back(int(f), int(offset), io) if self.operation == "WRITE" else None
-                want = files.expected(int(f), int(offset), io) if self.operation == "READ" else got[k * io:(k + 1) * io]
-                have = got[k * io:(k + 1) * io] if self.operation == "READ" else on_disk
+            last = state["last"]
+            for k, (f, offset) in enumerate(requests[last]):
+                if self.operation == "READ":
+                    have, want = got[k * io:(k + 1) * io], files.expected(int(f), int(offset), io)
+                else:
+                    have, want = files.read_back(int(f), int(offset), io), written[k * io:(k + 1) * io]
                 if not np.array_equal(have, want):
-                    raise IntegrityError(f"I/O {k} of request {state['last']} (file {f}, offset {offset}) differs")
+                    bad = int(np.argmax(have != want))
+                    raise IntegrityError(f"I/O {k} of request {last} (file {f}, offset {offset}) differs first at "
+                                         f"byte {bad} of {io}")
+
+        def verify() -> None:
+            """Every prepared request, each on a poisoned destination, each I/O of it compared."""
+            for i in range(len(transfers)):
+                if self.operation == "READ":
+                    region.poison()
+                else:
+                    poison_on_disk(requests[i])
+                state["next"] = i
+                run()
+                check()
+            state["next"] = 0
 
         metadata = {
             "nixl_backend": transfers[0].backend, "posix_api": params["api"], "requests": len(transfers),
@@ -200,7 +226,7 @@ class _Storage(Benchmark):
             region.close()
             files.close()
 
-        return Prepared(Workload(io * batch, run, reset, check), metadata, close, derive)
+        return Prepared(Workload(io * batch, run, reset, check, verify=verify), metadata, close, derive)
 
 
 def _tempdir() -> str:

@@ -22,11 +22,11 @@ import numpy as np
 from kvbench.backends.cuda import cupy_module, kernel_module, launch_shape
 from kvbench.errors import BadInput
 from kvbench.kv.descriptors import DescriptorList
+from kvbench.kv.strategies import CUDA as STRATEGIES
 
 H2D, D2D = 1, 3
 STAGE_BYTES = 8 << 20
 
-STRATEGIES = ("ce-loop", "ce-graph", "ce-batch", "sm-gather", "staged", "gpu-contiguous")
 # Timed on the host clock, ending in a stream synchronize: their cost *is* the host side
 # (Python submission, CPU gathering), which a spin kernel would hide or deadlock on.
 HOST_TIMED = ("ce-loop", "staged")

@@ -74,12 +74,15 @@ class NumaNode:
 
 @dataclass(frozen=True)
 class Dram:
-    """Populated memory modules as DMI reports them; None fields when unreadable."""
+    """Populated memory modules as DMI reports them; None fields when unreadable. `channels` is the
+    number of memory channels they populate (two modules on one channel share its bus), read from
+    the modules' locators; None when the locators do not say (`reason` then says so)."""
 
     modules: int | None
     speed_mts: int | None
     total_bytes: int | None
     reason: str | None = None
+    channels: int | None = None
 
 
 @dataclass(frozen=True)

@@ -147,10 +147,11 @@ def _storage(segment: Segment, facts: HostFacts, links: LinksUnderLoad) -> Segme
 
 
 def _nvme(segment: Segment, facts: HostFacts, links: LinksUnderLoad) -> SegmentPeak:
+    """("nvme", name[, "read" | "write"]): a drive's read or write class by its link."""
     dev = next((n for n in facts.nvme if n.name == segment[1]), None)
     bdf = sysfs.normalize_bdf(dev.bdf) if dev and dev.bdf else None
     pci = next((p for p in facts.pci if sysfs.normalize_bdf(p.bdf) == bdf), None)
-    peak = peaks.nvme_peak(pci.link) if pci else None
+    peak = peaks.nvme_peak(pci.link, segment[2] if len(segment) > 2 else "read") if pci else None
     return (peak, None) if peak else (None, f"NVMe {segment[1]} link unknown")
 
 

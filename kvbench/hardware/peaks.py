@@ -82,11 +82,11 @@ def nic_spec(model: str) -> dict | None:
     return next((e for e in peak_data()["nic"] if e["match"].lower() in model.lower()), None)
 
 
-def nvme_peak(link: Link) -> Peak | None:
-    """Sequential-read class of an NVMe drive by its link generation, capped by the link itself."""
+def nvme_peak(link: Link, operation: str = "read") -> Peak | None:
+    """Sequential read (or write) class of an NVMe drive by its link generation, capped by the link."""
     if link.gen is None:
         return None
-    cls = peak_data()["nvme"].get(f"gen{link.gen}")
+    cls = peak_data()["nvme" if operation == "read" else "nvme_write"].get(f"gen{link.gen}")
     if cls is None:
         return None
     by_link = link_peak(link)
@@ -96,9 +96,10 @@ def nvme_peak(link: Link) -> Peak | None:
 
 
 def dram_peak(dram: Dram) -> tuple[Peak | None, str | None]:
-    """(channels × MT/s × 8 B, None) or (None, why it cannot be computed)."""
-    if dram.modules is None or dram.speed_mts is None:
+    """(populated channels × MT/s × 8 B, None) or (None, why it cannot be computed)."""
+    if dram.channels is None or dram.speed_mts is None:
         return None, f"DRAM peak unknown: {dram.reason or 'no DIMM facts'}"
     spec = peak_data()["dram"]
-    gbps = dram.modules * dram.speed_mts * 1e6 * spec["bytes_per_transfer"] / 1e9
-    return Peak(gbps, f"{dram.modules} channels x {dram.speed_mts} MT/s x 8 B; {spec['source']}"), None
+    gbps = dram.channels * dram.speed_mts * 1e6 * spec["bytes_per_transfer"] / 1e9
+    return Peak(gbps, f"{dram.channels} channels ({dram.modules} modules) x {dram.speed_mts} MT/s x 8 B; "
+                      f"{spec['source']}"), None

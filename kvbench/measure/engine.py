@@ -1,5 +1,10 @@
 """The shared timing core: verify, warm up, calibrate, sample, verify again.
 
+Each verification first proves the check can fail (it must reject the freshly poisoned
+destination: a reset that writes nothing or a check that compares nothing is caught here), and
+the last timed sample runs on a poisoned destination and is checked as well, so the timed
+operations themselves are proven to move the bytes, not only the untimed ones around them.
+
 Calibration follows torch.utils.benchmark's blocked_autorange: grow the number of
 operations per sample until the sample is long enough that the timer's resolution is
 negligible; the loop's own per-call overhead is measured and flagged when above 1 %.
@@ -36,8 +41,11 @@ class Settings:
 class Workload:
     """One case ready to time.
 
-    `run` does one operation and returns when it is complete; `reset` clears the
-    destination; `check` raises `IntegrityError` when the destination is wrong.
+    `run` does one operation and returns when it is complete (or, behind a CUDA timer, enqueues
+    it); `reset` poisons the destination (`memory.pattern.POISON`, which no source byte holds);
+    `check` raises `IntegrityError` when the destination does not hold what the last operation
+    should have left. `verify`, where given, is a fuller check than reset + run + check (e.g.
+    every prepared I/O request rather than one) and replaces it before and after timing.
     """
 
     bytes_per_op: int
@@ -45,11 +53,23 @@ class Workload:
     reset: Callable[[], None]
     check: Callable[[], None]
     timer: Timer = field(default_factory=MonotonicTimer)
+    verify: Callable[[], None] | None = None
 
 
 def verify(workload: Workload) -> None:
-    """Clear the destination, move the bytes once, and check them."""
+    """Poison the destination and prove the check sees it; move the bytes once and check them (or
+    the workload's own fuller verify after the same proof)."""
     workload.reset()
+    try:
+        workload.check()
+    except IntegrityError:
+        pass  # as it must: the destination holds poison, not the bytes
+    else:
+        raise IntegrityError("the check passed on a destination the reset had just poisoned: the reset or the "
+                             "check is broken, so nothing this case moves could be verified")
+    if workload.verify is not None:
+        workload.verify()
+        return
     workload.run()
     workload.check()
 
@@ -94,8 +114,16 @@ def measure(workload: Workload, settings: Settings = Settings(), progress: Calla
     warm_up(workload, settings)
     loops = calibrate(workload, settings)
     samples = []
-    for _ in range(settings.samples):
+    for i in range(settings.samples):
+        last = i == settings.samples - 1
+        if last:
+            workload.reset()  # untimed: the last sample's operations must write every byte themselves
         samples.append(timer.time(workload.run, loops) / loops)
+        if last:
+            try:
+                workload.check()
+            except IntegrityError as exc:
+                raise IntegrityError(f"bytes wrong after the timed operations: {exc}") from exc
         if progress:
             progress()
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from kvbench.errors import BadInput
-from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.pattern import fill_pattern, pattern_bytes
 
 _LIVE: set[str] = set()
 
@@ -55,10 +55,8 @@ class TestFiles:
     mount: dict[str, str] = field(default_factory=dict)
 
     def expected(self, index: int, offset: int, length: int) -> np.ndarray:
-        """The bytes file `index` holds at [offset, offset + length)."""
-        content = np.empty(self.size_bytes, dtype=np.uint8)
-        fill_pattern(content, seed=index)
-        return content[offset : offset + length]
+        """The bytes file `index` holds at [offset, offset + length) (`offset` a multiple of 8)."""
+        return pattern_bytes(length, seed=index, offset=offset)
 
     def read_back(self, index: int, offset: int, length: int) -> np.ndarray:
         """What is on disk now, read through a plain (not O_DIRECT) descriptor."""

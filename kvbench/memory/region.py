@@ -31,15 +31,18 @@ class Region:
             raise TypeError(f"region of kind {self.kind} has no host address")
         return int(self.host_array.ctypes.data)
 
-    def zero(self) -> None:
-        """Zero every byte; returns when they are zero (a GPU buffer's fill is waited for: see
-        `zero_between_copies`)."""
+    def poison(self) -> None:
+        """Write the reset poison into every byte (`memory.pattern.POISON`, which no pattern byte
+        holds); returns when it is there (a GPU buffer's fill is waited for: see
+        `poison_between_copies`)."""
         if self.host_array is not None:
-            self.host_array.fill(0)
-        elif self.device_array is not None:
-            from kvbench.backends.cuda import zero_between_copies
+            from kvbench.memory.pattern import poison
 
-            zero_between_copies(self.device_array.device.id, self.device_array)
+            poison(self.host_array)
+        elif self.device_array is not None:
+            from kvbench.backends.cuda import poison_between_copies
+
+            poison_between_copies(self.device_array.device.id, self.device_array)
 
     def release_first(self, step: Callable[[], None]) -> None:
         """Run `step` when the region closes, before its memory is freed (cudaHostUnregister)."""

@@ -225,3 +225,24 @@ def test_a_pinned_copy_rule_judges_only_the_cases_it_names(other):
     rules = [r for r in rules_for_host([]) if r.name == "default"]
     verdict = next(v for v in judge(doc, rules) if v.rule == "pcie-h2d-pinned")
     assert verdict.verdict == "SKIP"  # an SM, torch or all-GPU copy is not what the rule judges
+
+
+def test_a_result_above_its_peak_fails_as_a_measurement_bug(tmp_path):
+    rules = load_rules(write(tmp_path, """
+name = "t"
+[[rule]]
+id = "efficiency"
+bench = "dram.copy"
+min_fraction_of_peak = 0.5
+[[rule]]
+id = "floor"
+bench = "dram.copy"
+min = { value = 1, unit = "GB/s" }
+"""))
+    doc = {"results": [{"bench": "dram.copy", "params": {}, "case": "c", "status": "ok", "gbps": {"median": 130.0},
+                        "peak_gbps": 100.0, "efficiency": 1.30, "metadata": {}}]}
+    verdicts = judge(doc, [rules])
+    assert [v.verdict for v in verdicts] == ["FAIL", "FAIL"]
+    assert all("measurement bug" in v.why and v.measured == "130.0% of 100.0 GB/s" for v in verdicts)
+    doc["results"][0].update(efficiency=1.01, gbps={"median": 101.0})  # within the stated tolerance
+    assert [v.verdict for v in judge(doc, [rules])] == ["PASS", "PASS"]

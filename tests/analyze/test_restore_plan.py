@@ -40,3 +40,43 @@ def test_plan_uses_the_best_strategy_at_the_models_fragment_size():
     host = plans["DRAM → DRAM"]
     assert host.measured_s is None and "no measurement at 32768 B" in host.note
     assert "DRAM peak unknown" in host.note
+
+
+def _built(strategy, fragments_submitted, gbps, **params):
+    """A result row as `kv.restore` builds it for `strategy` (kv.layout_metadata + Result.to_row)."""
+    from kvbench.benches import get_bench
+    from kvbench.benches.kv import layout_metadata
+    from kvbench.kv.layouts import KVShape
+    from kvbench.measure.measurement import Measurement
+    from kvbench.result import Result
+
+    spec = get_bench("kv.restore")
+    canonical = spec.canonical_params({"model": "Llama-3.1-70B", "tokens": 1024, "strategy": strategy, **params})
+    shape = KVShape.of(get_model("Llama-3.1-70B"), 16, "bf16")
+    metadata = {**layout_metadata(shape, 64, 256, 64 * 160, "random"), "fragments": fragments_submitted}
+    nbytes = 64 * shape.block_bytes
+    m = Measurement(tuple([nbytes / (gbps * 1e9)] * 5), 1, nbytes, "perf_counter", 0.0, True)
+    return {**Result("kv.restore", canonical, strategy, "ok", measurement=m, metadata=metadata).to_row(),
+            "case_hash": strategy}
+
+
+@pytest.mark.parametrize("strategy,params", [
+    *[(s, {}) for s in ("host", "host-numpy", "contiguous")],
+    *[(s, {"src": "pinned", "dst": "device"}) for s in ("ce-loop", "ce-graph", "ce-batch", "sm-gather", "staged",
+                                                         "gpu-contiguous")],
+    ("nixl", {"src": "file"}), ("nixl", {"src": "remote"}),
+])
+def test_plan_and_report_read_what_every_strategy_records(strategy, params):
+    from kvbench.report.content import build
+    from kvbench.result import row_to_json
+
+    row = _built(strategy, 1 if strategy in ("contiguous", "gpu-contiguous") else 64 * 160, 20.0, **params)
+    plans = restore_plan(get_model("Llama-3.1-70B"), 4096, "bf16", 1, 16, [row])
+    assert len(plans) == 1
+    if strategy in ("contiguous", "gpu-contiguous"):  # a ceiling is not a way to restore fragmented KV
+        assert plans[0].measured_gbps is None
+    else:
+        assert plans[0].measured_gbps == pytest.approx(20.0) and plans[0].strategy == strategy
+    run = {"id": 1, "host_id": "h", "context_id": "c"}
+    content = build([{"run": run, "results": [row_to_json(row, [1.0] * 5)]}])
+    assert content.plan and content.plan[0].tier == plans[0].tier

@@ -64,7 +64,7 @@ def test_peaks_of_the_gpu_paths_on_a_recorded_h200_box():
     bidir = get_bench("pcie.bidir")
     two_dimms = path_peak(bidir.path(bidir.canonical_params({})), facts)
     assert two_dimms.bottleneck == "dram_read" and two_dimms.peak.gbps == pytest.approx(76.8)  # 2 x DDR5-4800
-    full = HostFacts(**{**facts.__dict__, "dram": Dram(16, 4800, 1 << 40)})
+    full = HostFacts(**{**facts.__dict__, "dram": Dram(16, 4800, 1 << 40, channels=16)})
     peak = path_peak(bidir.path(bidir.canonical_params({})), full).peak
     assert peak.gbps == pytest.approx(126.0, abs=0.05) and peak.source.startswith("2 x")
     under_load = {1: facts.gpu(1).link}  # GPU 1 read at Gen4 x8 while its copies ran
@@ -104,7 +104,7 @@ def test_all_gpus_at_once_peak_is_the_sum_of_links_and_input_is_checked():
     facts = h200_facts()
     spec = get_bench("pcie.h2d")
     peak = path_peak(spec.path(spec.canonical_params({"gpus": "all"})), HostFacts(
-        **{**facts.__dict__, "dram": Dram(16, 4800, 1 << 40)}), {1: facts.gpu(1).link}).peak
+        **{**facts.__dict__, "dram": Dram(16, 4800, 1 << 40, channels=16)}), {1: facts.gpu(1).link}).peak
     assert peak.gbps == pytest.approx(63.0 + 15.75, abs=0.05)
     with pytest.raises(BadInput, match="gpus=all"):
         plan([BenchSweep(id="pcie.h2d", params={"gpus": "all", "memory": "pageable"})])

@@ -55,7 +55,7 @@ def test_nic_ports_cx8_ethernet_needs_both_ports_for_100():
 
 
 def test_dram_peak_is_channels_times_rate_times_eight_bytes():
-    peak, reason = peaks.dram_peak(Dram(modules=8, speed_mts=4800, total_bytes=512 << 30))
+    peak, reason = peaks.dram_peak(Dram(modules=8, speed_mts=4800, total_bytes=512 << 30, channels=8))
     assert reason is None
     assert peak.gbps == pytest.approx(307.2)
     peak, reason = peaks.dram_peak(Dram(None, None, None, reason="dmidecode is not installed"))

@@ -72,6 +72,7 @@ def test_path_model_takes_the_narrowest_link_as_negotiated_under_load():
     # NIC → downtrained GPU: the GPU link (15.75) is narrower than the 50 GB/s port
     assert path_peak([("nic", "mlx5_0/1"), ("gpu_link", 1)], facts, {1: Link(4, 8, 5, 16)}).bottleneck == "gpu_link:1"
     assert path_peak([("nvme", "nvme0")], facts).peak.gbps == 7.0
+    assert path_peak([("nvme", "nvme0", "write")], facts).peak.gbps == 5.3  # writes are judged against writes
 
 
 def test_dram_copy_peak_is_half_the_dram_bus():
@@ -119,10 +120,39 @@ def test_unknown_gpu_has_a_reason():
     assert result.peak is None and "GPU 5 not found" in result.reason
 
 
-def test_dmidecode_parsing_counts_populated_modules():
+def test_dmidecode_parsing_counts_populated_modules_and_their_channels():
     dram = dimm.parse_dmidecode((FIXTURES / "dmidecode-2x-ddr5.txt").read_text())
-    assert (dram.modules, dram.speed_mts, dram.total_bytes) == (2, 4800, 128 << 30)
+    assert (dram.modules, dram.channels, dram.speed_mts, dram.total_bytes) == (2, 2, 4800, 128 << 30)
     assert dimm.parse_dmidecode("").reason
+
+
+def _dmi(*locators: tuple[str, str]) -> str:
+    return "\n\n".join(f"Memory Device\n\tSize: 32 GB\n\tLocator: {loc}\n\tBank Locator: {bank}\n"
+                        "\tConfigured Memory Speed: 4800 MT/s" for loc, bank in locators)
+
+
+@pytest.mark.parametrize("locators,channels", [
+    ([("CPU0_DIMM_A1", ""), ("CPU0_DIMM_A2", ""), ("CPU0_DIMM_B1", ""), ("CPU0_DIMM_B2", "")], 2),  # 2 per channel
+    ([("P1-DIMMA1", ""), ("P2-DIMMA1", "")], 2),  # one per socket
+    ([("DIMM 0", "P0 CHANNEL A"), ("DIMM 1", "P0 CHANNEL A"), ("DIMM 0", "P0 CHANNEL B")], 2),  # AMD
+    ([("DIMM_A1", "P0_Node0_Channel0_Dimm0"), ("DIMM_A2", "P0_Node0_Channel0_Dimm1")], 1),  # Supermicro
+])
+def test_two_modules_on_one_channel_share_its_bus(locators, channels):
+    from kvbench.hardware.peaks import dram_peak
+
+    dram = dimm.parse_dmidecode(_dmi(*locators))
+    assert dram.modules == len(locators) and dram.channels == channels
+    peak, _ = dram_peak(dram)
+    assert peak.gbps == pytest.approx(channels * 4800e6 * 8 / 1e9)
+
+
+def test_locators_that_name_no_channel_leave_the_peak_unknown():
+    from kvbench.hardware.peaks import dram_peak
+
+    dram = dimm.parse_dmidecode(_dmi(("Slot 7", "Not Specified"), ("Slot 8", "Not Specified")))
+    assert dram.modules == 2 and dram.channels is None
+    peak, reason = dram_peak(dram)
+    assert peak is None and "locator 'Slot 7' names no channel" in reason
 
 
 def test_host_id_ignores_current_link_state():

@@ -30,8 +30,10 @@ def test_the_memory_is_freed_even_when_the_step_fails():
     assert freed == [True]
 
 
-def test_zero_clears_a_host_region():
+def test_poison_fills_a_host_region_with_the_reset_value():
+    from kvbench.memory.pattern import POISON
+
     with allocate("pageable", 4096) as region:
         region.host_array[:] = 7
-        region.zero()
-        assert not region.host_array.any()
+        region.poison()
+        assert (region.host_array == POISON).all()
