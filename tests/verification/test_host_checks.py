@@ -1,0 +1,101 @@
+"""Proof that the host benchmarks' checks fail, for each way a copy can go wrong.
+
+| check | benchmarks | breakages it is shown to catch |
+|---|---|---|
+| whole destination compared with the source (`dram.copy`) | dram.copy (every primitive) | nothing written; first bytes skipped; last byte of each fragment skipped; one fragment skipped; two fragments swapped; reset skipped (stale destination); the check compares nothing |
+| every descriptor's destination compared with its source (`kv.check.first_mismatch`) | kv.restore, kv.offload (host, host-numpy, contiguous) | the same |
+
+Each breakage is put in at the executor (the bound copy a benchmark times) or at the workload's
+own reset / check; the case must come out `failed` with the integrity check named.
+"""
+
+import pytest
+
+from kvbench.benches import get_bench
+from kvbench.executors.host import HostExecutor, NumpyExecutor
+from kvbench.measure import Settings
+from kvbench.plan.cases import Case
+from kvbench.runner import run_case
+from tests.verification.saboteurs import BREAKAGES, array_spoiler, break_after
+
+FAST = Settings(samples=5, min_sample_s=0.001, warmup_s=0)
+
+CASES = {
+    "dram.copy memcpy 4KiB fragments": ("dram.copy", {"size": "1MiB", "fragment": "4KiB", "primitive": "memcpy"}),
+    "dram.copy numpy 4KiB fragments": ("dram.copy", {"size": "1MiB", "fragment": "4KiB", "primitive": "numpy"}),
+    "dram.copy auto one piece": ("dram.copy", {"size": "1MiB"}),
+    "kv.restore host": ("kv.restore", {"model": "Qwen2.5-32B", "tokens": 64}),
+    "kv.restore host-numpy": ("kv.restore", {"model": "Qwen2.5-32B", "tokens": 64, "strategy": "host-numpy"}),
+    "kv.restore contiguous": ("kv.restore", {"model": "Qwen2.5-32B", "tokens": 64, "strategy": "contiguous"}),
+    "kv.offload host 2 threads": ("kv.offload", {"model": "Llama-3.1-8B", "tokens": 64, "concurrency": 2}),
+}
+
+
+def run(facts, name):
+    bench, params = CASES[name]
+    return run_case(Case(bench, get_bench(bench).canonical_params(params)), facts, FAST)
+
+
+def break_executors(monkeypatch, breakage, seen):
+    """Every host executor binds a broken copy; `seen` collects how many fragments each had."""
+    for cls in (HostExecutor, NumpyExecutor):
+        real = cls.bind
+
+        def bind(self, src, dst, descriptors, threads=1, _real=real):
+            transfer = _real(self, src, dst, descriptors, threads)
+            fragments = list(zip(descriptors.dst_offset.tolist(), descriptors.length.tolist(), strict=True))
+            seen.append(len(fragments))
+            return break_after(breakage, transfer, fragments, *array_spoiler(dst.host_array))
+
+        monkeypatch.setattr(cls, "bind", bind)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_each_case_passes_unbroken(facts, name):
+    result = run(facts, name)
+    assert result.status == "ok" and result.measurement.verified, result.reason
+
+
+@pytest.mark.parametrize("breakage", BREAKAGES)
+@pytest.mark.parametrize("name", CASES)
+def test_a_broken_copy_fails_the_case(facts, monkeypatch, name, breakage):
+    seen = []
+    break_executors(monkeypatch, breakage, seen)
+    result = run(facts, name)
+    if breakage == "two fragments swapped" and max(seen) == 1:
+        pytest.skip("one fragment: nothing to swap")
+    assert result.status == "failed", f"{name} passed with '{breakage}'"
+    assert result.reason.startswith("integrity check failed"), result.reason
+
+
+@pytest.mark.parametrize("part", ["reset", "check"])
+@pytest.mark.parametrize("name", CASES)
+def test_a_reset_or_check_that_does_nothing_fails_the_case(facts, monkeypatch, name, part):
+    bench = get_bench(CASES[name][0])
+    real = type(bench).prepare
+
+    def prepare(self, params):
+        prepared = real(self, params)
+        setattr(prepared.workload, part, lambda: None)  # reset skipped: a stale destination
+        return prepared
+
+    monkeypatch.setattr(type(bench), "prepare", prepare)
+    result = run(facts, name)
+    assert result.status == "failed" and "the reset or the check is broken" in result.reason, result.reason
+
+
+def test_a_check_narrowed_to_each_fragments_first_half_is_what_the_last_byte_breakage_catches(facts, monkeypatch):
+    """The catalogue's sensitivity: narrow kv's comparison to the first half of every fragment and the
+    'last byte of each fragment skipped' breakage passes. So its test above is what would go red
+    if the check were narrowed that way."""
+    import kvbench.benches.kv as kv
+    from kvbench.kv.check import first_mismatch
+    from kvbench.kv.descriptors import DescriptorList
+
+    def narrowed(descriptors, src, dst):
+        half = DescriptorList.from_arrays(descriptors.src_offset, descriptors.dst_offset, descriptors.length // 2)
+        return first_mismatch(half, src, dst)
+
+    monkeypatch.setattr(kv, "first_mismatch", narrowed)
+    break_executors(monkeypatch, "last byte of each fragment skipped", [])
+    assert run(facts, "kv.restore host").status == "ok"
