@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 
-from kvbench.peer import serve
+from kvbench.peers.serve import serve
 from kvbench.units import parse_size
 
 

@@ -17,7 +17,7 @@ from kvbench.benches.registry import get_bench
 from kvbench.errors import IntegrityError
 from kvbench.hardware import fingerprint
 from kvbench.hardware.facts import HostFacts
-from kvbench.hardware.path import links_under_load, path_peak
+from kvbench.hardware.path import PathPeak, links_under_load, path_peak
 from kvbench.interrupts import Interrupted
 from kvbench.measure.engine import Settings, measure
 from kvbench.plan.cases import Case
@@ -71,7 +71,10 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
         prepared.close()
     metadata = result_metadata(prepared.metadata, prepared.derive(measurement))
     # The peak is taken after the copies: a GPU link read while they ran replaces its max gen/width.
-    peak = path_peak(bench.path(case.params), facts, links_under_load(case.params, metadata))
+    try:
+        peak = path_peak(bench.path(case.params), facts, links_under_load(case.params, metadata))
+    except Exception as exc:  # a benchmark's path that cannot be named costs its peak, not its result
+        peak = PathPeak(None, f"no peak: {type(exc).__name__}: {exc}")
     if peak.bottleneck:
         metadata["bottleneck"] = peak.bottleneck
     return Result(**base, status="ok", measurement=measurement, peak=peak.peak, peak_reason=peak.reason,

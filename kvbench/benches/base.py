@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from kvbench.benches.params import Param
@@ -54,3 +54,23 @@ class Benchmark(ABC):
     @abstractmethod
     def prepare(self, params: dict[str, Any]) -> Prepared:
         """Allocate memory and bind an executor for these canonical params."""
+
+
+def prepared_on_gpu(gpu: int, build: Callable[[], Prepared]) -> Prepared:
+    """`build()` with GPU `gpu` current, which stays current until the case closes (see
+    `make_current`); the previous device comes back then, or at once if `build` fails."""
+    restore = make_current(gpu)
+    try:
+        prepared = build()
+    except BaseException:
+        restore()
+        raise
+    inner_close = prepared.close
+
+    def close() -> None:
+        try:
+            inner_close()
+        finally:
+            restore()
+
+    return replace(prepared, close=close)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
@@ -96,32 +97,25 @@ class DramCopy(Benchmark):
     def prepare(self, params: dict[str, Any]) -> Prepared:
         size = params["size"]
         check_fits(2 * size, "pageable source + destination")
-        src = allocate(params["src"], size)
-        try:
-            dst = allocate(params["dst"], size)
-        except BaseException:
-            src.close()
-            raise
-        fill_pattern(src.host_array)
-        fragment = params["fragment"]
-        descriptors = DescriptorList.fragments(size, fragment) if fragment else DescriptorList.contiguous(size)
-        threads = params["threads"]
-        names = list(PRIMITIVES) if params["primitive"] == "auto" else [params["primitive"]]
-        bound = {name: PRIMITIVES[name][0].bind(src, dst, descriptors, threads) for name in names}
-        trial: dict[str, float] = {}
-        chosen = names[0]
-        if len(bound) > 1:
-            chosen, trial = pick_fastest(bound)
-        metadata = {
-            "primitive": chosen,
-            "executor": PRIMITIVES[chosen][0].name,
-            "primitive_trial_gbps": {k: round(size / v / 1e9, 2) for k, v in trial.items()},
-            "fragments": len(descriptors),
-            "buffers": {"src": src.describe(), "dst": dst.describe()},
-        }
-
-        def close() -> None:
-            src.close()
-            dst.close()
-
-        return Prepared(host_copy_workload(src, dst, bound[chosen], src.host_array), metadata, close)
+        with ExitStack() as stack:
+            src = stack.enter_context(allocate(params["src"], size))
+            dst = stack.enter_context(allocate(params["dst"], size))
+            fill_pattern(src.host_array)
+            fragment = params["fragment"]
+            descriptors = DescriptorList.fragments(size, fragment) if fragment else DescriptorList.contiguous(size)
+            threads = params["threads"]
+            names = list(PRIMITIVES) if params["primitive"] == "auto" else [params["primitive"]]
+            bound = {name: PRIMITIVES[name][0].bind(src, dst, descriptors, threads) for name in names}
+            trial: dict[str, float] = {}
+            chosen = names[0]
+            if len(bound) > 1:
+                chosen, trial = pick_fastest(bound)
+            metadata = {
+                "primitive": chosen,
+                "executor": PRIMITIVES[chosen][0].name,
+                "primitive_trial_gbps": {k: round(size / v / 1e9, 2) for k, v in trial.items()},
+                "fragments": len(descriptors),
+                "buffers": {"src": src.describe(), "dst": dst.describe()},
+            }
+            cleanup = stack.pop_all()
+        return Prepared(host_copy_workload(src, dst, bound[chosen], src.host_array), metadata, cleanup.close)

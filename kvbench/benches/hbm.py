@@ -8,25 +8,27 @@ does, and records the read + write traffic separately.
 from __future__ import annotations
 
 import functools
+from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
 
 from kvbench.backends.cuda import (
-    CudaEventTimer,
     cuda_unavailable_reason,
     cupy_module,
     kernel_module,
     launch_shape,
+    link_probe,
     poison_between_copies,
 )
-from kvbench.benches.base import Benchmark, Prepared
-from kvbench.benches.gpu_common import LinkProbe, check_gpu, prepared_on_gpu
+from kvbench.benches.base import Benchmark, Prepared, prepared_on_gpu
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.path import Segment
+from kvbench.measure.cuda_timer import CudaEventTimer
 from kvbench.measure.engine import Workload
+from kvbench.memory.cuda_memory import check_gpu
 
 # hbm_write's 32-bit words count up from SEED: the reset poison's word (0xA5A5A5A5) is the one value
 # they reach last, after 2**32 words, so no buffer under 16 GiB ever holds it where the pattern belongs.
@@ -106,21 +108,25 @@ class _Hbm(Benchmark):
     def _build(self, params: dict[str, Any]) -> Prepared:
         cp = cupy_module()
         gpu = params["gpu"]
-        probe = LinkProbe(gpu)
-        size = buffer_bytes(params["size"], gpu)
-        n16 = size // 16
-        module = kernel_module("hbm", gpu)
-        read, write, copy = (module.get_function(k) for k in ("hbm_read", "hbm_write", "vector_copy"))
-        grid, block = launch_shape(gpu)
-        stream = cp.cuda.Stream(non_blocking=True)
-        l2 = cp.cuda.runtime.getDeviceProperties(gpu)["l2CacheSize"]
-        scrub = cp.empty(max(2 * l2, 1 << 20), dtype=cp.uint8)
-        src = cp.empty(size, dtype=cp.uint8) if self.kind in ("read", "copy") else None
-        dst = cp.empty(size, dtype=cp.uint8) if self.kind in ("write", "copy") else None
-        partials = cp.empty(grid, dtype=cp.uint64)  # hbm_read: each block's checksum, every timed launch
-        want_checksum = expected_read_checksum(size) if self.kind == "read" else None
-        if src is not None:
-            write((grid,), (block,), (src, cp.uint64(n16), cp.uint32(SEED)))
+        with ExitStack() as stack:
+            probe = link_probe(gpu)
+            stack.callback(probe.close)
+            size = buffer_bytes(params["size"], gpu)
+            n16 = size // 16
+            module = kernel_module("hbm", gpu)
+            read, write, copy = (module.get_function(k) for k in ("hbm_read", "hbm_write", "vector_copy"))
+            grid, block = launch_shape(gpu)
+            stream = cp.cuda.Stream(non_blocking=True)
+            l2 = cp.cuda.runtime.getDeviceProperties(gpu)["l2CacheSize"]
+            scrub = cp.empty(max(2 * l2, 1 << 20), dtype=cp.uint8)
+            src = cp.empty(size, dtype=cp.uint8) if self.kind in ("read", "copy") else None
+            dst = cp.empty(size, dtype=cp.uint8) if self.kind in ("write", "copy") else None
+            partials = cp.empty(grid, dtype=cp.uint64)  # hbm_read: each block's checksum, every timed launch
+            want_checksum = expected_read_checksum(size) if self.kind == "read" else None
+            if src is not None:
+                write((grid,), (block,), (src, cp.uint64(n16), cp.uint32(SEED)))
+            stack.callback(stream.synchronize)  # nothing in flight when the buffers go
+            cleanup = stack.pop_all()
         cp.cuda.Device(gpu).synchronize()
 
         def flush() -> None:
@@ -165,11 +171,7 @@ class _Hbm(Benchmark):
             metadata["warning"] = (f"buffer of {size} bytes is under 4 x the {l2}-byte L2: "
                                    "much of this is the cache's bandwidth, not HBM's")
 
-        def close() -> None:
-            stream.synchronize()
-            probe.close()
-
-        return Prepared(Workload(size, run, reset, check, timer), metadata, close, derive)
+        return Prepared(Workload(size, run, reset, check, timer), metadata, cleanup.close, derive)
 
 
 @register

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import zlib
+from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
@@ -31,8 +32,8 @@ from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.memory.pattern import fill_pattern
-from kvbench.net_peers import InprocPeer, ProcessPeer, RemotePeer, connect_rail, expected_crc, free_port
-from kvbench.peer import PATTERN_SEED
+from kvbench.peers.initiator import InprocPeer, ProcessPeer, RemotePeer, connect_rail
+from kvbench.peers.protocol import PATTERN_SEED, expected_crc, free_port
 
 REMOTE_SEED, LOCAL_SEED = PATTERN_SEED, 23
 
@@ -99,8 +100,9 @@ class _Net(Benchmark):
             return [("remote_peer", params["peer_addr"])]
         return [("loopback", params["peer"])]
 
-    def _connect(self, params: dict[str, Any], size: int):
-        """(agents, local region, peer, prepared transfers): one agent and request per rail."""
+    def _connect(self, params: dict[str, Any], size: int, stack: ExitStack):
+        """(agents, local region, peer, prepared transfers): one agent and request per rail; what
+        needs freeing goes on `stack`."""
         rails = [r.strip() for r in params["rails"].split(",") if r.strip()] or [None]
         listen = free_port() if params["peer"] != "inproc" else None
         # A launched peer knows the initiator by a fixed name (python -m kvbench.peer --initiator kvbench-init).
@@ -109,56 +111,46 @@ class _Net(Benchmark):
         agents = [_agent_on(name if i == 0 else f"{name}-rail{i}", rail, params["threads"],
                             listen if i == 0 or listen is None else free_port())
                   for i, rail in enumerate(rails)]
-        region = allocate(params["local"], size)
-        peer = None
-        try:
-            if params["peer"] == "inproc":
-                peer = InprocPeer(agents[0], size, params["remote"], REMOTE_SEED)
-            elif params["peer"] == "remote":
-                peer = RemotePeer(agents[0], params["peer_name"], params["peer_addr"], params["peer_port"], size,
-                                  params["timeout_s"])
-            else:
-                peer = ProcessPeer(agents[0], listen, size, params["remote"], REMOTE_SEED, params["timeout_s"])
-            mem_type, base, device = nixl_memory(region)
-            offsets = np.arange(params["batch"], dtype=np.uint64) * np.uint64(params["block_size"])
-            lengths = np.full(params["batch"], params["block_size"])
-            transfers = []
-            for i, agent in enumerate(agents):
-                if i:
-                    connect_rail(agent, peer, params["timeout_s"])
-                agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
-                mine = slice(i, None, len(agents))  # the batch is dealt over the rails
-                transfers.append(PreparedTransfer(
-                    agent, self.operation, desc_array(base + offsets[mine], lengths[mine], device), mem_type,
-                    desc_array(peer.base + offsets[mine], lengths[mine], peer.device), peer.mem_type, peer.name,
-                    ["UCX"], timeout_s=params["timeout_s"]))
-        except BaseException:
-            if peer is not None:
-                peer.close()
-            region.close()
-            raise
+        region = stack.enter_context(allocate(params["local"], size))
+        if params["peer"] == "inproc":
+            peer = InprocPeer(agents[0], size, params["remote"], REMOTE_SEED)
+        elif params["peer"] == "remote":
+            peer = RemotePeer(agents[0], params["peer_name"], params["peer_addr"], params["peer_port"], size,
+                              params["timeout_s"])
+        else:
+            peer = ProcessPeer(agents[0], listen, size, params["remote"], REMOTE_SEED, params["timeout_s"])
+        stack.callback(peer.close)
+        mem_type, base, device = nixl_memory(region)
+        offsets = np.arange(params["batch"], dtype=np.uint64) * np.uint64(params["block_size"])
+        lengths = np.full(params["batch"], params["block_size"])
+        transfers = []
+        for i, agent in enumerate(agents):
+            if i:
+                connect_rail(agent, peer, params["timeout_s"])
+            agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
+            mine = slice(i, None, len(agents))  # the batch is dealt over the rails
+            transfers.append(PreparedTransfer(
+                agent, self.operation, desc_array(base + offsets[mine], lengths[mine], device), mem_type,
+                desc_array(peer.base + offsets[mine], lengths[mine], peer.device), peer.mem_type, peer.name,
+                ["UCX"], timeout_s=params["timeout_s"]))
+            stack.callback(transfers[-1].release)
         return agents, region, peer, transfers
 
     def prepare(self, params: dict[str, Any]) -> Prepared:
         size = params["block_size"] * params["batch"]
         offset = ucx_log_size()
-        with proto_info_enabled():  # UCX logs which protocol, transport and device it picks
-            agents, region, peer, transfers = self._connect(params, size)
+        with ExitStack() as stack:
+            with proto_info_enabled():  # UCX logs which protocol, transport and device it picks
+                agents, region, peer, transfers = self._connect(params, size, stack)
 
-        def run() -> None:
-            for t in transfers:
-                t.post()
-            for t in transfers:
-                t.wait()
+            def run() -> None:
+                for t in transfers:
+                    t.post()
+                for t in transfers:
+                    t.wait()
 
-        try:
-            run()
-        except BaseException:
-            for t in transfers:
-                t.release()
-            peer.close()
-            region.close()
-            raise
+            run()  # the first transfer makes UCX choose, and log, its protocols
+            cleanup = stack.pop_all()
         protocols = parse_protocols(ucx_log_since(offset))
         def local_bytes() -> np.ndarray:
             return region.host_array if region.host_array is not None else region.device_array.get()
@@ -199,13 +191,7 @@ class _Net(Benchmark):
         def derive(_m) -> dict[str, Any]:
             return {"telemetry": [t.telemetry() for t in transfers]}
 
-        def close() -> None:
-            for t in transfers:
-                t.release()
-            peer.close()
-            region.close()
-
-        return Prepared(Workload(size, run, reset, check), metadata, close, derive)
+        return Prepared(Workload(size, run, reset, check), metadata, cleanup.close, derive)
 
 
 @register

@@ -1,7 +1,16 @@
-"""Registry of benchmarks by id; the CLI lists it with availability on this host."""
+"""Registry of benchmarks by id; the CLI lists it with availability on this host.
+
+Benchmarks are discovered, not listed: every module under `kvbench/benches/` is imported once,
+and each `@register`s its classes. Adding `area.verb` is one new module (plus its path segment's
+peak function, `kvbench.hardware.path.register_segment`, and that segment's rows in peaks.toml);
+a module outside the package (a plugin, a test) registers the same way once it is imported.
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib
+import pkgutil
 from typing import TYPE_CHECKING
 
 from kvbench.errors import unknown_name
@@ -13,21 +22,26 @@ _BENCHES: dict[str, Benchmark] = {}
 
 
 def register(cls: type[Benchmark]) -> type[Benchmark]:
+    """Class decorator: make a benchmark available under its `id`."""
     _BENCHES[cls.id] = cls()
     return cls
 
 
-def _load_builtin() -> None:
-    from kvbench.benches import dram, hbm, kv, net, pcie, storage  # noqa: F401
+@functools.cache
+def _discover() -> None:
+    import kvbench.benches as package
+
+    for module in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
+        importlib.import_module(module.name)
 
 
 def get_bench(bench_id: str) -> Benchmark:
-    _load_builtin()
+    _discover()
     if bench_id not in _BENCHES:
         raise unknown_name("benchmark", bench_id, _BENCHES)
     return _BENCHES[bench_id]
 
 
 def all_benches() -> dict[str, Benchmark]:
-    _load_builtin()
+    _discover()
     return dict(sorted(_BENCHES.items()))

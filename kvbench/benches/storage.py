@@ -9,6 +9,8 @@ the page cache) and opened O_DIRECT — where the filesystem refuses O_DIRECT th
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -116,21 +118,22 @@ class _Storage(Benchmark):
         return segments
 
     def prepare(self, params: dict[str, Any]) -> Prepared:
+        with ExitStack() as stack:
+            prepared = self._prepare(params, stack)
+            cleanup = stack.pop_all()
+        return replace(prepared, close=cleanup.close)
+
+    def _prepare(self, params: dict[str, Any], stack: ExitStack) -> Prepared:
+        """The case, with everything to free on `stack` (a failure part-way frees what was made)."""
         io, batch = params["io_size"], params["batch"]
-        files = create_files(params["path"] or None, params["files"], params["file_size"], bool(params["direct"]),
-                             writable=self.operation == "WRITE")
-        try:
-            region = allocate(params["target"], io * batch)
-        except BaseException:
-            files.close()
-            raise
+        files = stack.enter_context(create_files(params["path"] or None, params["files"], params["file_size"],
+                                                 bool(params["direct"]), writable=self.operation == "WRITE"))
+        region = stack.enter_context(allocate(params["target"], io * batch))
         backend = BACKENDS[params["backend"]]
         engine = POSIX_APIS[params["api"]] if backend == "POSIX" else {}
         try:
             agent = make_agent(f"kvbench-storage-{os.getpid()}", [backend], params["threads"], backend_params=engine)
         except Exception as exc:
-            region.close()
-            files.close()
             raise RuntimeError(f"NIXL {backend} with api={params['api']} did not start: {exc}") from exc
         mem_type, base, device = nixl_memory(region)
         agent.register_memory(desc_array(np.array([base]), np.array([region.size_bytes]), device), mem_type)
@@ -138,12 +141,12 @@ class _Storage(Benchmark):
         requests = plan_requests(params["files"], params["file_size"], io, batch, params["pattern"], params["seed"])
         local = desc_array(base + np.arange(batch, dtype=np.uint64) * io, np.full(batch, io), device)
         fds = np.array(files.fds, dtype=np.uint64)
-        transfers = [
-            PreparedTransfer(agent, self.operation, local, mem_type,
-                             desc_array(req[:, 1], np.full(batch, io), fds[req[:, 0]]), "FILE", agent.name,
-                             [backend])
-            for req in requests
-        ]
+        transfers = []
+        for req in requests:
+            transfers.append(PreparedTransfer(agent, self.operation, local, mem_type,
+                                              desc_array(req[:, 1], np.full(batch, io), fds[req[:, 0]]), "FILE",
+                                              agent.name, [backend]))
+            stack.callback(transfers[-1].release)
         host = region.host_array
         written = pattern_bytes(region.size_bytes, seed=WRITE_SEED)  # what every write request carries
         if self.operation == "WRITE":
@@ -220,13 +223,7 @@ class _Storage(Benchmark):
         def derive(m) -> dict[str, Any]:
             return {"telemetry": transfers[state["last"]].telemetry(), "iops": batch / m.summary.median}
 
-        def close() -> None:
-            for t in transfers:
-                t.release()
-            region.close()
-            files.close()
-
-        return Prepared(Workload(io * batch, run, reset, check, verify=verify), metadata, close, derive)
+        return Prepared(Workload(io * batch, run, reset, check, verify=verify), metadata, derive=derive)
 
 
 def _tempdir() -> str:

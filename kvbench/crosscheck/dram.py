@@ -6,26 +6,13 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
 
 import numpy as np
-from rich.console import Console
-from rich.table import Table
 
-from kvbench.hardware import fingerprint
+from kvbench.crosscheck.common import Figure, run_kvbench
 from kvbench.measure.engine import Settings
-from kvbench.plan.cases import Case
-from kvbench.runner import run_case
 
 _MBW_AVG = re.compile(r"^AVG\s+Method:\s+(\w+).*Copy:\s+([\d.]+)\s+MiB/s", re.M)
-
-
-@dataclass(frozen=True)
-class Figure:
-    name: str
-    gbps: float | None
-    note: str
-    comparable: bool = True  # measures the same thing as dram.copy (a DRAM-to-DRAM copy)
 
 
 def mbw(size_bytes: int, repeats: int) -> list[Figure]:
@@ -63,31 +50,11 @@ def numpy_copyto(size_bytes: int, repeats: int) -> Figure:
 
 def crosscheck_dram(size_bytes: int, repeats: int = 10) -> tuple[Figure, list[Figure]]:
     """(kvbench's figure, the peers' figures), all single-threaded, in decimal GB/s."""
-    facts = fingerprint.collect_facts(gpus=False, dram=False)
-    result = run_case(Case("dram.copy", {"size": size_bytes, "threads": 1, "src": "pageable", "dst": "pageable",
-                                         "fragment": 0, "primitive": "auto"}),
-                      facts, Settings(samples=9))
+    result = run_kvbench("dram.copy", {"size": size_bytes, "threads": 1, "src": "pageable", "dst": "pageable",
+                                       "fragment": 0, "primitive": "auto"}, Settings(samples=9))
     if result.status != "ok":
         ours = Figure("kvbench dram.copy", None, f"{result.status}: {result.reason}")
     else:
         ours = Figure("kvbench dram.copy", result.gbps["median"],
                       f"primitive {result.metadata['primitive']} (trial GB/s {result.metadata['primitive_trial_gbps']})")
     return ours, [*mbw(size_bytes, repeats), numpy_copyto(size_bytes, repeats)]
-
-
-def render(console: Console, figures: tuple[Figure, list[Figure]],
-           title: str = "dram.copy crosscheck (single thread, GB/s = 1e9 B/s)", goal: float = 0.95,
-           goal_max: float | None = None) -> None:
-    ours, peers = figures
-    table = Table(title=title, title_justify="left")
-    for col in ("tool", "GB/s", "kvbench / tool", "note"):
-        table.add_column(col, overflow="fold")
-    table.add_row(ours.name, f"{ours.gbps:.2f}" if ours.gbps else "-", "", ours.note)
-    for peer in peers:
-        ratio = f"{ours.gbps / peer.gbps:.2f}" if ours.gbps and peer.gbps else "-"
-        table.add_row(peer.name, f"{peer.gbps:.2f}" if peer.gbps else "-", ratio, peer.note)
-    console.print(table)
-    best = max((p for p in peers if p.gbps and p.comparable), key=lambda p: p.gbps, default=None)
-    if best and ours.gbps:
-        wanted = f"≥ {goal:.2f}" if goal_max is None else f"{goal:.2f}–{goal_max:.2f}"
-        console.print(f"kvbench / best peer ({best.name}): {ours.gbps / best.gbps:.2f} (goal {wanted})")

@@ -15,13 +15,9 @@ import shutil
 import subprocess
 import time
 
-from kvbench.benches.registry import get_bench
-from kvbench.crosscheck.dram import Figure
-from kvbench.hardware import fingerprint
+from kvbench.crosscheck.common import Figure, run_kvbench
 from kvbench.measure.engine import Settings
-from kvbench.net_peers import free_port
-from kvbench.plan.cases import Case
-from kvbench.runner import run_case
+from kvbench.peers.protocol import free_port
 
 _FINAL = re.compile(r"^Final:\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
 
@@ -48,10 +44,8 @@ def ucx_perftest_put(size_bytes: int, iterations: int, env: dict[str, str]) -> F
 
 
 def kvbench_write(size_bytes: int, batch: int) -> Figure:
-    spec = get_bench("net.write")
-    params = spec.canonical_params({"peer": "local", "block_size": size_bytes, "batch": batch})
-    result = run_case(Case("net.write", params), fingerprint.collect_facts(gpus=False, dram=False),
-                      Settings(samples=7, min_sample_s=0.1))
+    result = run_kvbench("net.write", {"peer": "local", "block_size": size_bytes, "batch": batch},
+                         Settings(samples=7, min_sample_s=0.1))
     name = f"kvbench net.write {size_bytes >> 10}KiB x {batch}"
     if result.status != "ok":
         return Figure(name, None, f"{result.status}: {result.reason}")

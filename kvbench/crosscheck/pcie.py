@@ -8,12 +8,8 @@ import re
 import shutil
 import subprocess
 
-from kvbench.benches.registry import get_bench
-from kvbench.crosscheck.dram import Figure
-from kvbench.hardware import fingerprint
+from kvbench.crosscheck.common import Figure, run_kvbench
 from kvbench.measure.engine import Settings
-from kvbench.plan.cases import Case
-from kvbench.runner import run_case
 
 TESTS = {"pcie.h2d": "host_to_device_memcpy_ce", "pcie.d2h": "device_to_host_memcpy_ce"}
 # nvbandwidth's bidirectional tests report one direction while the other runs: pcie.bidir's
@@ -48,14 +44,13 @@ def nvbandwidth(test: str) -> Figure:
 
 
 def crosscheck_pcie() -> list[tuple[Figure, list[Figure]]]:
-    facts = fingerprint.collect_facts()
     out = []
     for bench, test in TESTS.items():
-        result = _run(bench, facts)
+        result = _run(bench)
         ours = (Figure(f"kvbench {bench} pinned 256MiB", result.gbps["median"], "CUDA events behind a spin kernel")
                 if result.status == "ok" else Figure(f"kvbench {bench}", None, f"{result.status}: {result.reason}"))
         out.append((ours, [nvbandwidth(test)]))
-    bidir = _run("pcie.bidir", facts)
+    bidir = _run("pcie.bidir")
     for direction, test in BIDIR_TESTS.items():
         if bidir.status == "ok":
             rates = bidir.metadata["directions_gbps"]
@@ -68,6 +63,5 @@ def crosscheck_pcie() -> list[tuple[Figure, list[Figure]]]:
     return out
 
 
-def _run(bench: str, facts):
-    params = get_bench(bench).canonical_params({"memory": "pinned", "size": f"{SIZE_MIB}MiB", "gpu": 0})
-    return run_case(Case(bench, params), facts, Settings(samples=9))
+def _run(bench: str):
+    return run_kvbench(bench, {"memory": "pinned", "size": f"{SIZE_MIB}MiB", "gpu": 0}, Settings(samples=9), gpus=True)

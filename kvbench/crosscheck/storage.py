@@ -9,12 +9,8 @@ import shutil
 import subprocess
 import tempfile
 
-from kvbench.benches.registry import get_bench
-from kvbench.crosscheck.dram import Figure
-from kvbench.hardware import fingerprint
+from kvbench.crosscheck.common import Figure, run_kvbench
 from kvbench.measure.engine import Settings
-from kvbench.plan.cases import Case
-from kvbench.runner import run_case
 
 FIO_ENGINES = {"aio": "libaio", "uring": "io_uring"}
 
@@ -47,11 +43,8 @@ def crosscheck_storage(io_size: int, depth: int, file_bytes: int, directory: str
                        api: str = "aio") -> tuple[Figure, list[Figure]]:
     """kvbench through the NIXL POSIX engine `api` next to fio with the matching engine."""
     directory = directory or tempfile.gettempdir()
-    bench = get_bench("storage.read")
-    params = bench.canonical_params({"io_size": io_size, "batch": depth, "file_size": file_bytes, "path": directory,
-                                     "api": api})
-    result = run_case(Case("storage.read", params), fingerprint.collect_facts(gpus=False, dram=False),
-                      Settings(samples=7, min_sample_s=0.2))
+    params = {"io_size": io_size, "batch": depth, "file_size": file_bytes, "path": directory, "api": api}
+    result = run_kvbench("storage.read", params, Settings(samples=7, min_sample_s=0.2))
     if result.status != "ok":
         ours = Figure("kvbench storage.read", None, f"{result.status}: {result.reason}")
     else:

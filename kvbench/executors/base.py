@@ -19,6 +19,12 @@ class Executor(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str]
+    # Which memory it moves, and so which code prepares its case: "host" (host to host), "cuda"
+    # (pinned host to GPU), "nixl" (a file or another agent's memory to local memory).
+    family: ClassVar[str] = "host"
+    # Moves the same bytes as one piece (the descriptors collapsed): the ceiling the fragmented
+    # strategies are judged against, not a way to restore fragmented KV.
+    ceiling: ClassVar[bool] = False
 
     def unavailable_reason(self) -> str | None:
         """None when the executor can run here, else why not (one line)."""

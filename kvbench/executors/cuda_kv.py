@@ -1,6 +1,8 @@
-"""KV fragment strategies on CUDA, all fed the same descriptor list (issue: every gather
-strategy side by side). Each returns an `enqueue()` that puts one restore on `stream`; the
-CUDA event timer measures it behind a spin kernel.
+"""KV fragment strategies on CUDA, all fed the same descriptor list (every gather strategy side by
+side), each registered as an executor of family `cuda`: `bind(src, dst, descriptors, stream=...)`
+with a pinned host source and a GPU destination returns a callable that puts one restore on
+`stream`; the CUDA event timer measures it behind a spin kernel, or ungated when one operation is
+thousands of copies (`copies_per_op`).
 
 * `ce-loop`: one cudaMemcpyAsync per fragment issued from Python — the naive engine, named
   so that its submission cost is visible, not hidden.
@@ -16,26 +18,19 @@ CUDA event timer measures it behind a spin kernel.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 import numpy as np
 
-from kvbench.backends.cuda import cupy_module, kernel_module, launch_shape
+from kvbench.backends.cuda import cuda_unavailable_reason, cupy_module, kernel_module, launch_shape
 from kvbench.errors import BadInput
+from kvbench.executors.base import Executor
+from kvbench.executors.registry import register
 from kvbench.kv.descriptors import DescriptorList
-from kvbench.kv.strategies import CUDA as STRATEGIES
+from kvbench.memory.region import Region
 
 H2D, D2D = 1, 3
 STAGE_BYTES = 8 << 20
-
-# Timed on the host clock, ending in a stream synchronize: their cost *is* the host side
-# (Python submission, CPU gathering), which a spin kernel would hide or deadlock on.
-HOST_TIMED = ("ce-loop", "staged")
-
-
-def copies_per_op(strategy: str, fragments: int) -> int:
-    """Copies one operation of `strategy` puts on the stream: every fragment for a graph or a batched
-    call, one launch or one copy for the kernel and the contiguous ceiling."""
-    return fragments if strategy in ("ce-graph", "ce-batch") else 1
 
 
 def batch_unavailable_reason() -> str | None:
@@ -48,18 +43,62 @@ def batch_unavailable_reason() -> str | None:
     return None
 
 
-def bind(strategy: str, src_ptr: int, dst_ptr: int, descriptors: DescriptorList, stream, gpu: int,
-         src_host: np.ndarray | None = None) -> Callable[[], None]:
-    cp = cupy_module()
-    rows = descriptors.rows
-    src_off = rows["src_offset"].astype(np.uint64)
-    dst_off = rows["dst_offset"].astype(np.uint64)
-    length = rows["length"].astype(np.uint64)
-    if strategy == "gpu-contiguous":
-        total = int(length.sum())
-        return lambda: cp.cuda.runtime.memcpyAsync(dst_ptr, src_ptr, total, H2D, stream.ptr)
-    if strategy == "ce-loop":
-        triples = list(zip((dst_ptr + dst_off).tolist(), (src_ptr + src_off).tolist(), length.tolist(), strict=True))
+class CudaStrategy(Executor):
+    """A way to restore fragments from pinned host memory into GPU memory."""
+
+    family = "cuda"
+    # Timed on the host clock, ending in a stream synchronize: their cost *is* the host side
+    # (Python submission, CPU gathering), which a spin kernel would hide or deadlock on.
+    host_timed: ClassVar[bool] = False
+
+    def unavailable_reason(self) -> str | None:
+        return cuda_unavailable_reason()
+
+    def copies_per_op(self, fragments: int) -> int:
+        """Copies one operation puts on the stream (the timer gates at most GATE_QUEUE_COPIES)."""
+        return 1
+
+    def bind(self, src: Region, dst: Region, descriptors: DescriptorList, threads: int = 1,
+             stream=None) -> Callable[[], None]:
+        if src.host_array is None or dst.device_array is None:
+            raise BadInput(f"strategy {self.name} restores from host memory (pinned) into GPU memory (device)")
+        rows = descriptors.rows
+        offsets = (rows["src_offset"].astype(np.uint64), rows["dst_offset"].astype(np.uint64),
+                   rows["length"].astype(np.uint64))
+        return self._bind(src, int(dst.device_array.data.ptr), descriptors, offsets, stream,
+                          int(dst.facts.get("gpu", 0)))
+
+    def _bind(self, src: Region, dst_ptr: int, descriptors: DescriptorList, offsets, stream,
+              gpu: int) -> Callable[[], None]:
+        raise NotImplementedError
+
+
+def _triples(src_ptr: int, dst_ptr: int, offsets) -> list[tuple[int, int, int]]:
+    src_off, dst_off, length = offsets
+    return list(zip((dst_ptr + dst_off).tolist(), (src_ptr + src_off).tolist(), length.tolist(), strict=True))
+
+
+@register
+class GpuContiguous(CudaStrategy):
+    name = "gpu-contiguous"
+    description = "the same bytes as one cudaMemcpyAsync: the ceiling the others are judged against"
+    ceiling = True
+
+    def _bind(self, src, dst_ptr, descriptors, offsets, stream, gpu):
+        cp = cupy_module()
+        total = int(offsets[2].sum())
+        return lambda: cp.cuda.runtime.memcpyAsync(dst_ptr, src.address, total, H2D, stream.ptr)
+
+
+@register
+class CeLoop(CudaStrategy):
+    name = "ce-loop"
+    description = "one cudaMemcpyAsync per fragment, issued from Python (the naive engine: its submission shows)"
+    host_timed = True
+
+    def _bind(self, src, dst_ptr, descriptors, offsets, stream, gpu):
+        cp = cupy_module()
+        triples = _triples(src.address, dst_ptr, offsets)
 
         def loop() -> None:
             for d, s, n in triples:
@@ -67,22 +106,46 @@ def bind(strategy: str, src_ptr: int, dst_ptr: int, descriptors: DescriptorList,
             stream.synchronize()
 
         return loop
-    if strategy == "ce-graph":
+
+
+@register
+class CeGraph(CudaStrategy):
+    name = "ce-graph"
+    description = "the per-fragment copies captured once into a CUDA graph and replayed"
+
+    def copies_per_op(self, fragments: int) -> int:
+        return fragments
+
+    def _bind(self, src, dst_ptr, descriptors, offsets, stream, gpu):
+        cp = cupy_module()
         capture = cp.cuda.Stream(non_blocking=True)
-        triples = list(zip((dst_ptr + dst_off).tolist(), (src_ptr + src_off).tolist(), length.tolist(), strict=True))
         capture.begin_capture()
-        for d, s, n in triples:
+        for d, s, n in _triples(src.address, dst_ptr, offsets):
             cp.cuda.runtime.memcpyAsync(d, s, n, H2D, capture.ptr)
         graph = capture.end_capture()
         graph.upload(stream)
         return lambda: graph.launch(stream)
-    if strategy == "ce-batch":
+
+
+@register
+class CeBatch(CudaStrategy):
+    name = "ce-batch"
+    description = "every fragment in one cudaMemcpyBatchAsync (CUDA >= 12.8, cuda-python)"
+
+    def unavailable_reason(self) -> str | None:
+        return cuda_unavailable_reason() or batch_unavailable_reason()
+
+    def copies_per_op(self, fragments: int) -> int:
+        return fragments
+
+    def _bind(self, src, dst_ptr, descriptors, offsets, stream, gpu):
         reason = batch_unavailable_reason()
         if reason:
             raise BadInput(reason)
         from cuda.bindings import runtime as rt
 
-        dsts, srcs, sizes = (dst_ptr + dst_off).tolist(), (src_ptr + src_off).tolist(), length.tolist()
+        src_off, dst_off, length = offsets
+        dsts, srcs, sizes = (dst_ptr + dst_off).tolist(), (src.address + src_off).tolist(), length.tolist()
         attrs = rt.cudaMemcpyAttributes()
         attrs.srcAccessOrder = rt.cudaMemcpySrcAccessOrder.cudaMemcpySrcAccessOrderStream
 
@@ -92,16 +155,31 @@ def bind(strategy: str, src_ptr: int, dst_ptr: int, descriptors: DescriptorList,
                 raise RuntimeError(f"cudaMemcpyBatchAsync failed: {err}")
 
         return batch
-    if strategy == "sm-gather":
+
+
+@register
+class SmGather(CudaStrategy):
+    name = "sm-gather"
+    description = "one kernel copying every fragment through the pinned source's device pointer"
+
+    def _bind(self, src, dst_ptr, descriptors, offsets, stream, gpu):
+        cp = cupy_module()
         kernel = kernel_module("kv_gather", gpu).get_function("kv_gather")
-        d_src, d_dst, d_len = cp.asarray(src_off), cp.asarray(dst_off), cp.asarray(length)
+        d_src, d_dst, d_len = (cp.asarray(a) for a in offsets)
         grid, block = launch_shape(gpu, 256)
-        rows_n = cp.uint64(len(length))
-        return lambda: kernel((grid,), (block,), (cp.uint64(src_ptr), cp.uint64(dst_ptr), d_src, d_dst, d_len, rows_n),
-                              stream=stream)
-    if strategy == "staged":
-        return _staged(src_host, dst_ptr, descriptors, stream)
-    raise BadInput(f"unknown CUDA strategy '{strategy}' (known: {', '.join(STRATEGIES)})")
+        rows_n = cp.uint64(len(offsets[2]))
+        args = (cp.uint64(src.address), cp.uint64(dst_ptr), d_src, d_dst, d_len, rows_n)
+        return lambda: kernel((grid,), (block,), args, stream=stream)
+
+
+@register
+class Staged(CudaStrategy):
+    name = "staged"
+    description = "the CPU gathers fragments into pinned 8 MiB stages, one DMA each, double-buffered"
+    host_timed = True
+
+    def _bind(self, src, dst_ptr, descriptors, offsets, stream, gpu):
+        return _staged(src.host_array, dst_ptr, descriptors, stream)
 
 
 def _staged(src_host: np.ndarray | None, dst_ptr: int, descriptors: DescriptorList, stream) -> Callable[[], None]:

@@ -122,3 +122,13 @@ class NumpyExecutor(Executor):
                 future.result()
 
         return run
+
+
+@register
+class ContiguousExecutor(HostExecutor):
+    name = "contiguous"
+    description = "the same bytes as one copy, in the host's fastest piece size: the ceiling on host memory"
+    ceiling = True
+
+    def __init__(self) -> None:
+        super().__init__(PIECE_BYTES)

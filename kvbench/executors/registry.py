@@ -1,7 +1,11 @@
-"""Registry of executors by name, so the CLI can list them and suites can name them."""
+"""Registry of executors by name — host, CUDA and NIXL alike — so the CLI can list them, suites can
+name them (`kv.restore strategy=...`), and a benchmark finds the one it was asked for."""
 
 from __future__ import annotations
 
+import functools
+import importlib
+import pkgutil
 from typing import TYPE_CHECKING
 
 from kvbench.errors import unknown_name
@@ -25,12 +29,18 @@ def get_executor(name: str) -> Executor:
     return _EXECUTORS[name]
 
 
-def all_executors() -> dict[str, Executor]:
+def all_executors(family: str | None = None) -> dict[str, Executor]:
+    """Every registered executor, or those of one `family` (host, cuda, nixl)."""
     _load_builtin()
-    return dict(_EXECUTORS)
+    return {name: ex for name, ex in _EXECUTORS.items() if family is None or ex.family == family}
 
 
+@functools.cache
 def _load_builtin() -> None:
-    # Imported here, not at module top, so that importing the registry stays cheap and a
-    # module with heavy imports (numba, cupy) only loads when executors are asked for.
-    from kvbench.executors import host  # noqa: F401
+    # Every module of the package registers its executors when imported: host (numba), CUDA, NIXL.
+    # Imported here, not at module top, so that importing the registry stays cheap; cupy and NIXL
+    # themselves load only when an executor binds.
+    import kvbench.executors as package
+
+    for module in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
+        importlib.import_module(module.name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+from collections.abc import Callable
 from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
@@ -13,9 +14,11 @@ from kvbench.hardware import dimm, nvml, sysfs
 from kvbench.hardware.facts import HostFacts, Link
 
 
-def collect_facts(root: str = "/", gpus: bool = True, dram: bool = True) -> HostFacts:
-    """Everything kvbench knows about this host; `root` points at a recorded tree in tests."""
-    gpu_list, gpu_reason = nvml.read_gpus() if gpus else ((), "not read")
+def collect_facts(root: str = "/", gpus: bool = True, dram: bool = True,
+                  cuda_index: Callable[[], dict[str, int]] | None = None) -> HostFacts:
+    """Everything the hardware says about this host; `root` points at a recorded tree in tests.
+    `cuda_index` answers CUDA's device number by PCI address (kvbench.this_host passes CUDA's)."""
+    gpu_list, gpu_reason = nvml.read_gpus(cuda_index() if cuda_index else {}) if gpus else ((), "not read")
     return HostFacts(
         hostname=sysfs.hostname(),
         **sysfs.cpu_info(root),

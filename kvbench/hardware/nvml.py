@@ -37,8 +37,9 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def read_gpus() -> tuple[tuple[Gpu, ...], str | None]:
-    """(GPUs, None) or ((), why NVML could not be read)."""
+def read_gpus(cuda_index: dict[str, int] | None = None) -> tuple[tuple[Gpu, ...], str | None]:
+    """(GPUs, None) or ((), why NVML could not be read). `cuda_index`: CUDA's device number by PCI
+    address (sysfs spelling), which NVML does not know (it numbers GPUs in bus order)."""
     try:
         import pynvml
     except ImportError:
@@ -47,10 +48,8 @@ def read_gpus() -> tuple[tuple[Gpu, ...], str | None]:
         pynvml.nvmlInit()
     except Exception as exc:
         return (), f"no NVIDIA driver: {type(exc).__name__}: {exc}"
+    cuda_index = cuda_index or {}
     try:
-        from kvbench.backends.cuda import cuda_index_by_bus
-
-        cuda_index = cuda_index_by_bus()
         gpus = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)

@@ -155,12 +155,23 @@ def _nvme(segment: Segment, facts: HostFacts, links: LinksUnderLoad) -> SegmentP
     return (peak, None) if peak else (None, f"NVMe {segment[1]} link unknown")
 
 
-# Segment kind → its peak function: a new path segment is one function and one row here.
+# Segment kind → its peak function: a new path segment is one function registered here, or from
+# anywhere with `register_segment`.
 SEGMENTS: dict[str, Callable[[Segment, HostFacts, LinksUnderLoad], SegmentPeak]] = {
     "dram_read": _dram_read, "dram_copy": _dram_copy, "gpu_link": _gpu_link, "gpu_link_both": _gpu_link_both,
     "all_gpu_links": _all_gpu_links, "hbm": _hbm, "hbm_copy": _hbm_copy, "nic": _nic, "loopback": _loopback,
     "nic_rails": _nic_rails, "remote_peer": _remote_peer, "storage": _storage, "nvme": _nvme,
 }
+
+
+def register_segment(kind: str):
+    """Decorator: `fn(segment, facts, links) -> (peak, None) | (None, reason)` is the peak of
+    segments whose first element is `kind`."""
+    def decorate(fn: Callable[[Segment, HostFacts, LinksUnderLoad], SegmentPeak]):
+        SEGMENTS[kind] = fn
+        return fn
+
+    return decorate
 
 
 def segment_peak(segment: Segment, facts: HostFacts, links: LinksUnderLoad | None = None) -> SegmentPeak:

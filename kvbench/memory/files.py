@@ -66,6 +66,12 @@ class TestFiles:
         finally:
             os.close(fd)
 
+    def __enter__(self) -> TestFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         for fd in self.fds:
             try:

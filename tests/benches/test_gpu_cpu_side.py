@@ -34,7 +34,7 @@ def test_the_smoke_stage_holds_one_case_of_every_gpu_path():
 
 
 def test_the_full_stage_sweeps_pcie_every_kv_strategy_nixl_on_gpu_memory_and_every_gpu():
-    from kvbench.executors.cuda_kv import STRATEGIES
+    from kvbench.kv.strategies import CUDA as STRATEGIES
 
     cases = _cases("gpu-full")
     sizes = {p["size"] for b, p in cases if b == "pcie.h2d" and p["memory"] == "pinned" and p["engine"] == "ce"}
@@ -111,7 +111,7 @@ def test_all_gpus_at_once_peak_is_the_sum_of_links_and_input_is_checked():
 
 
 def test_a_far_numa_buffer_is_flagged():
-    from kvbench.benches.gpu_common import numa_placement
+    from kvbench.memory.placement import numa_placement
 
     assert numa_placement(0, 0) == {"gpu_numa_node": 0, "host_numa_node": 0}
     far = numa_placement(0, 1)
@@ -130,7 +130,7 @@ def test_torch_backend_input_and_skip():
 
 
 def test_link_facts_say_whether_the_link_was_read_under_load_and_count_replays():
-    from kvbench.benches.gpu_common import link_facts
+    from kvbench.hardware.gpu_link import link_facts
 
     before = {"gen": 1, "width": 16, "max_gen": 5, "max_width": 16, "replays": 7}
     busy = {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16, "replays": 8, "sm_clock_mhz": 1980,
@@ -144,9 +144,9 @@ def test_link_facts_say_whether_the_link_was_read_under_load_and_count_replays()
 
 
 def test_without_nvml_a_link_probe_reads_nothing_and_records_nothing():
-    from kvbench.benches.gpu_common import LinkProbe
+    from kvbench.hardware.gpu_link import LinkProbe
 
-    probe = LinkProbe(0)
+    probe = LinkProbe(None, 0)
     if probe.before:
         pytest.skip("NVML answers here")
     probe.read_under_load()
@@ -173,7 +173,7 @@ def test_bidirectional_rates_per_direction_and_sum():
 
 
 def test_a_padded_timer_leaves_room_in_the_launch_queue():
-    from kvbench.backends.cuda import max_padded_loops, pad_loops
+    from kvbench.measure.cuda_timer import max_padded_loops, pad_loops
 
     assert [pad_loops(n, 0.5) for n in (1, 10, 170)] == [1, 5, 85]
     assert pad_loops(100, 0.0) == 0
@@ -183,8 +183,8 @@ def test_a_padded_timer_leaves_room_in_the_launch_queue():
 
 
 def test_the_spin_gate_never_holds_more_copies_than_the_queue():
-    from kvbench.backends.cuda import GATE_QUEUE_COPIES, gate_plan
-    from kvbench.executors.cuda_kv import copies_per_op
+    from kvbench.executors.registry import get_executor
+    from kvbench.measure.cuda_timer import GATE_QUEUE_COPIES, gate_plan
 
     assert gate_plan(1) == (True, GATE_QUEUE_COPIES)
     gated, loops = gate_plan(1, pad_fraction=1.0)  # pcie.bidir: as many copies again, untimed
@@ -192,12 +192,12 @@ def test_the_spin_gate_never_holds_more_copies_than_the_queue():
     assert gate_plan(64) == (True, GATE_QUEUE_COPIES // 64)
     # a CUDA graph or a batched call of every fragment of a 1024-token restore: timed ungated
     fragments = 64 * 160
-    assert copies_per_op("ce-graph", fragments) == fragments and gate_plan(fragments)[0] is False
-    assert copies_per_op("sm-gather", fragments) == 1 and gate_plan(1)[0] is True
+    assert get_executor("ce-graph").copies_per_op(fragments) == fragments and gate_plan(fragments)[0] is False
+    assert get_executor("sm-gather").copies_per_op(fragments) == 1 and gate_plan(1)[0] is True
 
 
 def test_the_spin_kernel_gives_up_after_a_time_not_a_poll_count():
-    from kvbench.backends.cuda import SPIN_TIMEOUT_NS
+    from kvbench.measure.cuda_timer import SPIN_TIMEOUT_NS
     from kvbench.resources import kernels_dir
 
     source = (kernels_dir() / "spin.cu").read_text()
@@ -238,7 +238,7 @@ def test_the_hbm_checks_walk_the_buffer_in_bounded_chunks():
 def test_gpu_pair_relations_from_nvml_answers():
     import pynvml
 
-    from kvbench.benches.pcie_all import TOPOLOGY_LEVELS, pair_relations
+    from kvbench.benches.pcie.all_gpus import TOPOLOGY_LEVELS, pair_relations
 
     levels = {getattr(pynvml, name): text for name, text in TOPOLOGY_LEVELS.items()}
     assert sorted(levels) == [0, 10, 20, 30, 40, 50]  # every level NVML defines has a name
@@ -260,7 +260,7 @@ def test_gpu_pair_relations_from_nvml_answers():
 
 
 def test_all_gpus_at_once_copy_from_each_gpu_s_own_node():
-    from kvbench.benches.pcie_all import lane_memory
+    from kvbench.benches.pcie.all_gpus import lane_memory
     from kvbench.memory.numa import online_nodes
 
     node = online_nodes()[0]

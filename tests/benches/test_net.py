@@ -7,7 +7,7 @@ import pytest
 from kvbench.backends.nixl import backend_unavailable_reason
 from kvbench.benches import get_bench
 from kvbench.measure import Settings
-from kvbench.net_peers import ProcessPeer
+from kvbench.peers.initiator import ProcessPeer
 from kvbench.plan.cases import Case
 from kvbench.runner import run_case
 
@@ -66,7 +66,7 @@ def test_a_peer_started_by_a_launcher_is_reached_by_address(facts):
     """What `srun -N2` / `torchrun --nnodes 2` do, on one host: rank 0 waits, rank 1 measures."""
     import subprocess
 
-    from kvbench.net_peers import free_port
+    from kvbench.peers.protocol import free_port
 
     port, size = free_port(), 16 * 65536
     target = subprocess.Popen([sys.executable, "-m", "kvbench.peer", "--name", "kvbench-target", "--port", str(port),
@@ -88,7 +88,7 @@ def test_launch_runs_rank_0_as_target_and_rank_1_as_initiator(tmp_path):
     import os
     import subprocess
 
-    from kvbench.net_peers import free_port
+    from kvbench.peers.protocol import free_port
     from tests.conftest import REPO
 
     port = free_port()

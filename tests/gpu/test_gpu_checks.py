@@ -99,12 +99,14 @@ def test_a_broken_copy_engine_copy_fails_the_case(facts, monkeypatch, bench, bre
 def test_a_broken_cuda_kv_strategy_fails_the_case(facts, monkeypatch, strategy, breakage):
     import cupy as cp
 
-    from kvbench.executors import cuda_kv
+    from kvbench.executors.registry import get_executor
 
-    real = cuda_kv.bind
+    executor = get_executor(strategy)
+    real = type(executor).bind
 
-    def bind(name, src_ptr, dst_ptr, descriptors, stream, gpu, src_host=None):
-        transfer = real(name, src_ptr, dst_ptr, descriptors, stream, gpu, src_host)
+    def bind(self, src, dst, descriptors, threads=1, stream=None):
+        transfer = real(self, src, dst, descriptors, threads, stream=stream)
+        dst_ptr = int(dst.device_array.data.ptr)
         rows = list(zip(descriptors.dst_offset.tolist(), descriptors.length.tolist(), strict=True))
         spoiled = ([rows[len(rows) // 2]] if breakage == "one fragment skipped"
                    else [(d + n - 1, 1) for d, n in rows])
@@ -118,7 +120,7 @@ def test_a_broken_cuda_kv_strategy_fails_the_case(facts, monkeypatch, strategy, 
 
         return broken
 
-    monkeypatch.setattr(cuda_kv, "bind", bind)
+    monkeypatch.setattr(type(executor), "bind", bind)
     result = run(facts, "kv.restore", model="Qwen2.5-32B", tokens=64, src="pinned", dst="device", strategy=strategy)
     if strategy == "ce-batch" and result.status == "skipped":
         pytest.skip(result.reason)

@@ -88,7 +88,7 @@ def test_a_check_narrowed_to_each_fragments_first_half_is_what_the_last_byte_bre
     """The catalogue's sensitivity: narrow kv's comparison to the first half of every fragment and the
     'last byte of each fragment skipped' breakage passes. So its test above is what would go red
     if the check were narrowed that way."""
-    import kvbench.benches.kv as kv
+    import kvbench.benches.kv.host as kv
     from kvbench.kv.check import first_mismatch
     from kvbench.kv.descriptors import DescriptorList
 

@@ -11,6 +11,7 @@ from kvbench.benches.base import Prepared
 from kvbench.errors import IntegrityError
 from kvbench.measure.engine import Workload
 from kvbench.measure.timer import MonotonicTimer
+from kvbench.measure.torch_timer import TorchEventTimer
 from kvbench.memory.pattern import POISON, fill_pattern
 
 
@@ -22,32 +23,6 @@ def torch_unavailable_reason() -> str | None:
     if not torch.cuda.is_available():
         return "backend=torch: torch sees no CUDA device"
     return None
-
-
-class TorchEventTimer:
-    """torch.cuda.Event around `loops` copies on one stream (enqueued, then synchronized)."""
-
-    name = "torch_cuda_events"
-    resolution_s = 0.5e-6
-    max_loops = 256
-
-    def __init__(self, stream) -> None:
-        import torch
-
-        self.stream = stream
-        self._start = torch.cuda.Event(enable_timing=True)
-        self._end = torch.cuda.Event(enable_timing=True)
-
-    def overhead_s(self, loops: int) -> float:
-        return 0.0
-
-    def time(self, op, loops: int) -> float:
-        self._start.record(self.stream)
-        for _ in range(loops):
-            op()
-        self._end.record(self.stream)
-        self._end.synchronize()
-        return self._start.elapsed_time(self._end) * 1e-3
 
 
 def prepare_torch(direction: str, memory: str, size: int, gpu: int) -> Prepared:

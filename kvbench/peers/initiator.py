@@ -1,33 +1,25 @@
-"""The two kinds of far side a network benchmark talks to, behind one small interface.
+"""The far sides a network benchmark talks to, behind one small interface (base, size, device,
+mem_type, name; crc(), poison(), describe(), close()).
 
 * `InprocPeer`: a second NIXL agent in this process (UCX loopback inside one process).
 * `ProcessPeer`: `python -m kvbench.peer` in another process on this host; metadata through
   NIXL's listener on 127.0.0.1, control messages as NIXL notifications.
+* `RemotePeer`: a peer a launcher started on another host (rank 0), reached by address.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
-import zlib
 
 import numpy as np
 
 from kvbench.backends.nixl import desc_array, make_agent
 from kvbench.memory.kinds import allocate
 from kvbench.memory.nixl_regions import nixl_memory
-from kvbench.memory.pattern import fill_pattern
-from kvbench.peer import region_crc, wait_for_metadata
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on now, for a NIXL listener."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from kvbench.peers.protocol import fill_region, free_port, region_crc, wait_for_metadata
 
 
 def connect_rail(agent, peer, timeout_s: float) -> None:
@@ -52,19 +44,11 @@ class InprocPeer:
         self.agent = make_agent(f"{initiator.name}-target", ["UCX"], telemetry=False)
         self.name = self.agent.name
         self.region = allocate(memory, size)
-        self._fill(seed)
+        fill_region(self.region, seed)
         mem_type, base, device = nixl_memory(self.region)
         self.agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
         initiator.add_remote_agent(self.agent.get_agent_metadata())
         self.base, self.size, self.device, self.mem_type = base, size, device, mem_type
-
-    def _fill(self, seed: int) -> None:
-        if self.region.host_array is not None:
-            fill_pattern(self.region.host_array, seed=seed)
-        else:
-            pattern = np.empty(self.region.size_bytes, dtype=np.uint8)
-            fill_pattern(pattern, seed=seed)
-            self.region.device_array.set(pattern)
 
     def crc(self) -> int:
         return region_crc(self.region)
@@ -193,9 +177,3 @@ class RemotePeer(ProcessPeer):
             self.initiator.send_notif(self.name, b"BYE")
         except Exception:
             pass
-
-
-def expected_crc(size: int, seed: int) -> int:
-    data = np.empty(size, dtype=np.uint8)
-    fill_pattern(data, seed=seed)
-    return zlib.crc32(memoryview(data))

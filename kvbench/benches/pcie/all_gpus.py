@@ -14,18 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.backends.cuda import AllGpusEventTimer, cupy_module, poison_between_copies
+from kvbench.backends.cuda import cupy_module, gpu_numa_node, link_probe, pci_bus_id, poison_between_copies
 from kvbench.benches.base import Prepared
-from kvbench.benches.gpu_common import (
-    LinkProbe,
-    gpu_numa_node,
-    host_buffer,
-    numa_placement,
-    nvml_handle,
-)
 from kvbench.errors import IntegrityError
+from kvbench.hardware.gpu_link import nvml_handle
 from kvbench.hardware.nvml import nvml_session
+from kvbench.measure.cuda_timer import AllGpusEventTimer
 from kvbench.measure.engine import Workload
+from kvbench.memory.placement import numa_placement
+from kvbench.memory.registered import host_buffer
 from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
 from kvbench.memory.pattern import fill_pattern
 
@@ -64,7 +61,7 @@ def topology(gpus: list[int]) -> dict[str, str]:
             return {}
         levels = {getattr(pynvml, name): text for name, text in TOPOLOGY_LEVELS.items() if hasattr(pynvml, name)}
         return pair_relations(gpus, lambda i, j: pynvml.nvmlDeviceGetTopologyCommonAncestor(
-            nvml_handle(pynvml, i), nvml_handle(pynvml, j)), levels)
+            nvml_handle(pynvml, pci_bus_id(i), i), nvml_handle(pynvml, pci_bus_id(j), j)), levels)
 
 
 def lane_memory(gpu_node: int | None) -> str:
@@ -90,7 +87,7 @@ def prepare_all(direction: str, size: int) -> Prepared:
             fill_pattern(pattern, seed=100 + g)
             d.set(pattern)
             lanes.append({"gpu": g, "node": node, "region": region, "host": h, "dev": d, "pattern": pattern,
-                          "stream": cp.cuda.Stream(non_blocking=True), "probe": LinkProbe(g)})
+                          "stream": cp.cuda.Stream(non_blocking=True), "probe": link_probe(g)})
 
     def read_links() -> None:
         for lane in lanes:

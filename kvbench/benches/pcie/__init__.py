@@ -10,35 +10,33 @@ direction in the metadata.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
 
 from kvbench.backends.cuda import (
-    CudaEventTimer,
     cuda_unavailable_reason,
     cupy_module,
     device_count,
+    gpu_numa_node,
     kernel_module,
     launch_shape,
+    link_probe,
     poison_between_copies,
 )
-from kvbench.benches.base import Benchmark, Prepared
-from kvbench.benches.gpu_common import (
-    LinkProbe,
-    check_gpu,
-    gpu_numa_node,
-    host_buffer,
-    numa_placement,
-    prepared_on_gpu,
-)
+from kvbench.benches.base import Benchmark, Prepared, prepared_on_gpu
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.path import Segment
+from kvbench.measure.cuda_timer import CudaEventTimer
 from kvbench.measure.engine import Workload
 from kvbench.measure.timer import MonotonicTimer
+from kvbench.memory.cuda_memory import check_gpu
 from kvbench.memory.host import check_fits
+from kvbench.memory.placement import numa_placement
+from kvbench.memory.registered import host_buffer
 from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
 from kvbench.memory.pattern import fill_pattern
 
@@ -74,7 +72,7 @@ class _Pcie(Benchmark):
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
         if params["backend"] == "torch":
-            from kvbench.benches.pcie_torch import torch_unavailable_reason
+            from kvbench.benches.pcie.torch_backend import torch_unavailable_reason
 
             return torch_unavailable_reason()
         kind = parse_kind(params["memory"])
@@ -115,11 +113,11 @@ class _Pcie(Benchmark):
 
     def prepare(self, params: dict[str, Any]) -> Prepared:
         if params["gpus"] == "all":
-            from kvbench.benches.pcie_all import prepare_all
+            from kvbench.benches.pcie.all_gpus import prepare_all
 
             return prepare_all(self.direction, params["size"])
         if params["backend"] == "torch":
-            from kvbench.benches.pcie_torch import prepare_torch
+            from kvbench.benches.pcie.torch_backend import prepare_torch
 
             return prepare_torch(self.direction, params["memory"], params["size"], params["gpu"])
         return prepared_on_gpu(params["gpu"], lambda: self._build(params))
@@ -129,18 +127,18 @@ class _Pcie(Benchmark):
         gpu, size, engine = params["gpu"], params["size"], params["engine"]
         bidir = self.direction == "bidir"
         pageable = parse_kind(params["memory"]).name == "pageable"
-        probe = LinkProbe(gpu)
-        host, registered = host_buffer(params["memory"], size * (2 if bidir else 1))
-        try:
+        with ExitStack() as stack:
+            probe = link_probe(gpu)
+            stack.callback(probe.close)
+            host, registered = host_buffer(params["memory"], size * (2 if bidir else 1))
+            stack.enter_context(host)
+            stack.callback(cp.cuda.Device(gpu).synchronize)  # nothing in flight when the buffers go
             device = cp.empty(size * (2 if bidir else 1), dtype=cp.uint8)
             stream = cp.cuda.Stream(non_blocking=True)
             side = cp.cuda.Stream(non_blocking=True) if bidir else None
             copy_kernel = kernel_module("hbm", gpu).get_function("vector_copy")
             grid, block = launch_shape(gpu)
-        except BaseException:
-            probe.close()
-            host.close()
-            raise
+            cleanup = stack.pop_all()
         h_arr = host.host_array
         fill_pattern(h_arr, seed=3)
         pattern = np.empty(device.nbytes, dtype=np.uint8)
@@ -208,13 +206,8 @@ class _Pcie(Benchmark):
                     **numa_placement(gpu_numa_node(gpu), host.numa_node),
                     "bytes_counted": "sum of both directions" if bidir else "one direction"}
 
-        def close() -> None:
-            cp.cuda.Device(gpu).synchronize()
-            probe.close()
-            host.close()
-
         bytes_per_op = size * (2 if bidir else 1)
-        return Prepared(Workload(bytes_per_op, run, reset, check, timer), metadata, close, derive)
+        return Prepared(Workload(bytes_per_op, run, reset, check, timer), metadata, cleanup.close, derive)
 
 
 def bidir_rates(size: int, window_s: float, loops: int, h2d_s: float, d2h_s: float,

@@ -1,0 +1,78 @@
+"""KV restore from pinned host memory into GPU memory with the CUDA strategies (executors of family
+`cuda`, kvbench/executors/cuda_kv.py), checked fragment by fragment against the source."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Any
+
+from kvbench.backends.cuda import cuda_unavailable_reason, cupy_module, link_probe, poison_between_copies
+from kvbench.benches.base import Prepared, prepared_on_gpu
+from kvbench.benches.kv.case import KVCase, rates
+from kvbench.errors import IntegrityError
+from kvbench.executors.registry import get_executor
+from kvbench.hardware.path import Segment
+from kvbench.kv.check import first_mismatch
+from kvbench.kv.descriptors import DescriptorList
+from kvbench.measure.cuda_timer import CudaEventTimer
+from kvbench.measure.engine import Workload
+from kvbench.measure.timer import MonotonicTimer
+from kvbench.memory.kinds import allocate, parse_kind
+from kvbench.memory.pattern import fill_pattern
+
+
+def unavailable_reason(params: dict[str, Any], direction: str) -> str | None:
+    reason = cuda_unavailable_reason()
+    if reason:
+        return reason
+    if direction != "restore":
+        return "the CUDA strategies restore (host → GPU); kv.offload runs them in reverse later"
+    if parse_kind(params["src"]).name != "pinned" or parse_kind(params["dst"]).name != "device":
+        return f"strategy {params['strategy']} restores from src=pinned into dst=device"
+    return get_executor(params["strategy"]).unavailable_reason()
+
+
+def path(params: dict[str, Any]) -> list[Segment]:
+    return [("dram_read",), ("gpu_link", parse_kind(params["dst"]).index or 0)]
+
+
+def prepare(case: KVCase) -> Prepared:
+    gpu = parse_kind(case.params["dst"]).index or 0
+    return prepared_on_gpu(gpu, lambda: _build(case, gpu))
+
+
+def _build(case: KVCase, gpu: int) -> Prepared:
+    cp = cupy_module()
+    params, executor = case.params, get_executor(case.params["strategy"])
+    descriptors = DescriptorList.contiguous(case.descriptors.total_bytes) if executor.ceiling else case.descriptors
+    with ExitStack() as stack:
+        probe = link_probe(gpu)
+        stack.callback(probe.close)
+        src = stack.enter_context(allocate("pinned", case.pool_bytes))
+        fill_pattern(src.host_array, seed=params["seed"] + 1)
+        dst = stack.enter_context(allocate(params["dst"], case.moved_bytes))
+        stream = cp.cuda.Stream(non_blocking=True)
+        stack.callback(stream.synchronize)  # nothing in flight when the buffers go
+        run = executor.bind(src, dst, descriptors, stream=stream)
+        cleanup = stack.pop_all()
+    # A graph of every fragment or one batched call is thousands of copies per operation: the timer
+    # runs those ungated rather than queue them behind its spin kernel (see CudaEventTimer).
+    timer = (MonotonicTimer() if executor.host_timed
+             else CudaEventTimer(stream, gpu, while_busy=probe.read_under_load,
+                                 copies_per_op=executor.copies_per_op(len(descriptors))))
+
+    def reset() -> None:
+        poison_between_copies(gpu, dst.device_array)
+
+    def check() -> None:
+        stream.synchronize()
+        row = first_mismatch(descriptors, src.host_array, dst.device_array.get())
+        if row is not None:
+            raise IntegrityError(f"{executor.name}: fragment {row} of {len(descriptors)} landed wrong on the GPU")
+
+    def derive(m) -> dict[str, Any]:
+        return {**rates(params["tokens"], len(descriptors), m), **probe.facts()}
+
+    metadata = {**case.layout, "fragments": len(descriptors), "timer": timer.name, "gpu": gpu,
+                "buffers": {"src": src.describe(), "dst": dst.describe()}}
+    return Prepared(Workload(descriptors.total_bytes, run, reset, check, timer), metadata, cleanup.close, derive)

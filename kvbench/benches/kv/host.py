@@ -1,0 +1,59 @@
+"""KV transfers between host buffers with the host executors (`host`, `host-numpy`, and the
+`contiguous` ceiling), checked descriptor by descriptor against the source."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Any
+
+from kvbench.benches.base import Prepared
+from kvbench.benches.kv.case import KVCase, rates
+from kvbench.errors import IntegrityError
+from kvbench.executors.host import max_threads
+from kvbench.executors.registry import get_executor
+from kvbench.hardware.path import Segment
+from kvbench.kv.check import first_mismatch
+from kvbench.kv.descriptors import DescriptorList
+from kvbench.measure.engine import Workload
+from kvbench.memory.kinds import allocate
+from kvbench.memory.pattern import fill_pattern, poison
+
+
+def unavailable_reason(params: dict[str, Any], direction: str) -> str | None:
+    for key in ("src", "dst"):
+        if not params[key].startswith(("pageable", "numa")):
+            return f"{key}={params[key]}: strategy '{params['strategy']}' moves host memory only"
+    if params["concurrency"] > max_threads():
+        return f"concurrency={params['concurrency']} but this host runs at most {max_threads()} copy threads"
+    return None
+
+
+def path(params: dict[str, Any]) -> list[Segment]:
+    return [("dram_copy",)]
+
+
+def prepare(case: KVCase) -> Prepared:
+    params, executor = case.params, get_executor(case.params["strategy"])
+    descriptors = case.descriptors
+    src_bytes, dst_bytes = case.pool_bytes, case.moved_bytes
+    if case.direction == "offload":  # the way back: from the blocks in use into the pool
+        descriptors = DescriptorList.from_arrays(descriptors.dst_offset, descriptors.src_offset, descriptors.length)
+        src_bytes, dst_bytes = dst_bytes, src_bytes
+    if executor.ceiling:
+        descriptors = DescriptorList.contiguous(descriptors.total_bytes)
+    fragments = len(descriptors)  # what this strategy really submits: 1 for the ceiling
+    with ExitStack() as stack:
+        src = stack.enter_context(allocate(params["src"], src_bytes))
+        dst = stack.enter_context(allocate(params["dst"], dst_bytes))
+        fill_pattern(src.host_array, seed=params["seed"] + 1)
+        run = executor.bind(src, dst, descriptors, params["concurrency"])
+        cleanup = stack.pop_all()
+
+    def check() -> None:
+        row = first_mismatch(descriptors, src.host_array, dst.host_array)
+        if row is not None:
+            raise IntegrityError(f"descriptor {row} of {len(descriptors)} landed wrong")
+
+    workload = Workload(descriptors.total_bytes, run, lambda: poison(dst.host_array), check)
+    metadata = {**case.layout, "fragments": fragments, "buffers": {"src": src.describe(), "dst": dst.describe()}}
+    return Prepared(workload, metadata, cleanup.close, lambda m: rates(params["tokens"], fragments, m))

@@ -1,0 +1,128 @@
+"""KV restore from the tiers NIXL reaches: a file (POSIX) or another agent's memory (UCX), with the
+`nixl` executor (kvbench/executors/nixl.py).
+
+The descriptor list is the same one every strategy gets; here its source offsets address a
+pool that lives in a file (one for the pool, or one per block) or in a peer's buffer.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from contextlib import ExitStack
+from typing import Any
+
+import numpy as np
+
+from kvbench.backends.nixl import backend_unavailable_reason, desc_array, make_agent
+from kvbench.benches.base import Prepared
+from kvbench.benches.kv.case import KVCase, rates
+from kvbench.errors import BadInput, IntegrityError
+from kvbench.executors.nixl import NixlSource
+from kvbench.executors.registry import get_executor
+from kvbench.hardware.path import Segment
+from kvbench.kv.check import first_mismatch
+from kvbench.kv.descriptors import DescriptorList
+from kvbench.measure.engine import Workload
+from kvbench.memory.files import create_files, mount_of
+from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
+from kvbench.memory.nixl_regions import nixl_memory
+from kvbench.memory.pattern import fill_pattern
+from kvbench.peers.initiator import InprocPeer, ProcessPeer
+from kvbench.peers.protocol import PATTERN_SEED, free_port
+
+
+def unavailable_reason(params: dict[str, Any], direction: str) -> str | None:
+    src = parse_kind(params["src"]).name
+    if direction != "restore" or src not in ("file", "remote"):
+        return "strategy nixl serves kv.restore from src=file or src=remote"
+    reason = backend_unavailable_reason("POSIX" if src == "file" else "UCX")
+    if reason:
+        return reason
+    if src == "file" and params["file_layout"] == "per_block" and params["src_layout"] not in ("page_first", "contiguous"):
+        return "file_layout=per_block stores each block whole: use src_layout=page_first"
+    return kind_unavailable_reason(parse_kind(params["dst"]))
+
+
+def check_params(params: dict[str, Any]) -> None:
+    if parse_kind(params["src"]).name not in ("file", "remote"):
+        raise BadInput(f"bad strategy=nixl with src={params['src']}: nixl restores from src=file or src=remote")
+
+
+def path(params: dict[str, Any]) -> list[Segment]:
+    """The tier the pool lives in: the file's device, or the peer (no link peak on this host)."""
+    if parse_kind(params["src"]).name == "file":
+        return [("storage", mount_of(tempfile.gettempdir())["device"], "read")]
+    return [("loopback", params["peer"])]
+
+
+def _aligned(descriptors: DescriptorList, alignment: int = 4096) -> bool:
+    return bool(((descriptors.src_offset % alignment == 0) & (descriptors.length % alignment == 0)).all())
+
+
+def prepare(case: KVCase) -> Prepared:
+    params, descriptors = case.params, case.descriptors
+    expected = np.empty(case.pool_bytes, dtype=np.uint8)  # what the pool holds, to check against
+    with ExitStack() as stack:
+        dst = stack.enter_context(allocate(params["dst"], case.moved_bytes))
+        mem_type, base, device = nixl_memory(dst)
+        whole_dst = desc_array(np.array([base]), np.array([case.moved_bytes]), device)
+        from_file = parse_kind(params["src"]).name == "file"
+        source, meta = (_from_file if from_file else _from_peer)(case, expected, stack, lambda a: a.register_memory(
+            whole_dst, mem_type))
+        run = get_executor("nixl").bind(source, dst, descriptors)
+        stack.callback(run.close)
+        cleanup = stack.pop_all()
+
+    def check() -> None:
+        got = dst.host_array if dst.host_array is not None else dst.device_array.get()
+        row = first_mismatch(descriptors, expected, got)
+        if row is not None:
+            raise IntegrityError(f"fragment {row} of {len(descriptors)} restored wrong")
+
+    def derive(m) -> dict[str, Any]:
+        return {**rates(params["tokens"], len(descriptors), m), "telemetry": run.telemetry()}
+
+    metadata = {**case.layout, **meta, "nixl_backend": run.backend, "requests": len(run.transfers),
+                "fragments": len(descriptors), "buffers": {"dst": dst.describe(), **meta.get("buffers", {})}}
+    return Prepared(Workload(descriptors.total_bytes, run, dst.poison, check), metadata, cleanup.close, derive)
+
+
+def _from_file(case: KVCase, expected: np.ndarray, stack: ExitStack, register_dst) -> tuple[NixlSource, dict]:
+    per_block = case.params["file_layout"] == "per_block"
+    direct = _aligned(case.descriptors)  # O_DIRECT needs 4 KiB-aligned offsets and lengths
+    count, size = (case.pool_bytes // case.shape.block_bytes, case.shape.block_bytes) if per_block else (1, case.pool_bytes)
+    files = stack.enter_context(create_files(None, count, size, direct=direct, writable=False))
+    for i in range(count):
+        fill_pattern(expected[i * size:(i + 1) * size], seed=i)  # create_files wrote exactly this
+    agent = make_agent(f"kvbench-kvfile-{id(files)}", ["POSIX"])
+    register_dst(agent)
+    agent.register_memory([(0, size, fd, "") for fd in files.fds], "FILE")
+    fds = np.array(files.fds, dtype=np.uint64)
+
+    def rows(descriptors: DescriptorList) -> np.ndarray:
+        index, offset = np.divmod(descriptors.src_offset, np.uint64(size))
+        return desc_array(offset, descriptors.length, fds[index.astype(np.int64)])
+
+    meta = {"files": count, "file_bytes": size, "direct": files.direct, "page_cache": not files.direct,
+            "filesystem": files.mount}
+    if not files.direct:
+        meta["warning"] = ("fragments not 4 KiB aligned: read through the page cache" if not direct
+                           else f"{files.mount.get('fstype')} refused O_DIRECT: read through the page cache")
+    return NixlSource(agent, "FILE", agent.name, ("POSIX",), rows), meta
+
+
+def _from_peer(case: KVCase, expected: np.ndarray, stack: ExitStack, register_dst) -> tuple[NixlSource, dict]:
+    fill_pattern(expected, seed=PATTERN_SEED)
+    listen = free_port() if case.params["peer"] == "local" else None
+    agent = make_agent(f"kvbench-kvremote-{id(expected)}", ["UCX"], listen_port=listen)
+    register_dst(agent)
+    if case.params["peer"] == "inproc":
+        peer = InprocPeer(agent, case.pool_bytes, "pageable", PATTERN_SEED)
+    else:
+        peer = ProcessPeer(agent, listen, case.pool_bytes, "pageable", PATTERN_SEED, 30.0)
+    stack.callback(peer.close)
+
+    def rows(descriptors: DescriptorList) -> np.ndarray:
+        return desc_array(peer.base + descriptors.src_offset, descriptors.length, peer.device)
+
+    return NixlSource(agent, peer.mem_type, peer.name, ("UCX",), rows), {"buffers": {"src": peer.describe()}}

@@ -1,0 +1,31 @@
+"""What every crosscheck shares: a figure from kvbench or a peer tool, and one kvbench case run
+the way `kvbench run` runs it (the same engine, checks and peaks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvbench.benches.registry import get_bench
+from kvbench.measure.engine import Settings
+from kvbench.plan.cases import Case
+from kvbench.result import Result
+from kvbench.runner import run_case
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One tool's rate in decimal GB/s (None when it could not run, `note` says why)."""
+
+    name: str
+    gbps: float | None
+    note: str
+    comparable: bool = True  # measures the same thing as the kvbench case it sits beside
+
+
+def run_kvbench(bench: str, params: dict[str, Any], settings: Settings, gpus: bool = False) -> Result:
+    """One kvbench case, canonicalised and measured on this host's facts (GPUs read only if asked)."""
+    from kvbench.this_host import host_facts
+
+    spec = get_bench(bench)
+    return run_case(Case(bench, spec.canonical_params(params)), host_facts(gpus=gpus, dram=False), settings)

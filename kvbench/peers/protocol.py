@@ -1,0 +1,52 @@
+"""What both sides of a network benchmark agree on: the pattern the far side holds, its checksum,
+how long to wait for NIXL metadata, and a free port for a NIXL listener."""
+
+from __future__ import annotations
+
+import socket
+import time
+import zlib
+
+import numpy as np
+
+from kvbench.memory.pattern import fill_pattern
+
+PATTERN_SEED = 11  # the bytes the initiator expects to read back from the far side
+
+
+def region_crc(region) -> int:
+    """crc32 of a region's bytes (a GPU region's are copied to the host first)."""
+    data = region.host_array if region.host_array is not None else region.device_array.get()
+    return zlib.crc32(memoryview(np.ascontiguousarray(data)))
+
+
+def expected_crc(size: int, seed: int) -> int:
+    """crc32 of `size` bytes of the pattern for `seed`."""
+    data = np.empty(size, dtype=np.uint8)
+    fill_pattern(data, seed=seed)
+    return zlib.crc32(memoryview(data))
+
+
+def fill_region(region, seed: int) -> None:
+    """The pattern for `seed` in a host or GPU region."""
+    if region.host_array is not None:
+        fill_pattern(region.host_array, seed=seed)
+    else:
+        pattern = np.empty(region.size_bytes, dtype=np.uint8)
+        fill_pattern(pattern, seed=seed)
+        region.device_array.set(pattern)
+
+
+def wait_for_metadata(agent, remote: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not agent.check_remote_metadata(remote):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no NIXL metadata from agent '{remote}' within {timeout_s:.0f} s")
+        time.sleep(0.01)
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now, for a NIXL listener (127.0.0.1)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,26 @@
+"""Crosscheck tables: kvbench's figure, each peer tool's beside it, and their ratio."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from kvbench.crosscheck.common import Figure
+
+
+def render(console: Console, figures: tuple[Figure, list[Figure]],
+           title: str = "dram.copy crosscheck (single thread, GB/s = 1e9 B/s)", goal: float = 0.95,
+           goal_max: float | None = None) -> None:
+    ours, peers = figures
+    table = Table(title=title, title_justify="left")
+    for col in ("tool", "GB/s", "kvbench / tool", "note"):
+        table.add_column(col, overflow="fold")
+    table.add_row(ours.name, f"{ours.gbps:.2f}" if ours.gbps else "-", "", ours.note)
+    for peer in peers:
+        ratio = f"{ours.gbps / peer.gbps:.2f}" if ours.gbps and peer.gbps else "-"
+        table.add_row(peer.name, f"{peer.gbps:.2f}" if peer.gbps else "-", ratio, peer.note)
+    console.print(table)
+    best = max((p for p in peers if p.gbps and p.comparable), key=lambda p: p.gbps, default=None)
+    if best and ours.gbps:
+        wanted = f"≥ {goal:.2f}" if goal_max is None else f"{goal:.2f}–{goal_max:.2f}"
+        console.print(f"kvbench / best peer ({best.name}): {ours.gbps / best.gbps:.2f} (goal {wanted})")

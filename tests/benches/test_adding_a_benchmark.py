@@ -1,0 +1,80 @@
+"""Adding a benchmark is one module: a toy `nvlink.p2p` registered from this test module, with its
+path segment's peak function, runs through the same measurement, peak and store as the built-ins."""
+
+import numpy as np
+import pytest
+
+from kvbench.benches import all_benches, get_bench
+from kvbench.benches.base import Benchmark, Prepared
+from kvbench.benches.params import Param
+from kvbench.benches.registry import register
+from kvbench.errors import IntegrityError
+from kvbench.hardware.path import register_segment
+from kvbench.hardware.peaks import Peak
+from kvbench.measure import Settings, Workload
+from kvbench.memory.pattern import pattern_bytes, poison
+from kvbench.plan.cases import Case
+from kvbench.runner import run_case
+
+TOY_PEAKS = {"nvlink": {"gbps": 450.0, "source": "test data standing in for peaks.toml rows"}}
+
+
+@register_segment("nvlink")
+def nvlink_peak(segment, facts, links):
+    row = TOY_PEAKS["nvlink"]
+    return Peak(row["gbps"], row["source"]), None
+
+
+@register
+class NvlinkP2P(Benchmark):
+    id = "nvlink.p2p"
+    description = "GPU to GPU over NVLink (a toy: host arrays stand in for the GPUs)"
+    params = {"size": Param("size", "1MiB", "bytes per copy", minimum=8), "pair": Param("text", "0-1", "GPU pair")}
+
+    def path(self, params):
+        a, b = params["pair"].split("-")
+        return [("nvlink", int(a), int(b))]
+
+    def prepare(self, params):
+        src, dst = pattern_bytes(params["size"], seed=7), np.empty(params["size"], dtype=np.uint8)
+
+        def check():
+            if not np.array_equal(dst, src):
+                raise IntegrityError("peer copy differs")
+
+        workload = Workload(params["size"], lambda: np.copyto(dst, src), lambda: poison(dst), check)
+        return Prepared(workload, {"pair": params["pair"]})
+
+
+def test_a_benchmark_registered_outside_the_package_is_listed_run_and_judged_against_its_peak(facts):
+    assert "nvlink.p2p" in all_benches()
+    bench = get_bench("nvlink.p2p")
+    result = run_case(Case("nvlink.p2p", bench.canonical_params({})), facts,
+                      Settings(samples=5, min_sample_s=0.001, warmup_s=0))
+    assert result.status == "ok" and result.measurement.verified
+    assert result.peak.gbps == 450.0 and result.metadata["bottleneck"] == "nvlink:0:1"
+
+
+def test_every_builtin_benchmark_is_discovered_without_a_list():
+    assert {"dram.copy", "hbm.read", "hbm.write", "hbm.copy", "pcie.h2d", "pcie.d2h", "pcie.bidir", "kv.restore",
+            "kv.offload", "storage.read", "storage.write", "net.read", "net.write"} <= set(all_benches())
+
+
+def test_a_path_that_cannot_be_named_costs_the_peak_not_the_result(facts, monkeypatch):
+    def broken_path(self, params):
+        raise KeyError("pair")
+
+    monkeypatch.setattr(NvlinkP2P, "path", broken_path)
+    result = run_case(Case("nvlink.p2p", get_bench("nvlink.p2p").canonical_params({})), facts,
+                      Settings(samples=5, min_sample_s=0.001, warmup_s=0))
+    assert result.status == "ok" and result.peak is None and "no peak: KeyError" in result.peak_reason
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _unregister():
+    yield
+    from kvbench.benches import registry
+    from kvbench.hardware.path import SEGMENTS
+
+    registry._BENCHES.pop("nvlink.p2p", None)
+    SEGMENTS.pop("nvlink", None)
