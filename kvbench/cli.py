@@ -130,9 +130,9 @@ def run(
     """Run a suite (or some benchmarks) and store every sample."""
     from kvbench.benches.params import coerce_text
     from kvbench.hardware import fingerprint
+    from kvbench.interrupts import Interrupted, signals_end_runs
     from kvbench.plan.cases import plan
     from kvbench.plan.suite import BenchSweep, SuiteSettings, load_suite
-    from kvbench.interrupts import Interrupted, signals_end_runs
     from kvbench.report.progress import RunProgress
     from kvbench.report.table import results_table
     from kvbench.runner import RunInfo, execute

@@ -16,9 +16,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from kvbench.analyze.runs import RunDocument
-from kvbench.benches.params import format_params
+from kvbench.benches.describe import canonical_subset, describe_params
 from kvbench.benches.registry import all_benches
 from kvbench.errors import BadInput
+from kvbench.metadata import LINK, PCIE_REPLAY_DELTA, PER_GPU_GBPS
 from kvbench.resources import suites_dir
 
 RATE_UNITS = {"MB/s": 1e-3, "GB/s": 1.0, "TB/s": 1e3}
@@ -124,22 +125,14 @@ def rules_for_host(gpus: list[dict[str, Any]], path: Path | None = None) -> list
     return [r for r in (load_rules(p) for p in sorted((suites_dir() / "rules").glob("*.toml"))) if applies(r, gpus)]
 
 
-def _canonical(bench: str, params: dict[str, Any]) -> dict[str, Any]:
-    spec = all_benches().get(bench)
-    if spec is None:
-        return params
-    return {k: spec.params[k].parse(k, v) if k in spec.params else v for k, v in params.items()}
-
-
 def _matching(doc: RunDocument, bench: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    wanted = _canonical(bench, params)
+    wanted = canonical_subset(bench, params)
     return [r for r in doc["results"] if r["bench"] == bench and all(r["params"].get(k) == v for k, v in wanted.items())]
 
 
 def _case(bench: str, params: dict[str, Any], skip_defaults: bool = True) -> str:
-    spec = all_benches().get(bench)
-    canonical = _canonical(bench, params)
-    return format_params(canonical, spec.params if spec else None, skip_defaults=skip_defaults) or "all"
+    text = describe_params(bench, canonical_subset(bench, params), skip_defaults)
+    return "all" if text == "(defaults)" else text
 
 
 def _not_run(bench: str) -> str:
@@ -205,7 +198,7 @@ def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
     of, to = dict(ratio.of), dict(ratio.to)
     of_bench, to_bench = of.pop("bench", rule.bench), to.pop("bench", rule.bench)
     listed = {k: v for k, v in of.items() if isinstance(v, list)}
-    contest = {k: {_canonical(of_bench, {k: v})[k] for v in values} for k, values in listed.items()}
+    contest = {k: {canonical_subset(of_bench, {k: v})[k] for v in values} for k, values in listed.items()}
     of = {k: v for k, v in of.items() if k not in contest}
     varying = set(of) | set(to) | set(contest)
     tops = [r for r in _matching(doc, of_bench, {**rule.params, **of}) if r["status"] == "ok"
@@ -259,11 +252,11 @@ def _judge_spread(rule: Rule, doc: RunDocument) -> list[Verdict]:
             key = (r.get("run_id"), tuple(sorted((k, str(v)) for k, v in r["params"].items() if k != over)))
             groups.setdefault(key, []).append(r)
     per_gpu = [r for r in _matching(doc, rule.bench, {k: v for k, v in rule.params.items() if k != over})
-               if r["status"] == "ok" and (r.get("metadata") or {}).get(f"per_{over}_gbps")]
+               if r["status"] == "ok" and (r.get("metadata") or {}).get(PER_GPU_GBPS) and over == "gpu"]
     for r in per_gpu:  # one result of every GPU at once (gpus=all) carries the per-GPU rates
         groups[("all", r["case"] if "case" in r else id(r))] = [
             {"params": {**r["params"], over: key}, "gbps": {"median": rate}}
-            for key, rate in r["metadata"][f"per_{over}_gbps"].items()]
+            for key, rate in r["metadata"][PER_GPU_GBPS].items()]
     out = []
     for members in groups.values():
         if len(members) < 2:
@@ -294,7 +287,7 @@ def _judge_recorded(rule: Rule, doc: RunDocument) -> list[Verdict]:
         meta = r.get("metadata") or {}
         case = _case(r["bench"], r["params"])
         if rule.link_at_max:
-            link = meta.get("link")
+            link = meta.get(LINK)
             if not link:
                 out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold, "the result recorded no link"))
                 continue
@@ -305,12 +298,12 @@ def _judge_recorded(rule: Rule, doc: RunDocument) -> list[Verdict]:
             ok = link["gen"] == link["max_gen"] and link["width"] == link["max_width"]
             measured = f"Gen{link['gen']} x{link['width']} of Gen{link['max_gen']} x{link['max_width']}"
         else:
-            if "pcie_replay_delta" not in meta:
+            if PCIE_REPLAY_DELTA not in meta:
                 out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold,
                                    "the result recorded no replay counter"))
                 continue
-            ok = meta["pcie_replay_delta"] == 0
-            measured = f"+{meta['pcie_replay_delta']} replays"
+            ok = meta[PCIE_REPLAY_DELTA] == 0
+            measured = f"+{meta[PCIE_REPLAY_DELTA]} replays"
         out.append(Verdict(rule.id, rule.bench, case, "PASS" if ok else "FAIL", measured, threshold, rule.why))
     return out
 

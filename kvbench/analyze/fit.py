@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import nnls
 
+from kvbench.metadata import FRAGMENTS
+
 # The parameters that vary along a block-size sweep; everything else names the series.
 SWEPT = ("block_tokens", "tokens", "seed", "pool_blocks")
 
@@ -60,11 +62,11 @@ def fit_results(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Transf
     series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         # Only block-size sweeps: fragment count and bytes must vary independently.
-        if row["status"] == "ok" and "block_tokens" in row["params"] and "fragments" in (row.get("extra") or {}):
+        if row["status"] == "ok" and "block_tokens" in row["params"] and FRAGMENTS in (row.get("extra") or {}):
             series[series_key(row)].append(row)
     out = []
     for (bench, params), members in series.items():
-        fit = fit_alpha_beta((r["extra"]["fragments"] for r in members), (r["bytes_per_op"] for r in members),
+        fit = fit_alpha_beta((r["extra"][FRAGMENTS] for r in members), (r["bytes_per_op"] for r in members),
                              (r["median_s"] for r in members))
         out.append(({"bench": bench, **dict(params)}, fit))
     return out

@@ -7,6 +7,7 @@ from typing import Any
 
 from kvbench.hardware.facts import HostFacts
 from kvbench.hardware.sysfs import parse_cpulist
+from kvbench.metadata import FAR_NUMA, GPU_BUS_ID, GPU_NUMA_NODE, LINK
 
 
 def affinity_flags(facts: HostFacts, allowed_cpus: set[int]) -> list[str]:
@@ -38,12 +39,12 @@ def _latest_per_gpu(results: list[dict[str, Any]], keep) -> dict[str, dict[str, 
     latest: dict[str | int, dict[str, Any]] = {}
     for r in results:  # oldest first, so the last one kept per GPU is the newest
         if r["status"] == "ok" and r["bench"].startswith("pcie.") and keep(r):
-            latest[(r.get("extra") or {}).get("gpu_bus_id") or int(r["params"].get("gpu", 0))] = r
+            latest[(r.get("extra") or {}).get(GPU_BUS_ID) or int(r["params"].get("gpu", 0))] = r
     return {_gpu_name(r): r for r in latest.values()}
 
 
 def _gpu_name(result: dict[str, Any]) -> str:
-    bus = (result.get("extra") or {}).get("gpu_bus_id")
+    bus = (result.get("extra") or {}).get(GPU_BUS_ID)
     number = int(result["params"].get("gpu", 0))
     return f"GPU {number} ({bus})" if bus else f"GPU {number}"
 
@@ -51,11 +52,11 @@ def _gpu_name(result: dict[str, Any]) -> str:
 def link_flags(results: list[dict[str, Any]]) -> list[str]:
     """GPUs whose newest link reading taken while copies ran is below the link's max gen/width."""
     def under_load(r: dict[str, Any]) -> bool:
-        return bool(((r.get("extra") or {}).get("link") or {}).get("under_load"))
+        return bool(((r.get("extra") or {}).get(LINK) or {}).get("under_load"))
 
     flags = []
     for gpu, r in sorted(_latest_per_gpu(results, under_load).items()):
-        link = r["extra"]["link"]
+        link = r["extra"][LINK]
         if (link["gen"], link["width"]) != (link["max_gen"], link["max_width"]):
             flags.append(f"{gpu} link under load is Gen{link['gen']} x{link['width']} of Gen{link['max_gen']} "
                          f"x{link['max_width']} (downtrained; {r['bench']}, run {r['run_id']})")
@@ -66,12 +67,12 @@ def numa_flags(results: list[dict[str, Any]]) -> list[str]:
     """GPUs whose newest `memory=pinned` copy used host memory on another NUMA node than the GPU's
     (a numa:N sweep is far on purpose and is not counted)."""
     def pinned(r: dict[str, Any]) -> bool:
-        return r["params"].get("memory") == "pinned" and "gpu_numa_node" in (r.get("extra") or {})
+        return r["params"].get("memory") == "pinned" and GPU_NUMA_NODE in (r.get("extra") or {})
 
     flags = []
     for gpu, r in sorted(_latest_per_gpu(results, pinned).items()):
         extra = r["extra"]
-        if extra.get("far_numa"):
+        if extra.get(FAR_NUMA):
             flags.append(f"{gpu}'s pinned host memory was on NUMA node {extra['host_numa_node']}, the GPU on "
                          f"node {extra['gpu_numa_node']} ({r['bench']}, run {r['run_id']}): a far-node copy")
     return flags

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from kvbench.metadata import GPU_NUMA_NODE
+
 
 @dataclass(frozen=True)
 class NearFar:
@@ -43,7 +45,7 @@ def near_far(results: list[dict[str, Any]], bench: str = "pcie.h2d") -> list[Nea
             continue
         gpu = int(r["params"].get("gpu", 0))
         rates[(gpu, int(r["params"]["size"]))][int(memory[5:])].append(r["gbps"]["median"])
-        node = (r.get("metadata") or {}).get("gpu_numa_node")
+        node = (r.get("metadata") or {}).get(GPU_NUMA_NODE)
         if node is not None:
             gpu_node[gpu] = int(node)
     rows = []

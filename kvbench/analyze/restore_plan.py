@@ -15,6 +15,7 @@ import numpy as np
 
 from kvbench.kv.geometry import ModelGeometry
 from kvbench.kv.strategies import is_ceiling
+from kvbench.metadata import FRAGMENT_BYTES
 
 HOST_KINDS = ("pageable", "numa", "pinned")
 
@@ -83,7 +84,7 @@ def restore_plan(model: ModelGeometry, tokens: int, dtype: str, tp: int, block_t
         for r in members:
             if is_ceiling(r["params"].get("strategy")):
                 continue  # a one-copy ceiling is not a way to restore fragmented KV
-            size = (r.get("extra") or {}).get("fragment_bytes")
+            size = (r.get("extra") or {}).get(FRAGMENT_BYTES)
             if size is None:
                 continue  # a result from before kvbench recorded it: no fragment size to place it at
             size = int(size)

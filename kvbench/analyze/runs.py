@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from kvbench.errors import BadInput
-from kvbench.result import row_to_json, run_to_json
+from kvbench.records import ResultRecord, RunRecord, validate_document
+from kvbench.records import run_document as document
 from kvbench.store.database import Store
 
 RunDocument = dict[str, Any]  # {"run": {...}, "results": [...]} as `kvbench run --json` writes it
@@ -20,11 +21,9 @@ def run_document(store: Store, run_id: int) -> RunDocument:
     """The run, its host's facts and every result with its raw samples."""
     run = store.run(run_id)
     host = store.host(run["host_id"]) or {}
-    return {
-        "run": run_to_json(run),
-        "host": {"id": run["host_id"], "hostname": host.get("hostname"), "facts": host.get("facts")},
-        "results": [row_to_json(r, store.samples(r["id"])) for r in store.results(run_id)],
-    }
+    return document(RunRecord.from_row(run),
+                    {"id": run["host_id"], "hostname": host.get("hostname"), "facts": host.get("facts")},
+                    [ResultRecord.from_row(r, store.samples(r["id"])) for r in store.results(run_id)])
 
 
 def load_document(ref: str, store_factory) -> RunDocument:
@@ -40,9 +39,7 @@ def load_document(ref: str, store_factory) -> RunDocument:
             raise BadInput(f"export file '{ref}' does not exist") from None
         except json.JSONDecodeError as exc:
             raise BadInput(f"export file '{ref}' is not JSON: {exc}") from None
-        if not isinstance(doc, dict) or "run" not in doc or "results" not in doc:
-            raise BadInput(f"export file '{ref}' is not a kvbench run export (no 'run' and 'results')")
-        return doc
+        return validate_document(doc, f"export file '{ref}'")
     store = store_factory()
     if ref == "baseline":
         return run_document(store, baseline_run(store))

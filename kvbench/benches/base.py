@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
+from kvbench.backends.cuda import make_current
 from kvbench.benches.params import Param
 from kvbench.errors import unknown_name
 from kvbench.hardware.path import Segment

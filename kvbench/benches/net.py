@@ -16,7 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.backends.nixl import PreparedTransfer, backend_unavailable_reason, desc_array, make_agent, nixl_version
+from kvbench.backends.nixl import (
+    PreparedTransfer,
+    backend_unavailable_reason,
+    desc_array,
+    make_agent,
+    nixl_version,
+)
 from kvbench.backends.ucx_protocols import devices as ucx_devices
 from kvbench.backends.ucx_protocols import log_since as ucx_log_since
 from kvbench.backends.ucx_protocols import log_size as ucx_log_size

@@ -15,7 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.backends.nixl import PreparedTransfer, backend_unavailable_reason, desc_array, make_agent
+from kvbench.backends.nixl import (
+    PreparedTransfer,
+    backend_unavailable_reason,
+    desc_array,
+    make_agent,
+)
 from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register

@@ -10,6 +10,7 @@ import subprocess
 
 from kvbench.crosscheck.common import Figure, run_kvbench
 from kvbench.measure.engine import Settings
+from kvbench.metadata import DIRECTIONS_GBPS
 
 TESTS = {"pcie.h2d": "host_to_device_memcpy_ce", "pcie.d2h": "device_to_host_memcpy_ce"}
 # nvbandwidth's bidirectional tests report one direction while the other runs: pcie.bidir's
@@ -53,7 +54,7 @@ def crosscheck_pcie() -> list[tuple[Figure, list[Figure]]]:
     bidir = _run("pcie.bidir")
     for direction, test in BIDIR_TESTS.items():
         if bidir.status == "ok":
-            rates = bidir.metadata["directions_gbps"]
+            rates = bidir.metadata[DIRECTIONS_GBPS]
             busy = "the other direction busy throughout" if rates["opposite_busy"][direction] else "NOT contended throughout"
             ours = Figure(f"kvbench pcie.bidir {direction} pinned 256MiB", rates[direction],
                           f"this direction's own events, last sample; {busy}")

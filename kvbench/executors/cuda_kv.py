@@ -22,7 +22,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from kvbench.backends.cuda import cuda_unavailable_reason, cupy_module, kernel_module, launch_shape
+from kvbench.backends.cuda import (
+    cuda_unavailable_reason,
+    cupy_module,
+    kernel_module,
+    launch_shape,
+)
 from kvbench.errors import BadInput
 from kvbench.executors.base import Executor
 from kvbench.executors.registry import register

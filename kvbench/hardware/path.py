@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from kvbench.hardware import peaks, sysfs
 from kvbench.hardware.facts import Gpu, HostFacts, Link
 from kvbench.hardware.peaks import Peak
+from kvbench.metadata import LINK, PER_GPU_LINK
 
 Segment = tuple
 
@@ -219,8 +220,8 @@ def links_under_load(params: dict, metadata: dict) -> dict[int, Link]:
         if link and link.get("under_load") and link.get("gen") is not None and link.get("width") is not None:
             out[gpu] = Link(link["gen"], link["width"], link.get("max_gen"), link.get("max_width"))
 
-    if metadata.get("link"):
-        take(int(metadata.get("gpu", params.get("gpu", 0)) or 0), metadata["link"])
-    for gpu, facts in (metadata.get("per_gpu_link") or {}).items():
-        take(int(gpu), (facts or {}).get("link"))
+    if metadata.get(LINK):
+        take(int(metadata.get("gpu", params.get("gpu", 0)) or 0), metadata[LINK])
+    for gpu, facts in (metadata.get(PER_GPU_LINK) or {}).items():
+        take(int(gpu), (facts or {}).get(LINK))
     return out

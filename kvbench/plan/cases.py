@@ -6,6 +6,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from kvbench.benches.describe import canonical_subset
 from kvbench.benches.params import case_hash
 from kvbench.benches.registry import get_bench
 from kvbench.errors import BadInput
@@ -51,7 +52,7 @@ def expand(sweep: BenchSweep, overrides: dict[str, Any] | None = None) -> list[C
         if name in bench.params:
             raw[name] = value
     names = list(raw)
-    excludes = [_canonical_subset(bench, e) for e in sweep.exclude]
+    excludes = [canonical_subset(sweep.id, e, strict=True) for e in sweep.exclude]
     cases: list[Case] = []
     seen: set[str] = set()
     for combo in itertools.product(*(_as_list(raw[n], n) for n in names)):
@@ -64,13 +65,6 @@ def expand(sweep: BenchSweep, overrides: dict[str, Any] | None = None) -> list[C
             seen.add(case.case_hash)
             cases.append(case)
     return cases
-
-
-def _canonical_subset(bench, exclude: dict[str, Any]) -> dict[str, Any]:
-    for name in exclude:
-        if name not in bench.params:
-            raise BadInput(f"exclude names unknown parameter '{name}' of {bench.id}")
-    return {name: bench.params[name].parse(name, value) for name, value in exclude.items()}
 
 
 def plan(sweeps: list[BenchSweep], only: list[str] | None = None, overrides: dict[str, Any] | None = None) -> list[Case]:

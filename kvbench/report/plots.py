@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from kvbench.metadata import DIRECTIONS_GBPS, PER_GPU_GBPS  # noqa: E402
 from kvbench.units import format_size  # noqa: E402
 
 
@@ -132,8 +133,8 @@ def bidirectional(results: list[dict[str, Any]]) -> plt.Figure | None:
         if r["status"] != "ok":
             continue
         size = r["params"].get("size")
-        if r["bench"] == "pcie.bidir" and (r.get("metadata") or {}).get("directions_gbps"):
-            d = r["metadata"]["directions_gbps"]
+        if r["bench"] == "pcie.bidir" and (r.get("metadata") or {}).get(DIRECTIONS_GBPS):
+            d = r["metadata"][DIRECTIONS_GBPS]
             rows += [{"size": size, "what": "both: H2D", "gbps": d["h2d"]}, {"size": size, "what": "both: D2H", "gbps": d["d2h"]},
                      {"size": size, "what": "both: sum", "gbps": d["sum"]}]
         elif r["bench"] in ("pcie.h2d", "pcie.d2h") and r["params"].get("memory") == "pinned":
@@ -153,11 +154,11 @@ def bidirectional(results: list[dict[str, Any]]) -> plt.Figure | None:
 def all_gpus(results: list[dict[str, Any]]) -> plt.Figure | None:
     """Each GPU's rate while all copy at once, the aggregate, and the sum of the singles."""
     together = [r for r in results if r["status"] == "ok" and r["params"].get("gpus") == "all"
-                and (r.get("metadata") or {}).get("per_gpu_gbps")]
+                and (r.get("metadata") or {}).get(PER_GPU_GBPS)]
     if not together:
         return None
     r = together[-1]
-    per_gpu = r["metadata"]["per_gpu_gbps"]
+    per_gpu = r["metadata"][PER_GPU_GBPS]
     singles = {str(s["params"].get("gpu")): s["gbps"]["median"] for s in results
                if s["status"] == "ok" and s["bench"] == r["bench"] and s["params"].get("gpus", "one") == "one"
                and s["params"].get("memory") == "pinned" and s["params"].get("size") == r["params"].get("size")}

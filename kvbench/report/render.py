@@ -6,8 +6,7 @@ from typing import Any
 
 import jinja2
 
-from kvbench.benches.params import format_params
-from kvbench.benches.registry import all_benches
+from kvbench.benches.describe import describe_params
 from kvbench.hardware.facts import Link
 from kvbench.report.content import ReportContent
 from kvbench.units import format_gbps, format_size
@@ -19,10 +18,7 @@ _ENV = jinja2.Environment(loader=jinja2.PackageLoader("kvbench.report", "templat
 def params_text(params: dict[str, Any], bench_id: str | None = None) -> str:
     """Parameters that differ from their benchmark's defaults, sizes in binary units."""
     params = dict(params)
-    bench = all_benches().get(bench_id or params.pop("bench", ""))
-    if bench is None:
-        return " ".join(f"{k}={format_size(v) if k in ('size', 'fragment') and v else v}" for k, v in params.items())
-    return format_params(params, bench.params, skip_defaults=True) or "(defaults)"
+    return describe_params(bench_id or params.pop("bench", ""), params)
 
 
 def _links(host: dict[str, Any] | None) -> list[dict[str, Any]]:

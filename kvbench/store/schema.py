@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from kvbench.records import STATS
+
 SCHEMA_VERSION = 1
 
 metadata = sa.MetaData()
@@ -56,7 +58,7 @@ result = sa.Table(
     sa.Column("bytes_per_op", sa.BigInteger),
     sa.Column("loops", sa.Integer),
     sa.Column("timer", sa.String(32)),
-    *(sa.Column(f"{stat}_s", sa.Float) for stat in ("median", "p10", "p90", "mean", "stdev", "min", "max")),
+    *(sa.Column(f"{stat}_s", sa.Float) for stat in STATS),
     sa.Column("gbps_median", sa.Float),
     sa.Column("gbps_p10", sa.Float),
     sa.Column("gbps_p90", sa.Float),

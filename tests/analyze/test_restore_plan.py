@@ -67,8 +67,8 @@ def _built(strategy, fragments_submitted, gbps, **params):
     ("nixl", {"src": "file"}), ("nixl", {"src": "remote"}),
 ])
 def test_plan_and_report_read_what_every_strategy_records(strategy, params):
+    from kvbench.records import ResultRecord
     from kvbench.report.content import build
-    from kvbench.result import row_to_json
 
     row = _built(strategy, 1 if strategy in ("contiguous", "gpu-contiguous") else 64 * 160, 20.0, **params)
     plans = restore_plan(get_model("Llama-3.1-70B"), 4096, "bf16", 1, 16, [row])
@@ -78,5 +78,5 @@ def test_plan_and_report_read_what_every_strategy_records(strategy, params):
     else:
         assert plans[0].measured_gbps == pytest.approx(20.0) and plans[0].strategy == strategy
     run = {"id": 1, "host_id": "h", "context_id": "c"}
-    content = build([{"run": run, "results": [row_to_json(row, [1.0] * 5)]}])
+    content = build([{"run": run, "results": [ResultRecord.from_row(row, [1.0] * 5).to_json()]}])
     assert content.plan and content.plan[0].tier == plans[0].tier

@@ -231,7 +231,7 @@ def test_the_hbm_checks_walk_the_buffer_in_bounded_chunks():
     size = 2 * CHECK_CHUNK + 48
     ranges = chunks(size)
     assert ranges[0] == (0, CHECK_CHUNK) and ranges[-1] == (2 * CHECK_CHUNK, size)
-    assert all(b == c for (_a, b), (c, _d) in zip(ranges, ranges[1:]))  # contiguous, no gap or overlap
+    assert all(b == c for (_a, b), (c, _d) in zip(ranges, ranges[1:], strict=False))  # contiguous, no gap or overlap
     assert chunks(0) == []
 
 

@@ -4,24 +4,27 @@ import pytest
 
 from kvbench.benches import get_bench
 from kvbench.errors import BadInput
-from kvbench.hardware.fingerprint import collect_facts
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case, plan
 from kvbench.plan.suite import BenchSweep
 from kvbench.runner import run_case
+from kvbench.this_host import host_facts
 
 FAST = Settings(samples=5, min_sample_s=0.005, warmup_s=0.01)
 
 
 @pytest.fixture(scope="module")
 def facts():
-    return collect_facts()
+    return host_facts()
 
 
 def run(facts, bench, **params):
+    from kvbench.metadata import unknown
+
     result = run_case(Case(bench, get_bench(bench).canonical_params(params)), facts, FAST)
     assert result.status == "ok", result.reason
     assert result.measurement.verified
+    assert unknown(result.to_row()["extra"]) == []  # every key it wrote is registered with its unit
     return result
 
 

@@ -12,18 +12,18 @@ a GPU host: scripts/gpu-check --stage full).
 import pytest
 
 from kvbench.benches import get_bench
-from kvbench.hardware.fingerprint import collect_facts
 from kvbench.measure import Settings
 from kvbench.memory.pattern import POISON
 from kvbench.plan.cases import Case
 from kvbench.runner import run_case
+from kvbench.this_host import host_facts
 
 FAST = Settings(samples=5, min_sample_s=0.005, warmup_s=0.01)
 
 
 @pytest.fixture(scope="module")
 def facts():
-    return collect_facts()
+    return host_facts()
 
 
 def run(facts, bench, **params):

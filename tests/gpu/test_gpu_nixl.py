@@ -4,17 +4,17 @@ import pytest
 
 from kvbench.backends.nixl import backend_unavailable_reason
 from kvbench.benches import get_bench
-from kvbench.hardware.fingerprint import collect_facts
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
 from kvbench.runner import run_case
+from kvbench.this_host import host_facts
 
 FAST = Settings(samples=5, min_sample_s=0.005, warmup_s=0)
 
 
 @pytest.fixture(scope="module")
 def facts():
-    return collect_facts()
+    return host_facts()
 
 
 @pytest.mark.parametrize("backend", ["gds", "gds_mt"])

@@ -6,7 +6,13 @@ import pytest
 from kvbench.errors import BadInput
 from kvbench.executors.host import HostExecutor
 from kvbench.kv.geometry import ModelGeometry
-from kvbench.kv.layouts import LAYOUTS, KVShape, pick_blocks, region_bytes, restore_descriptors
+from kvbench.kv.layouts import (
+    LAYOUTS,
+    KVShape,
+    pick_blocks,
+    region_bytes,
+    restore_descriptors,
+)
 from kvbench.memory import allocate
 from kvbench.memory.pattern import fill_pattern
 

@@ -14,7 +14,14 @@ import re
 import numpy as np
 import pytest
 
-from kvbench.benches.hbm import READ_K, SEED, chunks, expected_read_checksum, read_checksum, write_pattern
+from kvbench.benches.hbm import (
+    READ_K,
+    SEED,
+    chunks,
+    expected_read_checksum,
+    read_checksum,
+    write_pattern,
+)
 from kvbench.resources import kernels_dir
 
 N_VECTORS = 4096

@@ -18,7 +18,12 @@ from kvbench.benches import get_bench
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
 from kvbench.runner import run_case
-from tests.verification.saboteurs import BREAKAGES, break_after, file_spoiler, memory_spoiler
+from tests.verification.saboteurs import (
+    BREAKAGES,
+    break_after,
+    file_spoiler,
+    memory_spoiler,
+)
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("POSIX") is not None or
                                 backend_unavailable_reason("UCX") is not None,

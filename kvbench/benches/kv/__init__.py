@@ -22,7 +22,13 @@ from kvbench.errors import BadInput
 from kvbench.executors.registry import all_executors, get_executor
 from kvbench.hardware.path import Segment
 from kvbench.kv.geometry import DTYPE_BYTES, PRESETS, get_model
-from kvbench.kv.layouts import LAYOUTS, KVShape, pick_blocks, region_bytes, restore_descriptors
+from kvbench.kv.layouts import (
+    LAYOUTS,
+    KVShape,
+    pick_blocks,
+    region_bytes,
+    restore_descriptors,
+)
 from kvbench.memory.cuda_memory import check_gpu
 from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import parse_kind

@@ -6,7 +6,12 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import Any
 
-from kvbench.backends.cuda import cuda_unavailable_reason, cupy_module, link_probe, poison_between_copies
+from kvbench.backends.cuda import (
+    cuda_unavailable_reason,
+    cupy_module,
+    link_probe,
+    poison_between_copies,
+)
 from kvbench.benches.base import Prepared, prepared_on_gpu
 from kvbench.benches.kv.case import KVCase, rates
 from kvbench.errors import IntegrityError

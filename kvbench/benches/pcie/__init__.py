@@ -35,10 +35,10 @@ from kvbench.measure.engine import Workload
 from kvbench.measure.timer import MonotonicTimer
 from kvbench.memory.cuda_memory import check_gpu
 from kvbench.memory.host import check_fits
-from kvbench.memory.placement import numa_placement
-from kvbench.memory.registered import host_buffer
 from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
 from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.placement import numa_placement
+from kvbench.memory.registered import host_buffer
 
 H2D, D2H = 1, 2  # cudaMemcpyKind
 # Untimed copies after the timed ones, per stream: covers directions up to 2x apart. nvbandwidth's

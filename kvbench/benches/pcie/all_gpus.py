@@ -14,17 +14,23 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.backends.cuda import cupy_module, gpu_numa_node, link_probe, pci_bus_id, poison_between_copies
+from kvbench.backends.cuda import (
+    cupy_module,
+    gpu_numa_node,
+    link_probe,
+    pci_bus_id,
+    poison_between_copies,
+)
 from kvbench.benches.base import Prepared
 from kvbench.errors import IntegrityError
 from kvbench.hardware.gpu_link import nvml_handle
 from kvbench.hardware.nvml import nvml_session
 from kvbench.measure.cuda_timer import AllGpusEventTimer
 from kvbench.measure.engine import Workload
-from kvbench.memory.placement import numa_placement
-from kvbench.memory.registered import host_buffer
 from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
 from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.placement import numa_placement
+from kvbench.memory.registered import host_buffer
 
 H2D, D2H = 1, 2
 # NVML's common-ancestor levels (nvmlGpuTopologyLevel_t), named as `nvidia-smi topo -m` explains them

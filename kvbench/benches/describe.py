@@ -1,0 +1,35 @@
+"""A case's parameters for people and for matching: one canonicaliser and one describer, used by
+planning, acceptance rules, tables, reports and plots alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvbench.benches.params import format_params
+from kvbench.benches.registry import all_benches
+from kvbench.errors import unknown_name
+
+
+def canonical_subset(bench_id: str, params: dict[str, Any], strict: bool = False) -> dict[str, Any]:
+    """`params` (some of a benchmark's parameters, as a user or a rule wrote them) parsed to their
+    canonical values (`"256MiB"` → 268435456). A name the benchmark does not take is kept as written,
+    or refused with the closest known name when `strict`."""
+    spec = all_benches().get(bench_id)
+    if spec is None:
+        return dict(params)
+    out = {}
+    for name, value in params.items():
+        if name in spec.params:
+            out[name] = spec.params[name].parse(name, value)
+        elif strict:
+            raise unknown_name(f"parameter of {bench_id}", name, spec.params)
+        else:
+            out[name] = value
+    return out
+
+
+def describe_params(bench_id: str, params: dict[str, Any], skip_defaults: bool = True) -> str:
+    """`size=256MiB threads=2`: parameters (those not at their default, unless asked), sizes in binary
+    units; `(defaults)` when nothing differs."""
+    spec = all_benches().get(bench_id)
+    return format_params(params, spec.params if spec else None, skip_defaults=skip_defaults) or "(defaults)"

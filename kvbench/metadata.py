@@ -1,0 +1,107 @@
+"""Every key a result's `metadata` may carry, with its unit and meaning: one registry, so the
+benchmarks that write a key and the analyses that read it (acceptance, plots, reports, plans)
+agree on its name and unit. A test runs the benchmarks and fails on a key missing here.
+
+Analyses read keys through the constants below, never through a string of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    unit: str  # "" where the value has none (a name, a flag, a nested record)
+    meaning: str
+
+
+_KEYS = (
+    # every benchmark
+    Key("buffers", "", "each buffer's kind, size (bytes) and NUMA node, by role (src, dst, host, local, ...)"),
+    Key("warning", "", "what makes this result less than clean, in words (kept beside the case's own)"),
+    Key("bottleneck", "", "the path segment whose spec peak the result is judged against"),
+    Key("overhead_fraction", "fraction", "timer and loop overhead over one sample"),
+    Key("timer", "", "how samples were timed: perf_counter, cuda_events (gated), cuda_events_ungated, ..."),
+    Key("traceback", "", "the last frames of the error of a failed case"),
+    Key("bytes_counted", "", "what bytes_per_op counts (once, one direction, both directions, all GPUs)"),
+    # copies on the host and KV
+    Key("primitive", "", "the host copy primitive dram.copy chose"),
+    Key("executor", "", "the executor that moved the bytes"),
+    Key("primitive_trial_gbps", "GB/s", "each candidate primitive's rate in the trial that chose one"),
+    Key("fragments", "count", "pieces the strategy submits per operation (1 for a contiguous ceiling)"),
+    Key("layout_fragments", "count", "pieces the KV layout has per restore"),
+    Key("fragment_bytes", "bytes", "one KV fragment: one tensor of one layer for block_tokens tokens"),
+    Key("model_bytes_per_token", "bytes", "KV bytes one token occupies on one GPU"),
+    Key("blocks", "count", "KV blocks moved per operation"),
+    Key("pool_blocks", "count", "KV blocks in the source pool"),
+    Key("selection", "", "which pool blocks: random (seeded) or sequential"),
+    Key("tokens_per_s", "tokens/s", "KV tokens moved per second (median sample)"),
+    Key("us_per_fragment", "µs", "median seconds per operation over the fragments submitted"),
+    # GPU
+    Key("gpu", "", "CUDA device number"),
+    Key("gpu_bus_id", "", "the GPU's PCI bus id (stable across CUDA_VISIBLE_DEVICES)"),
+    Key("link", "", "PCIe gen/width and their max, read while the copies ran (under_load) or after"),
+    Key("clocks_mhz", "MHz", "SM and memory clocks read with the link"),
+    Key("pcie_replay_delta", "count", "PCIe replay counter increase across the case"),
+    Key("engine", "", "copy engine (ce) or SM kernel (sm)"),
+    Key("registered", "", "the host buffer was page-locked in place (cudaHostRegister)"),
+    Key("gpu_numa_node", "", "the NUMA node NVML says the GPU hangs off"),
+    Key("host_numa_node", "", "the NUMA node the host buffer's pages are on"),
+    Key("far_numa", "", "the host buffer is on another NUMA node than the GPU"),
+    Key("directions_gbps", "GB/s", "pcie.bidir: each direction, their sum, overlap and whether each stayed contended"),
+    Key("buffer_bytes", "bytes", "HBM buffer size"),
+    Key("l2_bytes", "bytes", "the GPU's L2 size"),
+    Key("launch", "", "kernel grid and block"),
+    Key("traffic_gbps", "GB/s", "hbm.copy: read plus write traffic"),
+    Key("gpus", "", "gpus=all: the CUDA devices that copied together"),
+    Key("topology", "", "gpus=all: NVML's common-ancestor relation of every GPU pair"),
+    Key("per_gpu_gbps", "GB/s", "gpus=all: each GPU's rate from its own stream's events"),
+    Key("sum_of_gpus_gbps", "GB/s", "gpus=all: the per-GPU rates added"),
+    Key("per_gpu_link", "", "gpus=all: each GPU's link facts"),
+    Key("per_gpu_host", "", "gpus=all: each GPU's host buffer and its NUMA placement"),
+    Key("per_gpu_note", "", "gpus=all: how per-GPU rates were taken"),
+    Key("placement", "", "gpus=all: where each GPU's host buffer was placed"),
+    Key("backend", "", "the CUDA stack of a pcie case (torch)"),
+    Key("torch", "", "torch's version"),
+    # storage and network
+    Key("nixl_backend", "", "the NIXL backend that served the requests (query_xfer_backend)"),
+    Key("nixl_version", "", "NIXL's version"),
+    Key("requests", "count", "prepared NIXL requests cycled through"),
+    Key("telemetry", "µs", "NIXL's post and transfer time of the last request, and its descriptors"),
+    Key("posix_api", "", "the POSIX plugin's I/O engine"),
+    Key("direct", "", "files opened O_DIRECT"),
+    Key("page_cache", "", "bytes came from the page cache, not the device"),
+    Key("filesystem", "", "the files' mount point, filesystem type and device"),
+    Key("files", "count", "files the pool or the I/Os spread over"),
+    Key("file_bytes", "bytes", "bytes per file"),
+    Key("gds_compat_mode", "", "cuFile's allow_compat_mode: GDS may have gone through host memory"),
+    Key("iops", "I/O/s", "I/Os per second (median sample)"),
+    Key("ucx_env", "", "the UCX_* environment that steers transports and devices"),
+    Key("rails", "", "the UCX devices the batch was dealt over"),
+    Key("ucx_protocols", "", "UCX's protocol table rows for remote writes and reads"),
+    Key("ucx_devices", "", "transport/device pairs UCX used"),
+    Key("gpu_memory", "", "either side of a network case was GPU memory"),
+)
+KEYS: dict[str, Key] = {k.name: k for k in _KEYS}
+
+# The keys analyses read.
+BOTTLENECK = "bottleneck"
+DIRECTIONS_GBPS = "directions_gbps"
+FAR_NUMA = "far_numa"
+FRAGMENT_BYTES = "fragment_bytes"
+FRAGMENTS = "fragments"
+GPU_BUS_ID = "gpu_bus_id"
+GPU_NUMA_NODE = "gpu_numa_node"
+HOST_NUMA_NODE = "host_numa_node"
+LINK = "link"
+PCIE_REPLAY_DELTA = "pcie_replay_delta"
+PER_GPU_GBPS = "per_gpu_gbps"
+PER_GPU_LINK = "per_gpu_link"
+WARNING = "warning"
+
+
+def unknown(keys) -> list[str]:
+    """The names among `keys` that no benchmark may write (a typo, or a key to register here)."""
+    return sorted(k for k in keys if k not in KEYS)

@@ -1,0 +1,176 @@
+"""The records that travel: a run and its results, typed once, with a format version in every JSON
+document (pyperf's way) and migrations from older versions.
+
+A stored row (`from_row`) and an exported document (`from_json`) become the same frozen record;
+`to_json` writes the contract of DESIGN.md (`kvbench run --json`, `results --format json`,
+`export`), which every analysis reads. `from_json` checks what it is given, so a hand-edited or
+foreign file is refused with one line naming what is wrong, never a KeyError later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from kvbench.errors import BadInput
+
+FORMAT_VERSION = 2  # 1: the version sat inside "run"; 2: at the top of the document
+STATS = ("median", "p10", "p90", "mean", "stdev", "min", "max")  # seconds per operation
+RATES = ("median", "p10", "p90")  # GB/s: p10 is the slow end
+UNITS = "GB/s = 1e9 bytes per second; seconds per operation"
+Status = Literal["ok", "skipped", "failed"]
+RunStatus = Literal["running", "complete", "aborted", "failed", "crashed"]
+STATUSES: tuple[str, ...] = get_args(Status)
+RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: int | str
+    host_id: str
+    context_id: str
+    status: str
+    started_at: str | None = None
+    ended_at: str | None = None
+    suite: str | None = None
+    suite_hash: str | None = None
+    kvbench_version: str | None = None
+    git_sha: str | None = None
+    git_dirty: bool | None = None
+    reason: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    system_state: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> RunRecord:
+        names = cls.__dataclass_fields__
+        values = {k: row.get(k) for k in names if k in row}
+        values["started_at"], values["ended_at"] = _iso(row.get("started_at")), _iso(row.get("ended_at"))
+        values["tags"], values["system_state"] = row.get("tags") or {}, row.get("system_state") or {}
+        return cls(**values)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["units"] = UNITS
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "run") -> RunRecord:
+        _need(data, where, {"id": (int, str), "host_id": str, "context_id": str, "status": str})
+        if data["status"] not in RUN_STATUSES:
+            raise BadInput(f"{where}: status '{data['status']}' is none of {', '.join(RUN_STATUSES)}")
+        values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        values["tags"], values["system_state"] = values.get("tags") or {}, values.get("system_state") or {}
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class ResultRecord:
+    bench: str
+    params: dict[str, Any]
+    case: str
+    status: str
+    bytes: int | None = None
+    samples_s: tuple[float, ...] | None = None
+    gbps: dict[str, float] | None = None
+    seconds: dict[str, float] | None = None
+    peak_gbps: float | None = None
+    peak_source: str | None = None
+    efficiency: float | None = None
+    verified: bool = False
+    reason: str | None = None
+    warnings: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any], samples_s: list[float] | None = None) -> ResultRecord:
+        """A stored `result` row (and its samples) as a record."""
+        has_rate = row.get("gbps_median") is not None
+        return cls(
+            bench=row["bench"], params=row["params"], case=row["case_hash"], status=row["status"],
+            bytes=row.get("bytes_per_op"), samples_s=tuple(samples_s) if samples_s is not None else None,
+            gbps={k: row[f"gbps_{k}"] for k in RATES} if has_rate else None,
+            seconds={k: row[f"{k}_s"] for k in STATS} if has_rate else None,
+            peak_gbps=row.get("peak_gbps"), peak_source=row.get("peak_source"), efficiency=row.get("efficiency"),
+            verified=bool(row.get("verified")), reason=row.get("reason"), warnings=tuple(row.get("warnings") or ()),
+            metadata=row.get("extra") or {},
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "bench": self.bench, "params": self.params, "case": self.case, "bytes": self.bytes,
+            "samples": len(self.samples_s) if self.samples_s is not None else None,
+            "gbps": self.gbps, "seconds": self.seconds, "peak_gbps": self.peak_gbps, "peak_source": self.peak_source,
+            "efficiency": self.efficiency, "verified": self.verified, "status": self.status, "reason": self.reason,
+            "warnings": list(self.warnings), "metadata": self.metadata,
+        }
+        if self.samples_s is not None:
+            out["samples_s"] = list(self.samples_s)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "result") -> ResultRecord:
+        _need(data, where, {"bench": str, "params": dict, "case": str, "status": str})
+        if data["status"] not in STATUSES:
+            raise BadInput(f"{where}: status '{data['status']}' is none of {', '.join(STATUSES)}")
+        if data["status"] == "ok":
+            _need(data, where, {"gbps": dict})
+            _need(data["gbps"], f"{where}.gbps", dict.fromkeys(RATES, (int, float)))
+        samples = data.get("samples_s")
+        if samples is not None and (not isinstance(samples, list) or
+                                    not all(isinstance(s, int | float) and s > 0 for s in samples)):
+            raise BadInput(f"{where}: samples_s must be a list of positive seconds")
+        return cls(
+            bench=data["bench"], params=data["params"], case=data["case"], status=data["status"],
+            bytes=data.get("bytes"), samples_s=tuple(samples) if samples is not None else None,
+            gbps=data.get("gbps"), seconds=data.get("seconds"), peak_gbps=data.get("peak_gbps"),
+            peak_source=data.get("peak_source"), efficiency=data.get("efficiency"),
+            verified=bool(data.get("verified")), reason=data.get("reason"),
+            warnings=tuple(data.get("warnings") or ()), metadata=data.get("metadata") or {},
+        )
+
+
+def _need(data: Any, where: str, fields: dict[str, Any]) -> None:
+    if not isinstance(data, dict):
+        raise BadInput(f"{where}: expected an object, found {type(data).__name__}")
+    for name, kind in fields.items():
+        if name not in data:
+            raise BadInput(f"{where} lacks '{name}'")
+        if not isinstance(data[name], kind):
+            raise BadInput(f"{where}: '{name}' has the wrong type ({type(data[name]).__name__})")
+
+
+def run_document(run: RunRecord, host: dict[str, Any] | None, results: list[ResultRecord]) -> dict[str, Any]:
+    """The JSON document of a run: format version, run, host, results."""
+    return {"format_version": FORMAT_VERSION, "run": run.to_json(), "host": host,
+            "results": [r.to_json() for r in results]}
+
+
+def migrate(doc: Any, where: str) -> dict[str, Any]:
+    """An exported run document of any version this kvbench knows, as the current version."""
+    if not isinstance(doc, dict) or "run" not in doc or "results" not in doc:
+        raise BadInput(f"{where} is not a kvbench run export (no 'run' and 'results')")
+    version = doc.get("format_version", (doc["run"] or {}).get("format_version") if isinstance(doc["run"], dict) else None)
+    if version == 1:  # the version moved from "run" to the top of the document
+        doc = {**doc, "format_version": 2, "run": {k: v for k, v in doc["run"].items() if k != "format_version"}}
+        version = 2
+    if version != FORMAT_VERSION:
+        raise BadInput(f"{where} has format version {version!r}; this kvbench reads 1 and {FORMAT_VERSION}")
+    return doc
+
+
+def validate_document(doc: Any, where: str) -> dict[str, Any]:
+    """`doc` migrated to the current version and checked field by field: the records' JSON again."""
+    doc = migrate(doc, where)
+    run = RunRecord.from_json(doc["run"], f"{where}: run")
+    if not isinstance(doc["results"], list):
+        raise BadInput(f"{where}: 'results' must be a list")
+    results = [ResultRecord.from_json(r, f"{where}: result {i}") for i, r in enumerate(doc["results"])]
+    host = doc.get("host")
+    if host is not None and not isinstance(host, dict):
+        raise BadInput(f"{where}: 'host' must be an object")
+    return run_document(run, host, results)
