@@ -6,8 +6,9 @@
 
 The rank comes from RANK (torchrun) or SLURM_PROCID (srun); rank 0's address from
 --peer-addr or MASTER_ADDR. Metadata goes through NIXL's listener on rank 0 (port --port).
-Everything after `--` is passed to `kvbench run` on rank 1, which gets
-`--set peer=remote --set peer_addr=... --set peer_port=... --set block_size=... --set batch=...` added.
+Everything after `--` is what `kvbench run` takes (--suite, --bench, --set, --db, --json, --tag,
+--samples) on rank 1, which runs it with `peer=remote`, `peer_addr`, `peer_port`, `block_size`,
+`batch` and `timeout_s` set to match rank 0.
 """
 
 from __future__ import annotations
@@ -44,12 +45,35 @@ def main(argv: list[str] | None = None) -> int:
                      seed=11, timeout_s=args.timeout)
     if not args.peer_addr:
         raise SystemExit("kvbench.launch: give --peer-addr (rank 0's host) or set MASTER_ADDR")
-    from kvbench.cli import main as cli_main
+    return run_rank1(run_args, {"peer": "remote", "peer_addr": args.peer_addr, "peer_port": args.port,
+                                "block_size": args.block_size, "batch": args.batch, "timeout_s": int(args.timeout)})
 
-    sys.argv = ["kvbench", "run", *run_args, "--set", "peer=remote", "--set", f"peer_addr={args.peer_addr}",
-                "--set", f"peer_port={args.port}", "--set", f"block_size={args.block_size}",
-                "--set", f"batch={args.batch}", "--set", f"timeout_s={int(args.timeout)}"]
-    cli_main()
+
+def run_rank1(run_args: list[str], settings: dict) -> int:
+    """The measuring side: `kvbench run`'s arguments, with the peer's settings laid over them."""
+    from kvbench.benches.params import coerce_text
+    from kvbench.cli.common import pairs
+    from kvbench.cli.run import run_and_show
+    from kvbench.errors import BadInput, CheckFailed
+    from kvbench.suite_run import RunRequest
+
+    parser = argparse.ArgumentParser(prog="python -m kvbench.launch ... --", add_help=False)
+    parser.add_argument("--suite")
+    parser.add_argument("--bench", action="append", default=[])
+    parser.add_argument("--set", action="append", default=[], dest="set_")
+    parser.add_argument("--db")
+    parser.add_argument("--json", dest="json_out")
+    parser.add_argument("--tag", action="append", default=[])
+    parser.add_argument("--samples", type=int)
+    given = parser.parse_args(run_args)
+    overrides = {k: coerce_text(v) for k, v in pairs(given.set_, "--set").items()} | settings
+    request = RunRequest(suite=given.suite, benches=tuple(given.bench), overrides=overrides,
+                         tags=pairs(given.tag, "--tag"), samples=given.samples, db=given.db)
+    try:
+        run_and_show(request, given.json_out)
+    except (BadInput, CheckFailed) as exc:
+        print(f"kvbench: {exc}", file=sys.stderr)
+        return exc.exit_code
     return 0
 
 

@@ -15,7 +15,7 @@ def test_wheel_ships_suites_and_peaks(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "kvbench/_data/suites/quick.toml" in names
     assert "kvbench/hardware/peaks.toml" in names
-    assert "kvbench/cli.py" in names
+    assert {"kvbench/cli/__init__.py", "kvbench/_data/kernels/hbm.cu", "kvbench/report/templates/report.html.j2"} <= names
     assert not any(n.startswith("tests/") for n in names)
 
 

@@ -1,0 +1,104 @@
+"""`kvbench fit`, `kvbench plan`, `kvbench history`, `kvbench fleet`: answers from stored results."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kvbench.cli.app import app
+from kvbench.cli.common import DbOption, fraction, out, pairs, this_host_id
+from kvbench.errors import BadInput
+
+
+@app.command()
+def fit(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id or 'latest'")] = "latest",
+    db: DbOption = None,
+) -> None:
+    """Per-fragment cost α (µs) and streaming bandwidth β (GB/s) of each KV strategy over a block-size sweep."""
+    from kvbench.analyze.fit import fit_results
+    from kvbench.report.analysis_tables import fit_table
+    from kvbench.store.database import open_store
+
+    store = open_store(db)
+    run_id = store.resolve_run(run_ref)
+    fits = fit_results(store.results(run_id))
+    if not fits:
+        raise BadInput(f"run {run_id} has no kv.restore / kv.offload results to fit")
+    out.print(fit_table(fits, run_id))
+    out.print("'-': fewer than 3 block sizes, or fragments grew in proportion to bytes — sweep block_tokens to fit")
+
+
+@app.command("plan")
+def plan_cmd(
+    model: Annotated[str, typer.Option(help="model preset or config.json path")],
+    tokens: Annotated[int, typer.Option(min=1, help="tokens to restore")],
+    tp: Annotated[int, typer.Option(min=1, help="tensor-parallel degree")] = 1,
+    dtype: Annotated[str, typer.Option(help="bf16 | fp16 | fp8")] = "bf16",
+    block_tokens: Annotated[int, typer.Option("--block-tokens", min=1, help="tokens per KV block")] = 16,
+    db: DbOption = None,
+) -> None:
+    """Restore time of a model's KV from each tier measured on this host: at the spec peak and as measured."""
+    from kvbench.analyze.restore_plan import restore_plan
+    from kvbench.kv.geometry import get_model
+    from kvbench.report.analysis_tables import plan_table
+    from kvbench.store.database import open_store
+
+    geometry = get_model(model)
+    store = open_store(db)
+    plans = restore_plan(geometry, tokens, dtype, tp, block_tokens, store.host_results(this_host_id(), "kv.restore"))
+    if not plans:
+        raise BadInput(f"no kv.restore results for this host in {store.url}; run 'kvbench run --suite kv-restore' first")
+    fragment = block_tokens * geometry.unit_bytes_per_token(dtype, tp)
+    out.print(plan_table(plans, f"restore {tokens} tokens of {geometry.name} ({dtype}, tp={tp}, {block_tokens}-token "
+                                f"blocks, {fragment} B fragments)"))
+
+
+@app.command()
+def history(
+    bench: Annotated[str, typer.Argument(help="benchmark id")],
+    params: Annotated[list[str] | None, typer.Option("--params", help="only cases with key=value")] = None,
+    threshold: Annotated[str, typer.Option(help="smallest level shift that starts a segment")] = "5%",
+    db: DbOption = None,
+) -> None:
+    """Median GB/s of each case over all runs of this host, cut where the level persistently shifted."""
+    from kvbench.analyze.history import segments
+    from kvbench.benches.describe import canonical_subset
+    from kvbench.benches.registry import get_bench
+    from kvbench.report.analysis_tables import history_table
+    from kvbench.store.database import open_store
+
+    get_bench(bench)  # an unknown id is bad input, with the closest one suggested
+    wanted = canonical_subset(bench, pairs(params, "--params"))
+    floor = fraction(threshold, "--threshold")
+    store = open_store(db)
+    rows = [r for r in store.host_results(this_host_id(), bench)
+            if r["status"] == "ok" and all(r["params"].get(k) == v for k, v in wanted.items())]
+    if not rows:
+        raise BadInput(f"no {bench} results for this host{' with ' + ' '.join(params) if params else ''} in {store.url}")
+    cases: dict[str, list[dict]] = {}
+    for r in rows:
+        cases.setdefault(r["case_hash"], []).append(r)
+    for series in cases.values():
+        out.print(history_table(bench, series, segments([r["gbps_median"] for r in series], floor)))
+
+
+@app.command("fleet")
+def fleet_cmd(
+    bench: Annotated[list[str] | None, typer.Option("--bench", help="only these benchmarks")] = None,
+    outliers_only: Annotated[bool, typer.Option("--outliers", help="show only the hosts that stand out")] = False,
+    db: DbOption = None,
+) -> None:
+    """Every host's latest result per case side by side; hosts far from their SKU's median are flagged."""
+    from kvbench.analyze.fleet import fleet
+    from kvbench.report.analysis_tables import fleet_table
+    from kvbench.store.database import open_store
+
+    store = open_store(db)
+    rows = [r for r in store.all_results() if not bench or r["bench"] in bench]
+    if not rows:
+        raise BadInput(f"no results in {store.url}{' for ' + ', '.join(bench) if bench else ''}")
+    found = fleet(rows, store.hosts())
+    out.print(fleet_table(found, f"fleet · {store.url}", outliers_only))
+    out.print(f"{sum(r.outlier for r in found)} outlier(s)")

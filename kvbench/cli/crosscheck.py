@@ -1,0 +1,66 @@
+"""`kvbench crosscheck dram|storage|pcie|net`: kvbench beside a peer tool, with their ratio."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kvbench.cli.app import crosscheck_app
+from kvbench.cli.common import out
+from kvbench.errors import BadInput
+
+
+@crosscheck_app.command("dram")
+def crosscheck_dram(
+    size: Annotated[str, typer.Option(help="buffer size")] = "256MiB",
+    repeats: Annotated[int, typer.Option(help="mbw iterations")] = 10,
+) -> None:
+    """mbw (MEMCPY, MCBLOCK) and numpy copyto next to kvbench dram.copy, single-threaded."""
+    from kvbench.crosscheck.dram import crosscheck_dram as run_crosscheck
+    from kvbench.report.crosscheck import render
+    from kvbench.units import parse_size
+
+    render(out, run_crosscheck(parse_size(size), repeats))
+
+
+@crosscheck_app.command("storage")
+def crosscheck_storage(
+    io_size: Annotated[str, typer.Option(help="bytes per I/O")] = "1MiB",
+    depth: Annotated[int, typer.Option(help="I/Os in flight (fio iodepth = kvbench batch)")] = 32,
+    file_size: Annotated[str, typer.Option(help="file size")] = "256MiB",
+    path: Annotated[str | None, typer.Option(help="directory (default: system temp dir)")] = None,
+    api: Annotated[str, typer.Option(help="engine on both sides: aio (fio libaio) | uring (fio io_uring)")] = "aio",
+) -> None:
+    """fio next to kvbench storage.read through NIXL POSIX: same directory, sizes, depth, engine, O_DIRECT."""
+    from kvbench.crosscheck.storage import crosscheck_storage as run_crosscheck
+    from kvbench.report.crosscheck import render
+    from kvbench.units import parse_size
+
+    if api not in ("aio", "uring"):
+        raise BadInput(f"bad --api '{api}': choose aio or uring")
+    figures = run_crosscheck(parse_size(io_size, "io_size"), depth, parse_size(file_size, "file_size"), path, api)
+    render(out, figures, f"storage.read crosscheck ({io_size}, depth {depth}, {api}, GB/s = 1e9 B/s)", goal=0.90)
+
+
+@crosscheck_app.command("pcie")
+def crosscheck_pcie() -> None:
+    """nvbandwidth's copy-engine tests next to pcie.h2d / pcie.d2h and each direction of pcie.bidir,
+    pinned 256 MiB (goal: within 3 %)."""
+    from kvbench.crosscheck.pcie import crosscheck_pcie as run_crosscheck
+    from kvbench.report.crosscheck import render
+
+    for figures in run_crosscheck():
+        render(out, figures, "pcie crosscheck (GB/s = 1e9 B/s)", goal=0.97, goal_max=1.03)
+
+
+@crosscheck_app.command("net")
+def crosscheck_net(
+    tls: Annotated[str | None, typer.Option(help="UCX_TLS for both sides, e.g. cma,self (default: UCX chooses)")] = None,
+) -> None:
+    """ucx_perftest ucp_put_bw on loopback next to net.write peer=local, at 1 MiB and 64 KiB."""
+    from kvbench.crosscheck.net import crosscheck_net as run_crosscheck
+    from kvbench.report.crosscheck import render
+
+    for figures in run_crosscheck(tls=tls):
+        render(out, figures, f"net.write crosscheck (loopback, UCX_TLS={tls or 'default'}, GB/s = 1e9 B/s)", goal=0.0)

@@ -1,0 +1,84 @@
+"""`kvbench accept`, `kvbench compare`: verdicts a CI gates on (exit 1 on a FAIL or a regression)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kvbench.benches.describe import describe_params
+from kvbench.cli.app import app
+from kvbench.cli.common import DbOption, documents, err, fraction, out
+from kvbench.errors import BadInput, CheckFailed
+
+
+@app.command()
+def accept(
+    suite: Annotated[str, typer.Option(help="suite to run")] = "acceptance",
+    rules: Annotated[str | None, typer.Option(help="rules TOML (default: suites/rules matching this host)")] = None,
+    junit: Annotated[str | None, typer.Option(help="write JUnit XML here")] = None,
+    run_ref: Annotated[str | None, typer.Option("--run", help="judge a stored run instead of running the suite")] = None,
+    db: DbOption = None,
+) -> None:
+    """Run the acceptance suite and judge it against the rules: PASS / FAIL / SKIP per rule. Exit 1 on a FAIL."""
+    from kvbench.analyze.accept import judge, junit_xml, load_rules, rules_for_host
+    from kvbench.analyze.runs import run_document
+    from kvbench.cli.run import run_and_show
+    from kvbench.report.table import verdicts_table
+    from kvbench.store.database import open_store
+    from kvbench.suite_run import RunRequest
+
+    rules_files = [load_rules(Path(rules))] if rules else None  # bad rules fail before anything runs
+    cases_failed = None
+    if run_ref is None:
+        try:
+            run_ref = str(run_and_show(RunRequest(suite=suite, tags={"purpose": "acceptance"}, db=db), None))
+        except CheckFailed as exc:  # still judged and written out: a failed case is a FAIL of its rule
+            cases_failed, run_ref = exc, "latest"
+    store = open_store(db)
+    doc = run_document(store, store.resolve_run(run_ref))
+    gpus = ((doc.get("host") or {}).get("facts") or {}).get("gpus") or []
+    verdicts = judge(doc, rules_files or rules_for_host(gpus))
+    out.print(verdicts_table(verdicts, f"acceptance of run {doc['run']['id']}"))
+    if junit:
+        Path(junit).write_text(junit_xml(verdicts))
+        err.print(f"wrote {junit}")
+    failed = [v for v in verdicts if v.verdict == "FAIL"]
+    if failed:
+        raise CheckFailed(f"{len(failed)} acceptance rule(s) failed: {', '.join(sorted({v.rule for v in failed}))}")
+    if cases_failed:
+        raise cases_failed
+
+
+@app.command()
+def compare(
+    base: Annotated[str, typer.Argument(help="run id, 'latest', 'baseline', or a JSON export")],
+    new: Annotated[str, typer.Argument(help="run id, 'latest', 'baseline', or a JSON export")] = "latest",
+    threshold: Annotated[str, typer.Option(help="practical floor for a regression, e.g. 5%")] = "5%",
+    fmt: Annotated[str, typer.Option("--format", help="table | markdown | json")] = "table",
+    cross_host: Annotated[bool, typer.Option("--cross-host", help="allow runs of different hosts or contexts")] = False,
+    db: DbOption = None,
+) -> None:
+    """Regressions from BASE to NEW: Mann-Whitney U on the raw samples and a practical floor. Exit 1 on one."""
+    from kvbench.analyze.compare import compare_runs, has_regression
+    from kvbench.report.table import comparisons_markdown, comparisons_table
+
+    if fmt not in ("table", "markdown", "json"):
+        raise BadInput(f"bad --format '{fmt}': choose table, markdown or json")
+    floor = fraction(threshold, "--threshold")
+    base_doc, new_doc = documents([base, new], db)
+    comparisons = compare_runs(base_doc, new_doc, floor, cross_host)
+    title = f"run {base_doc['run']['id']} → run {new_doc['run']['id']} (regression: p < 0.01 and ≥ {floor:.0%})"
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"base": base_doc["run"]["id"], "new": new_doc["run"]["id"], "threshold": floor,
+                                     "comparisons": [c.to_dict() for c in comparisons]}, indent=2) + "\n")
+    elif fmt == "markdown":
+        sys.stdout.write(comparisons_markdown(comparisons, title, describe_params))
+    else:
+        out.print(comparisons_table(comparisons, title, describe_params))
+    if has_regression(comparisons):
+        raise CheckFailed(f"{sum(c.verdict == 'regression' for c in comparisons)} regression(s) from run "
+                          f"{base_doc['run']['id']} to run {new_doc['run']['id']}")

@@ -1,0 +1,71 @@
+"""`kvbench report`, `kvbench plot`, `kvbench export`: runs as documents people and dashboards read."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from kvbench.cli.app import app
+from kvbench.cli.common import DbOption, documents, err, write_text
+from kvbench.errors import BadInput
+
+
+@app.command()
+def report(
+    runs: Annotated[list[str] | None, typer.Argument(metavar="RUN...", help="run ids, 'latest', or JSON exports")] = None,
+    output: Annotated[str, typer.Option("-o", "--output", help="report file")] = "report.html",
+    fmt: Annotated[str, typer.Option("--format", help="html | markdown")] = "html",
+    baseline: Annotated[str | None, typer.Option(help="compare with this run ('baseline' = the tagged one)")] = None,
+    model: Annotated[str, typer.Option(help="model for the restore plan")] = "Llama-3.1-70B",
+    tokens: Annotated[int, typer.Option(min=1, help="tokens for the restore plan")] = 8192,
+    db: DbOption = None,
+) -> None:
+    """One self-contained HTML report (plots embedded) or Markdown for a ticket."""
+    from kvbench.report import content, render
+
+    if fmt not in ("html", "markdown"):
+        raise BadInput(f"bad --format '{fmt}': choose html or markdown")
+    docs = documents(runs or ["latest"], db)
+    base = documents([baseline], db)[0] if baseline else None
+    built = content.build(docs, base, model=model, tokens=tokens)
+    write_text(render.html(built) if fmt == "html" else render.markdown(built), output)
+
+
+@app.command()
+def plot(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, 'latest', or a JSON export")] = "latest",
+    bench: Annotated[str, typer.Option(help="benchmark to draw")] = "dram.copy",
+    output: Annotated[str, typer.Option("-o", "--output", help="figure file (.png or .svg)")] = "figure.png",
+    db: DbOption = None,
+) -> None:
+    """One figure for a slide: rate vs size for a benchmark, or KV strategies vs block size for kv.restore."""
+    from kvbench.report import plots
+
+    if not output.endswith((".png", ".svg")):
+        raise BadInput(f"bad --output '{output}': use a .png or .svg file")
+    (doc,) = documents([run_ref], db)
+    fig = plots.kv_strategies(doc["results"]) if bench == "kv.restore" else plots.bandwidth_vs_size(doc["results"], bench)
+    if fig is None:
+        raise BadInput(f"run {doc['run']['id']} has nothing to draw for {bench} (needs a size or block_tokens sweep)")
+    plots.save(fig, output)
+    err.print(f"wrote {output}")
+
+
+@app.command()
+def export(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, 'latest', 'baseline' or a JSON export")] = "latest",
+    fmt: Annotated[str, typer.Option("--format", help="github-action-benchmark | pytest-benchmark | json")] = "json",
+    output: Annotated[str, typer.Option("-o", "--output", help="file, or - for stdout")] = "-",
+    db: DbOption = None,
+) -> None:
+    """Write a run in a format CI dashboards read."""
+    from kvbench.analyze import export as exporters
+
+    makers = {"github-action-benchmark": exporters.github_action_benchmark,
+              "pytest-benchmark": exporters.pytest_benchmark, "json": lambda d: d}
+    if fmt not in makers:
+        raise BadInput(f"bad --format '{fmt}': choose {', '.join(makers)}")
+    (doc,) = documents([run_ref], db)
+    write_text(json.dumps(makers[fmt](doc), indent=2, default=str) + "\n", output)

@@ -1,0 +1,104 @@
+"""`kvbench run`, `kvbench results`, `kvbench tag`: measure into the store, read a run back, tag it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from kvbench.benches.describe import describe_params
+from kvbench.cli.app import app
+from kvbench.cli.common import DbOption, err, out, pairs, write_text
+from kvbench.errors import BadInput, CheckFailed
+
+
+def write_run_json(store, run_id: int, target: str) -> None:
+    from kvbench.analyze.runs import run_document
+
+    write_text(json.dumps(run_document(store, run_id), indent=2, default=str) + "\n", target)
+
+
+def run_and_show(request, json_out: str | None) -> int:
+    """Run `request` (suite_run.RunRequest), print its table, write its JSON; returns the run id.
+    A signal ends the process with the shell's status for it; failed cases raise CheckFailed."""
+    from kvbench.interrupts import Interrupted
+    from kvbench.report.table import results_table
+    from kvbench.suite_run import run_suite
+
+    try:
+        outcome = run_suite(request, err)
+    except Interrupted as exc:
+        err.print(f"kvbench: interrupted ({exc.name}); the run is marked aborted and its finished results are kept")
+        raise typer.Exit(exc.exit_code) from None
+    store, run_id = outcome.store, outcome.run_id
+    show = err if json_out == "-" else out
+    run_row = store.run(run_id)
+    show.print(results_table(store.results(run_id), describe_params,
+                             title=f"run {run_id} · {run_row['suite'] or 'ad hoc'} · {store.url} · GB/s = 1e9 B/s"))
+    if json_out:
+        write_run_json(store, run_id, json_out)
+    if outcome.failed:
+        raise CheckFailed(f"run {run_id}: {outcome.failed} case(s) failed")
+    return run_id
+
+
+@app.command()
+def run(
+    suite: Annotated[str | None, typer.Option("--suite", help="suite name or TOML path (default: quick)")] = None,
+    bench: Annotated[list[str] | None, typer.Option("--bench", help="run only these benchmark ids")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="override a parameter: key=value")] = None,
+    db: DbOption = None,
+    json_out: Annotated[str | None, typer.Option("--json", help="write the results as JSON to FILE, or - for stdout")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="tag the run: key=value")] = None,
+    samples: Annotated[int | None, typer.Option("--samples", min=5, help="samples per case (default from the suite)")] = None,
+) -> None:
+    """Run a suite (or some benchmarks) and store every sample."""
+    from kvbench.benches.params import coerce_text
+    from kvbench.suite_run import RunRequest
+
+    request = RunRequest(suite=suite, benches=tuple(bench or ()), tags=pairs(tag, "--tag"), samples=samples, db=db,
+                         overrides={k: coerce_text(v) for k, v in pairs(set_, "--set").items()})
+    run_and_show(request, json_out)
+
+
+@app.command()
+def results(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id or 'latest'")] = "latest",
+    fmt: Annotated[str, typer.Option("--format", help="table | json | csv")] = "table",
+    db: DbOption = None,
+) -> None:
+    """Show a stored run."""
+    from kvbench.report.table import results_csv, results_table
+    from kvbench.store.database import open_store
+
+    if fmt not in ("table", "json", "csv"):
+        raise BadInput(f"bad --format '{fmt}': choose table, json or csv")
+    store = open_store(db)
+    run_id = store.resolve_run(run_ref)
+    rows = store.results(run_id)
+    if fmt == "json":
+        write_run_json(store, run_id, "-")
+    elif fmt == "csv":
+        sys.stdout.write(results_csv([{**r, "run_id": run_id} for r in rows], describe_params))
+    else:
+        run_row = store.run(run_id)
+        out.print(results_table(rows, describe_params, title=f"run {run_id} · {run_row['suite'] or 'ad hoc'} · "
+                                f"{run_row['status']} · started {run_row['started_at']:%Y-%m-%d %H:%M}"))
+
+
+@app.command()
+def tag(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id or 'latest'")],
+    key: Annotated[str, typer.Argument(help="tag name, e.g. baseline")],
+    value: Annotated[str, typer.Argument(help="tag value")] = "1",
+    db: DbOption = None,
+) -> None:
+    """Tag a stored run (a run tagged `baseline` is what `compare baseline` and reports compare with)."""
+    from kvbench.store.database import open_store
+
+    store = open_store(db)
+    run_id = store.resolve_run(run_ref)
+    store.set_tag(run_id, key, value)
+    out.print(f"run {run_id}: {key}={value}")

@@ -1,0 +1,67 @@
+"""Terminal tables for the analyses: the α/β fit, the restore plan, a case's history, the fleet."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rich.table import Table
+
+from kvbench.benches.describe import describe_params
+from kvbench.units import format_gbps
+
+
+def _table(title: str, columns: Iterable[str]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    return table
+
+
+def ms(seconds: float | None, missing: str = "-") -> str:
+    return f"{seconds * 1e3:.2f} ms" if seconds is not None else missing
+
+
+def fit_table(fits: list[tuple[dict[str, Any], Any]], run_id: int | str) -> Table:
+    table = _table(f"run {run_id}: time = fragments × α + bytes / β",
+                   ("benchmark", "series", "α µs/fragment", "β GB/s", "R²", "points"))
+    for params, result in fits:
+        params = dict(params)
+        bench = params.pop("bench")
+        series = describe_params(bench, params)
+        if result is None:
+            table.add_row(bench, series, "-", "-", "-", "-")
+            continue
+        table.add_row(bench, series, f"{result.alpha_us:.3f}",
+                      f"{result.beta_gbps:.1f}" if result.beta_gbps else "∞", f"{result.r2:.3f}", str(result.points))
+    return table
+
+
+def plan_table(plans: list[Any], title: str) -> Table:
+    table = _table(title, ("tier", "KV bytes", "spec GB/s", "at spec", "measured GB/s", "at measured",
+                           "best strategy", "note"))
+    for p in plans:
+        table.add_row(p.tier, f"{p.kv_bytes / 1e9:.3f} GB", format_gbps(p.peak_gbps), ms(p.peak_s),
+                      format_gbps(p.measured_gbps), ms(p.measured_s, "no measurement"), p.strategy or "-", p.note)
+    return table
+
+
+def history_table(bench: str, series: list[dict[str, Any]], segments: list[Any]) -> Table:
+    """One case over its runs (oldest first), each run labelled with its level segment."""
+    table = _table(f"{bench} {describe_params(bench, series[0]['params'])}", ("run", "started", "median GB/s",
+                                                                              "segment"))
+    for n, seg in enumerate(segments):
+        for r in series[seg.start:seg.end]:
+            table.add_row(str(r["run_id"]), f"{r['started_at']:%Y-%m-%d %H:%M}", format_gbps(r["gbps_median"]),
+                          f"{n + 1} (median {format_gbps(seg.median)})")
+    return table
+
+
+def fleet_table(rows: list[Any], title: str, outliers_only: bool) -> Table:
+    table = _table(title, ("benchmark", "parameters", "host", "SKU", "GB/s", "SKU median", "deviation", "flag"))
+    for r in rows:
+        if outliers_only and not r.outlier:
+            continue
+        table.add_row(r.bench, describe_params(r.bench, r.params), r.hostname, r.sku, format_gbps(r.gbps),
+                      format_gbps(r.sku_median), f"{r.deviation:+.1%}", "[bold red]OUTLIER[/]" if r.outlier else "")
+    return table

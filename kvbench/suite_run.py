@@ -1,0 +1,74 @@
+"""One way to run a suite: plan its cases, open the store, read this host, execute with progress on
+stderr, with signals ending the run cleanly. `kvbench run`, `kvbench accept` and
+`python -m kvbench.launch` all call `run_suite`; none drives another through its command line."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+
+from kvbench.benches.describe import describe_params
+from kvbench.errors import BadInput
+from kvbench.interrupts import signals_end_runs
+from kvbench.measure.engine import Settings
+from kvbench.plan.cases import Case, plan
+from kvbench.plan.suite import BenchSweep, SuiteSettings, load_suite
+from kvbench.report.progress import RunProgress
+from kvbench.runner import RunInfo, execute
+from kvbench.store.database import Store, open_store
+from kvbench.this_host import host_facts
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What to run: a suite (default `quick`) or some benchmarks, with overrides and tags."""
+
+    suite: str | None = None
+    benches: tuple[str, ...] = ()
+    overrides: dict[str, Any] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    samples: int | None = None
+    db: str | None = None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: int
+    store: Store
+    failed: int  # cases that failed
+
+
+def plan_request(request: RunRequest) -> tuple[list[Case], Settings, RunInfo]:
+    """The cases, measurement settings and run information of `request`; bad input raises first."""
+    if request.suite is None and request.benches:
+        sweeps = [BenchSweep(id=b) for b in dict.fromkeys(request.benches)]
+        settings, info = SuiteSettings(), RunInfo(tags=request.tags)
+        cases = plan(sweeps, None, request.overrides)
+    else:
+        loaded, _path, digest = load_suite(request.suite or "quick")
+        settings, info = loaded.settings, RunInfo(loaded.name, digest, request.tags)
+        cases = plan(loaded.bench, list(request.benches) or None, request.overrides)
+    if not cases:
+        raise BadInput("the selection has no cases to run")
+    engine = settings.engine_settings()
+    if request.samples:
+        engine = dataclasses.replace(engine, samples=request.samples)
+    return cases, engine, info
+
+
+def run_suite(request: RunRequest, progress: Console) -> RunOutcome:
+    """Plan, then run every case into a new run of the store; progress goes to `progress`.
+
+    Bad input raises `BadInput` before anything is written; a signal raises `Interrupted` after
+    the run is marked aborted with its finished results kept.
+    """
+    cases, settings, info = plan_request(request)
+    store = open_store(request.db)
+    facts = host_facts()
+    with signals_end_runs(), RunProgress(progress, len(cases), describe_params) as shown:
+        run_id = execute(cases, store, facts, settings, info, on_result=shown.done, on_start=shown.start)
+    failed = sum(r["status"] == "failed" for r in store.results(run_id))
+    return RunOutcome(run_id, store, failed)

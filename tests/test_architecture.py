@@ -1,0 +1,79 @@
+"""The package's layering, as docs/architecture.md states it: data flows one way, and no module
+reaches back into the layer that calls it. Read from the source (every import, also the ones
+inside functions), so a back-arrow fails here before it tangles the house."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import kvbench
+
+PACKAGE = Path(kvbench.__file__).parent
+
+# package (or module) → the kvbench packages it may import besides itself and the leaf modules
+LEAVES = {"errors", "units", "resources", "metadata", "records", "interrupts", "kv.strategies", "__version__"}
+MAY_IMPORT = {
+    "kv": set(),
+    "hardware": set(),
+    "store": set(),
+    "backends": {"hardware", "memory.pattern"},
+    "memory": {"backends"},
+    "measure": {"backends"},  # the CUDA event timers
+    "executors": {"memory", "kv", "backends"},
+    "peers": {"backends", "memory"},
+    "benches": {"memory", "kv", "executors", "measure", "hardware", "backends", "peers"},
+    "plan": {"benches", "measure", "memory", "backends"},
+    "analyze": {"store", "hardware", "kv", "benches.describe", "benches.registry", "benches.params"},
+    "report": {"analyze", "hardware", "kv", "benches.describe", "benches.registry", "benches.params", "store",
+               "crosscheck.common"},
+    "crosscheck": {"benches", "measure", "plan", "runner", "this_host", "peers", "result"},
+}
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every kvbench module `path` imports, without the `kvbench.` prefix."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kvbench"):
+            found.add(node.module.removeprefix("kvbench").lstrip("."))
+            if node.module == "kvbench":
+                found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name.removeprefix("kvbench.") for a in node.names if a.name.startswith("kvbench."))
+    return {f for f in found if f}
+
+
+def allowed(own: str, target: str) -> bool:
+    if target == own or target.startswith(own + ".") or target.split(".")[0] == own:
+        return True
+    if target in LEAVES or target.split(".")[0] in {t.split(".")[0] for t in LEAVES if "." not in t}:
+        return True
+    return any(target == a or target.startswith(a + ".") for a in MAY_IMPORT[own])
+
+
+@pytest.mark.parametrize("package", sorted(MAY_IMPORT))
+def test_no_package_reaches_back_into_a_layer_above_it(package):
+    wrong = []
+    for path in sorted((PACKAGE / package).rglob("*.py")):
+        for target in sorted(imports_of(path)):
+            if not allowed(package, target):
+                wrong.append(f"{path.relative_to(PACKAGE)} imports kvbench.{target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_only_entry_points_import_the_cli():
+    users = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+             if "cli" not in p.relative_to(PACKAGE).parts and any(t == "cli" or t.startswith("cli.")
+                                                                   for t in imports_of(p))]
+    assert sorted(users) == ["__main__.py", "launch.py"]
+
+
+def test_the_peer_entry_point_is_not_imported_as_a_library():
+    assert not [p for p in PACKAGE.rglob("*.py") if "peer" in imports_of(p)]
+
+
+def test_no_module_is_over_350_lines_and_no_cli_module_over_250():
+    sizes = {p: len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
+    assert not [f"{p.relative_to(PACKAGE)}: {n}" for p, n in sizes.items() if n > 350]
+    assert not [f"{p.relative_to(PACKAGE)}: {n}" for p, n in sizes.items() if "cli" in p.parts and n > 250]
