@@ -6,6 +6,7 @@ Each result is committed as soon as it exists; Ctrl-C marks the run `aborted` an
 from __future__ import annotations
 
 import subprocess
+import tempfile
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from kvbench.hardware import fingerprint
 from kvbench.hardware.facts import HostFacts
 from kvbench.hardware.path import PathPeak, links_under_load, path_peak
 from kvbench.interrupts import Interrupted
+from kvbench.lifecycle import owner, reap
 from kvbench.measure.engine import Settings, measure
 from kvbench.plan.cases import Case
 from kvbench.result import Result
@@ -98,16 +100,19 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
     A signal (`Interrupted`: SIGINT, SIGTERM, SIGHUP) or KeyboardInterrupt marks the run `aborted`,
     any other escape `failed`; both re-raise.
     """
+    reap(store)  # runs a SIGKILL or the OOM killer left `running` become `crashed`, their files removed
     host_id = fingerprint.host_id(facts)
     ctx = fingerprint.context()
     ctx_id = fingerprint.context_id(ctx)
     store.ensure_host(host_id, facts.hostname, facts.to_dict())
     store.ensure_context(ctx_id, ctx)
     sha, dirty = git_state()
+    temp_dirs = sorted({tempfile.gettempdir(), *(str(c.params["path"]) for c in cases if c.params.get("path"))})
     run_id = store.begin_run(
         host_id=host_id, context_id=ctx_id, suite=info.suite, suite_hash=info.suite_hash,
         kvbench_version=__version__, git_sha=sha, git_dirty=dirty, tags=info.tags,
-        system_state=fingerprint.system_state(facts),
+        system_state={**fingerprint.system_state(facts), "temp_dirs": temp_dirs},
+        cases_planned=len(cases), owner=owner(),
     )
     failed = 0
     try:

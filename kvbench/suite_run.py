@@ -18,7 +18,7 @@ from kvbench.plan.cases import Case, plan
 from kvbench.plan.suite import BenchSweep, SuiteSettings, load_suite
 from kvbench.report.progress import RunProgress
 from kvbench.runner import RunInfo, execute
-from kvbench.store.database import Store, open_store
+from kvbench.store import Store, open_store
 from kvbench.this_host import host_facts
 
 

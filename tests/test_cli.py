@@ -167,6 +167,10 @@ def test_fit_and_plan_read_a_block_size_sweep(tmp_path):
 
 def test_plan_without_results_and_with_an_unknown_model_is_bad_input(tmp_path):
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    none = run_cli("plan", "--model", "Llama-3.1-8B", "--tokens", "10", "--db", db)
+    assert none.returncode == 2 and "no kvbench database at" in none.stderr  # and none was created
+    assert not (tmp_path / "k.sqlite").exists()
+    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db).returncode == 0
     empty = run_cli("plan", "--model", "Llama-3.1-8B", "--tokens", "10", "--db", db)
     assert empty.returncode == 2 and "no kv.restore results for this host" in empty.stderr
     unknown = run_cli("plan", "--model", "Llama-9", "--tokens", "10", "--db", db)

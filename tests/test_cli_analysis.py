@@ -130,6 +130,10 @@ def test_report_and_plot_from_the_database(tmp_path):
     (["plot", "-o", "x.gif"], "use a .png or .svg file"),
 ])
 def test_analysis_bad_input_on_an_empty_database(tmp_path, args, message):
-    proc = run_cli(*args, "--db", f"sqlite:///{tmp_path / 'empty.sqlite'}")
+    from kvbench.store import open_store
+
+    url = f"sqlite:///{tmp_path / 'empty.sqlite'}"
+    open_store(url).dispose()  # a database with no runs in it
+    proc = run_cli(*args, "--db", url)
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

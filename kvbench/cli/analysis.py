@@ -19,9 +19,9 @@ def fit(
     """Per-fragment cost α (µs) and streaming bandwidth β (GB/s) of each KV strategy over a block-size sweep."""
     from kvbench.analyze.fit import fit_results
     from kvbench.report.analysis_tables import fit_table
-    from kvbench.store.database import open_store
+    from kvbench.store import open_store
 
-    store = open_store(db)
+    store = open_store(db, read_only=True)
     run_id = store.resolve_run(run_ref)
     fits = fit_results(store.results(run_id))
     if not fits:
@@ -43,10 +43,10 @@ def plan_cmd(
     from kvbench.analyze.restore_plan import restore_plan
     from kvbench.kv.geometry import get_model
     from kvbench.report.analysis_tables import plan_table
-    from kvbench.store.database import open_store
+    from kvbench.store import open_store
 
     geometry = get_model(model)
-    store = open_store(db)
+    store = open_store(db, read_only=True)
     plans = restore_plan(geometry, tokens, dtype, tp, block_tokens, store.host_results(this_host_id(), "kv.restore"))
     if not plans:
         raise BadInput(f"no kv.restore results for this host in {store.url}; run 'kvbench run --suite kv-restore' first")
@@ -67,12 +67,12 @@ def history(
     from kvbench.benches.describe import canonical_subset
     from kvbench.benches.registry import get_bench
     from kvbench.report.analysis_tables import history_table
-    from kvbench.store.database import open_store
+    from kvbench.store import open_store
 
     get_bench(bench)  # an unknown id is bad input, with the closest one suggested
     wanted = canonical_subset(bench, pairs(params, "--params"))
     floor = fraction(threshold, "--threshold")
-    store = open_store(db)
+    store = open_store(db, read_only=True)
     rows = [r for r in store.host_results(this_host_id(), bench)
             if r["status"] == "ok" and all(r["params"].get(k) == v for k, v in wanted.items())]
     if not rows:
@@ -93,9 +93,9 @@ def fleet_cmd(
     """Every host's latest result per case side by side; hosts far from their SKU's median are flagged."""
     from kvbench.analyze.fleet import fleet
     from kvbench.report.analysis_tables import fleet_table
-    from kvbench.store.database import open_store
+    from kvbench.store import open_store
 
-    store = open_store(db)
+    store = open_store(db, read_only=True)
     rows = [r for r in store.all_results() if not bench or r["bench"] in bench]
     if not rows:
         raise BadInput(f"no results in {store.url}{' for ' + ', '.join(bench) if bench else ''}")

@@ -54,13 +54,13 @@ def fraction(text: str, option: str) -> float:
 def documents(refs: list[str], db: str | None) -> list[dict]:
     """Run documents for run ids, `latest`, `baseline` or export files; the store opens only if needed."""
     from kvbench.analyze.runs import load_document
-    from kvbench.store.database import open_store
+    from kvbench.store import open_store
 
     store = None
 
     def store_factory():
         nonlocal store
-        store = store or open_store(db)
+        store = store or open_store(db, read_only=True)
         return store
 
     return [load_document(ref, store_factory) for ref in refs]
@@ -69,11 +69,11 @@ def documents(refs: list[str], db: str | None) -> list[dict]:
 def existing_store(db: str | None):
     """The store at `db`; for the default embedded file, None when no run has created it yet
     (a command that only reads must not leave a database behind)."""
-    from kvbench.store.database import DEFAULT_PATH, default_url, open_store
+    from kvbench.store import DEFAULT_PATH, default_url, open_store
 
     if db is None and default_url() == f"sqlite:///{DEFAULT_PATH}" and not DEFAULT_PATH.exists():
         return None
-    return open_store(db)
+    return open_store(db, read_only=True)
 
 
 def this_host_id() -> str:

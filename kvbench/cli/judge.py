@@ -28,7 +28,7 @@ def accept(
     from kvbench.analyze.runs import run_document
     from kvbench.cli.run import run_and_show
     from kvbench.report.table import verdicts_table
-    from kvbench.store.database import open_store
+    from kvbench.store import open_store
     from kvbench.suite_run import RunRequest
 
     rules_files = [load_rules(Path(rules))] if rules else None  # bad rules fail before anything runs
@@ -38,7 +38,7 @@ def accept(
             run_ref = str(run_and_show(RunRequest(suite=suite, tags={"purpose": "acceptance"}, db=db), None))
         except CheckFailed as exc:  # still judged and written out: a failed case is a FAIL of its rule
             cases_failed, run_ref = exc, "latest"
-    store = open_store(db)
+    store = open_store(db, read_only=True)
     doc = run_document(store, store.resolve_run(run_ref))
     gpus = ((doc.get("host") or {}).get("facts") or {}).get("gpus") or []
     verdicts = judge(doc, rules_files or rules_for_host(gpus))

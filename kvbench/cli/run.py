@@ -71,11 +71,11 @@ def results(
 ) -> None:
     """Show a stored run."""
     from kvbench.report.table import results_csv, results_table
-    from kvbench.store.database import open_store
+    from kvbench.store import open_store
 
     if fmt not in ("table", "json", "csv"):
         raise BadInput(f"bad --format '{fmt}': choose table, json or csv")
-    store = open_store(db)
+    store = open_store(db, read_only=True)
     run_id = store.resolve_run(run_ref)
     rows = store.results(run_id)
     if fmt == "json":
@@ -96,7 +96,7 @@ def tag(
     db: DbOption = None,
 ) -> None:
     """Tag a stored run (a run tagged `baseline` is what `compare baseline` and reports compare with)."""
-    from kvbench.store.database import open_store
+    from kvbench.store import open_store
 
     store = open_store(db)
     run_id = store.resolve_run(run_ref)

@@ -103,7 +103,8 @@ def create_files(directory: str | None, count: int, size_bytes: int, direct: boo
     files = TestFiles(directory, size_bytes, [], mount=mount_of(directory))
     try:
         for index in range(count):
-            handle, path = tempfile.mkstemp(prefix=f"kvbench-{index}-", suffix=".dat", dir=directory)
+            # the pid in the name lets a later kvbench sweep the files of a process that was killed
+            handle, path = tempfile.mkstemp(prefix=f"kvbench-{os.getpid()}-{index}-", suffix=".dat", dir=directory)
             files.paths.append(path)
             _LIVE.add(path)
             content = np.empty(size_bytes, dtype=np.uint8)

@@ -1,115 +1,64 @@
-"""Reading and writing results. Each finished result is committed at once, so an interrupted
-run keeps everything it measured."""
+"""Reading and writing results. Each finished result is committed at once, with its samples, so an
+interrupted run keeps everything it measured; host and context rows are written once however many
+processes race to write them."""
 
 from __future__ import annotations
 
-import os
-import re
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.dialects import postgresql, sqlite
 
 from kvbench.errors import BadInput
 from kvbench.store import schema
 
-DEFAULT_PATH = Path("results") / "kvbench.sqlite"
-
-
-def default_url() -> str:
-    """`KVBENCH_DB` if set, else the embedded SQLite file under ./results/."""
-    return os.environ.get("KVBENCH_DB") or f"sqlite:///{DEFAULT_PATH}"
-
-
-def redact(url: str) -> str:
-    """The URL with any password replaced by ***."""
-    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
+WHOLE = ("complete", "failed")  # ended by itself; "failed" runs hold every case, some of them failed
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def open_store(url: str | None = None) -> Store:
-    """Connect, create the tables if new, check the schema version. Raises `BadInput` on failure."""
-    url = url or default_url()
-    try:
-        parsed = sa.engine.make_url(url)
-    except ArgumentError:
-        raise BadInput(f"bad database URL '{redact(url)}': expected e.g. sqlite:///results/kvbench.sqlite") from None
-    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
-        parsed = parsed.set(drivername="postgresql+psycopg")
-    connect_args: dict[str, Any] = {}
-    if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        connect_args["timeout"] = 30
-    elif parsed.get_backend_name() == "postgresql":
-        connect_args["connect_timeout"] = 5
-    try:
-        engine = sa.create_engine(parsed, connect_args=connect_args)
-    except (NoSuchModuleError, ModuleNotFoundError) as exc:
-        raise BadInput(f"database URL '{redact(url)}' needs a driver that is not installed: {exc}") from None
-    if parsed.get_backend_name() == "sqlite":
-        sa.event.listen(engine, "connect", _sqlite_pragmas)
-    try:
-        store = Store(engine)
-        store.ensure_schema()
-    except OperationalError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-        raise BadInput(f"cannot reach database '{redact(url)}': {reason}") from None
-    return store
-
-
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()
-
-
 class Store:
-    def __init__(self, engine: sa.Engine) -> None:
+    def __init__(self, engine: sa.Engine, shown_url: str, read_only: bool = False) -> None:
         self.engine = engine
+        self.url = shown_url  # redacted: no password
+        self.read_only = read_only
 
-    @property
-    def url(self) -> str:
-        return redact(self.engine.url.render_as_string(hide_password=True))
-
-    def ensure_schema(self) -> None:
-        schema.metadata.create_all(self.engine)
-        with self.engine.begin() as conn:
-            row = conn.execute(sa.select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")).first()
-            if row is None:
-                conn.execute(schema.meta.insert().values(key="schema_version", value=str(schema.SCHEMA_VERSION)))
-            elif int(row.value) != schema.SCHEMA_VERSION:
-                raise BadInput(
-                    f"database {self.url} has schema version {row.value}; this kvbench uses "
-                    f"{schema.SCHEMA_VERSION}: use a new database file or an older kvbench"
-                )
+    def _insert_once(self, conn: sa.Connection, table: sa.Table, values: dict[str, Any]) -> None:
+        """INSERT, or nothing when another process inserted the same key first."""
+        dialect = {"postgresql": postgresql, "sqlite": sqlite}.get(self.engine.dialect.name)
+        if dialect is not None:
+            conn.execute(dialect.insert(table).values(**values).on_conflict_do_nothing())
+            return
+        key = [c for c in table.primary_key.columns][0]
+        if conn.execute(sa.select(key).where(key == values[key.name])).first() is None:
+            conn.execute(table.insert().values(**values))
 
     # --- writing -----------------------------------------------------------------------
 
     def ensure_host(self, host_id: str, hostname: str, facts: dict) -> None:
         with self.engine.begin() as conn:
-            if conn.execute(sa.select(schema.host.c.id).where(schema.host.c.id == host_id)).first() is None:
-                conn.execute(schema.host.insert().values(id=host_id, hostname=hostname, facts=facts, first_seen=_now()))
+            self._insert_once(conn, schema.host, {"id": host_id, "hostname": hostname, "facts": facts,
+                                                  "first_seen": _now()})
 
     def ensure_context(self, context_id: str, facts: dict) -> None:
         with self.engine.begin() as conn:
-            if conn.execute(sa.select(schema.context.c.id).where(schema.context.c.id == context_id)).first() is None:
-                conn.execute(schema.context.insert().values(id=context_id, facts=facts))
+            self._insert_once(conn, schema.context, {"id": context_id, "facts": facts})
 
     def begin_run(self, *, host_id: str, context_id: str, suite: str | None, suite_hash: str | None,
-                  kvbench_version: str, git_sha: str | None, git_dirty: bool | None,
-                  tags: dict, system_state: dict) -> int:
+                  kvbench_version: str, git_sha: str | None, git_dirty: bool | None, tags: dict,
+                  system_state: dict, cases_planned: int | None = None, owner: dict | None = None) -> int:
+        """A new run, `running`. `owner` ({pid, boot_id, machine}) lets a later kvbench tell a crashed
+        run from a live one."""
+        owner = owner or {}
         with self.engine.begin() as conn:
             return int(conn.execute(schema.run.insert().values(
                 host_id=host_id, context_id=context_id, started_at=_now(), status="running", suite=suite,
                 suite_hash=suite_hash, kvbench_version=kvbench_version, git_sha=git_sha, git_dirty=git_dirty,
-                tags=tags, system_state=system_state,
+                tags=tags, system_state=system_state, cases_planned=cases_planned, heartbeat_at=_now(),
+                pid=owner.get("pid"), boot_id=owner.get("boot_id"), machine=owner.get("machine"),
             )).inserted_primary_key[0])
 
     def finish_run(self, run_id: int, status: str, reason: str | None = None, end_state: dict | None = None) -> None:
@@ -122,55 +71,125 @@ class Store:
             conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(**values))
 
     def add_result(self, run_id: int, row: dict, samples_s: list[float]) -> int:
-        """Insert one result row and all of its samples in one transaction."""
+        """Insert one result row and all of its samples in one transaction (and beat the run's heart)."""
         with self.engine.begin() as conn:
             result_id = int(conn.execute(schema.result.insert().values(run_id=run_id, **row)).inserted_primary_key[0])
             if samples_s:
                 conn.execute(schema.sample.insert(), [
                     {"result_id": result_id, "idx": i, "seconds": s} for i, s in enumerate(samples_s)])
+            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(heartbeat_at=_now()))
             return result_id
+
+    def set_tag(self, run_id: int, key: str, value: str) -> None:
+        with self.engine.begin() as conn:
+            tags = conn.execute(sa.select(schema.run.c.tags).where(schema.run.c.id == run_id)).scalar_one()
+            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(tags={**(tags or {}), key: value}))
+
+    def remove_tag(self, run_id: int, key: str) -> bool:
+        """Drop tag `key` from a run; False when it had none."""
+        with self.engine.begin() as conn:
+            tags = dict(conn.execute(sa.select(schema.run.c.tags).where(schema.run.c.id == run_id)).scalar_one() or {})
+            if key not in tags:
+                return False
+            del tags[key]
+            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(tags=tags))
+            return True
+
+    def mark_crashed(self, run_ids: list[int], reason: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(schema.run.update().where(schema.run.c.id.in_(run_ids), schema.run.c.status == "running")
+                         .values(status="crashed", reason=reason, ended_at=_now()))
+
+    def merge_host(self, old_id: str, new_id: str) -> int:
+        """Make `old_id`'s runs `new_id`'s (an older kvbench's id of this same box); returns how many
+        runs moved. The old id is kept as an alias, with its facts."""
+        with self.engine.begin() as conn:
+            old = conn.execute(sa.select(schema.host).where(schema.host.c.id == old_id)).mappings().first()
+            if old is None:
+                raise BadInput(f"no host '{old_id}' in {self.url} (kvbench host list shows them)")
+            if conn.execute(sa.select(schema.host.c.id).where(schema.host.c.id == new_id)).first() is None:
+                conn.execute(schema.host.insert().values(id=new_id, hostname=old["hostname"], facts=old["facts"],
+                                                         first_seen=old["first_seen"]))
+            moved = conn.execute(schema.run.update().where(schema.run.c.host_id == old_id).values(host_id=new_id)).rowcount
+            self._insert_once(conn, schema.host_alias, {"old_id": old_id, "host_id": new_id, "merged_at": _now(),
+                                                        "old_facts": old["facts"]})
+            conn.execute(schema.host.delete().where(schema.host.c.id == old_id))
+            return int(moved)
 
     # --- reading -----------------------------------------------------------------------
 
+    def _newest(self, conn: sa.Connection) -> int:
+        newest = conn.execute(sa.select(sa.func.max(schema.run.c.id))).scalar()
+        if newest is None:
+            raise BadInput(f"database {self.url} holds no runs yet; start one with 'kvbench run'")
+        return int(newest)
+
     def resolve_run(self, ref: str | int = "latest") -> int:
-        """A run id from `latest` or a number; `BadInput` when there is no such run."""
+        """A run id from `latest` (the newest whole run: not running, aborted or crashed, nor short of
+        its cases) or a number; `BadInput` when there is no such run."""
         with self.engine.connect() as conn:
-            newest = conn.execute(sa.select(sa.func.max(schema.run.c.id))).scalar()
-            if newest is None:
-                raise BadInput(f"database {self.url} holds no runs yet; start one with 'kvbench run'")
+            newest = self._newest(conn)
             if str(ref) == "latest":
-                return int(newest)
+                for row in conn.execute(sa.select(schema.run.c.id).order_by(schema.run.c.id.desc())):
+                    if self._partial(conn, row.id) is None:
+                        return int(row.id)
+                raise BadInput(f"database {self.url} holds no whole run (every run was interrupted): give a run id")
             try:
                 run_id = int(ref)
             except ValueError:
-                raise BadInput(f"bad run '{ref}': give a run id or 'latest'") from None
-            if conn.execute(sa.select(schema.run.c.id).where(schema.run.c.id == run_id)).first() is None:
+                raise BadInput(f"bad run '{ref}': give a run id, 'latest' or 'baseline'") from None
+            if run_id < 1 or run_id > newest or conn.execute(
+                    sa.select(schema.run.c.id).where(schema.run.c.id == run_id)).first() is None:
                 raise BadInput(f"run {run_id} does not exist in {self.url}")
             return run_id
+
+    def _partial(self, conn: sa.Connection, run_id: int) -> str | None:
+        run = conn.execute(sa.select(schema.run.c.status, schema.run.c.cases_planned, schema.run.c.reason)
+                           .where(schema.run.c.id == run_id)).one()
+        count = conn.execute(sa.select(sa.func.count()).select_from(schema.result)
+                             .where(schema.result.c.run_id == run_id)).scalar()
+        if run.status not in WHOLE:
+            return f"{run.status}{f' ({run.reason})' if run.reason else ''}"
+        if run.cases_planned is not None and count < run.cases_planned:
+            return f"{run.status} with {count} of its {run.cases_planned} cases"
+        return None
+
+    def partial(self, run_id: int) -> str | None:
+        """Why run `run_id` is not whole (interrupted, crashed, running, short of cases), None if it is."""
+        with self.engine.connect() as conn:
+            return self._partial(conn, run_id)
 
     def run(self, run_id: int) -> dict:
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(schema.run).where(schema.run.c.id == run_id)).mappings().one()
             return dict(row)
 
-    def runs(self) -> list[dict]:
+    def runs(self, status: str | None = None) -> list[dict]:
+        query = sa.select(schema.run).order_by(schema.run.c.id)
+        if status:
+            query = query.where(schema.run.c.status == status)
         with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(sa.select(schema.run).order_by(schema.run.c.id)).mappings()]
+            return [dict(r) for r in conn.execute(query).mappings()]
 
     def host(self, host_id: str) -> dict | None:
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(schema.host).where(schema.host.c.id == host_id)).mappings().first()
             return dict(row) if row else None
 
+    def hosts(self) -> dict[str, dict]:
+        with self.engine.connect() as conn:
+            return {r["id"]: dict(r) for r in conn.execute(sa.select(schema.host)).mappings()}
+
+    def aliases(self) -> dict[str, str]:
+        """Older host ids, each mapped to the id its runs were merged into."""
+        with self.engine.connect() as conn:
+            return {r.old_id: r.host_id for r in conn.execute(sa.select(schema.host_alias))}
+
     def results(self, run_id: int) -> list[dict]:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(schema.result).where(schema.result.c.run_id == run_id)
                                 .order_by(schema.result.c.id)).mappings()
             return [dict(r) for r in rows]
-
-    def hosts(self) -> dict[str, dict]:
-        with self.engine.connect() as conn:
-            return {r["id"]: dict(r) for r in conn.execute(sa.select(schema.host)).mappings()}
 
     def all_results(self, bench: str | None = None) -> list[dict]:
         """Results of every run on every host (oldest first), with host id and run start."""
@@ -180,11 +199,6 @@ class Store:
             query = query.where(schema.result.c.bench == bench)
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(query).mappings()]
-
-    def set_tag(self, run_id: int, key: str, value: str) -> None:
-        with self.engine.begin() as conn:
-            tags = conn.execute(sa.select(schema.run.c.tags).where(schema.run.c.id == run_id)).scalar_one()
-            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(tags={**(tags or {}), key: value}))
 
     def host_results(self, host_id: str, bench: str | None = None) -> list[dict]:
         """Every result of every run on `host_id` (oldest first), with its run's start time."""
@@ -204,4 +218,3 @@ class Store:
 
     def dispose(self) -> None:
         self.engine.dispose()
-

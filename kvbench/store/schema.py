@@ -1,4 +1,10 @@
-"""Tables (SQLAlchemy Core): host, context, run, result, sample, and the schema version."""
+"""Tables (SQLAlchemy Core): host, host_alias, context, run, result, sample, and the schema version.
+
+Version 2 added what a shared, long-lived database needs: the process that owns a run (pid, boot
+id, machine) and its heartbeat, so a later kvbench can tell a crashed run from a running one; the
+number of cases a run planned, so a partial run is never taken for a whole one; and host aliases,
+so history recorded under an older host id stays this host's.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ import sqlalchemy as sa
 
 from kvbench.records import STATS
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 metadata = sa.MetaData()
 
@@ -18,10 +24,18 @@ meta = sa.Table(
 
 host = sa.Table(
     "host", metadata,
-    sa.Column("id", sa.String(64), primary_key=True),  # sha256 of the stable fingerprint
+    sa.Column("id", sa.String(64), primary_key=True),  # sha256 of the stable identity (or KVBENCH_HOST_ID)
     sa.Column("hostname", sa.String(256), nullable=False),
     sa.Column("facts", sa.JSON, nullable=False),
     sa.Column("first_seen", sa.DateTime(timezone=True), nullable=False),
+)
+
+host_alias = sa.Table(
+    "host_alias", metadata,
+    sa.Column("old_id", sa.String(64), primary_key=True),  # an id this host had before (an older kvbench's)
+    sa.Column("host_id", sa.String(64), nullable=False),
+    sa.Column("merged_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("old_facts", sa.JSON),
 )
 
 context = sa.Table(
@@ -33,11 +47,11 @@ context = sa.Table(
 run = sa.Table(
     "run", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("host_id", sa.String(64), sa.ForeignKey("host.id"), nullable=False),
+    sa.Column("host_id", sa.String(64), sa.ForeignKey("host.id"), nullable=False, index=True),
     sa.Column("context_id", sa.String(64), sa.ForeignKey("context.id"), nullable=False),
     sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("ended_at", sa.DateTime(timezone=True)),
-    sa.Column("status", sa.String(16), nullable=False),  # running | complete | aborted | failed
+    sa.Column("status", sa.String(16), nullable=False),  # running | complete | aborted | failed | crashed
     sa.Column("suite", sa.String(256)),
     sa.Column("suite_hash", sa.String(64)),
     sa.Column("kvbench_version", sa.String(32), nullable=False),
@@ -46,6 +60,12 @@ run = sa.Table(
     sa.Column("reason", sa.Text),
     sa.Column("tags", sa.JSON, nullable=False),
     sa.Column("system_state", sa.JSON, nullable=False),
+    # version 2
+    sa.Column("cases_planned", sa.Integer),
+    sa.Column("pid", sa.Integer),
+    sa.Column("boot_id", sa.String(64)),
+    sa.Column("machine", sa.String(256)),  # the hostname the owning process ran on
+    sa.Column("heartbeat_at", sa.DateTime(timezone=True)),
 )
 
 result = sa.Table(
@@ -78,3 +98,6 @@ sample = sa.Table(
     sa.Column("idx", sa.Integer, primary_key=True),
     sa.Column("seconds", sa.Float, nullable=False),  # seconds per operation
 )
+
+# Columns version 2 added to tables version 1 had (the migration adds them in place).
+ADDED_IN_2 = {"run": ("cases_planned", "pid", "boot_id", "machine", "heartbeat_at")}

@@ -1,0 +1,98 @@
+"""Who owns a run, and what a later kvbench does about a run whose owner is gone.
+
+SIGINT, SIGTERM and SIGHUP end a run in an orderly way (kvbench/interrupts.py). SIGKILL and the
+OOM killer cannot be caught: the run stays `running`. So each run records its process (pid, boot
+id, machine), and the next kvbench that writes to the database marks such runs `crashed` — the
+process is gone, or the machine rebooted — and removes the temporary files they left (their names
+carry the pid that made them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import tempfile
+from pathlib import Path
+from typing import Any
+
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+# files kvbench makes for a process: storage test files, and the UCX log of that process
+TEMP_NAMES = (re.compile(r"^kvbench-(\d+)-\d+-.*\.dat$"), re.compile(r"^kvbench-ucx-(\d+)\.log$"))
+
+
+def boot_id() -> str | None:
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return None
+
+
+def owner() -> dict[str, Any]:
+    """This process, as a run records its owner."""
+    return {"pid": os.getpid(), "boot_id": boot_id(), "machine": socket.gethostname()}
+
+
+def alive(pid: int) -> bool:
+    """A process `pid` runs here and is a kvbench (a reused pid of another program is not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # someone else's process: it exists
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return True
+    return b"kvbench" in command
+
+
+def gone(run: dict[str, Any], me: dict[str, Any]) -> str | None:
+    """Why `run` (status running) can no longer be running, None if it may be (or is elsewhere)."""
+    if run.get("machine") != me["machine"] or run.get("pid") is None:
+        return None  # another box's run, or one an older kvbench began: nothing to tell here
+    if run.get("boot_id") and me["boot_id"] and run["boot_id"] != me["boot_id"]:
+        return "the machine rebooted while it ran (found by a later kvbench)"
+    if run["pid"] != me["pid"] and not alive(run["pid"]):
+        return f"its process {run['pid']} is gone: killed (SIGKILL, out of memory) (found by a later kvbench)"
+    return None
+
+
+def sweep_temp_files(directories: set[str], pids: set[int]) -> list[str]:
+    """Remove kvbench's temporary files of processes `pids` from `directories`; the paths removed."""
+    removed = []
+    for directory in directories:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            for pattern in TEMP_NAMES:
+                match = pattern.match(name)
+                if match and int(match.group(1)) in pids:
+                    path = os.path.join(directory, name)
+                    try:
+                        os.unlink(path)
+                        removed.append(path)
+                    except OSError:
+                        pass
+    return removed
+
+
+def reap(store) -> list[int]:
+    """Mark this machine's runs whose owner is gone `crashed`, sweep their temporary files; the runs."""
+    me = owner()
+    crashed: list[int] = []
+    pids: set[int] = set()
+    dirs = {tempfile.gettempdir()}
+    for run in store.runs(status="running"):
+        why = gone(run, me)
+        if why:
+            store.mark_crashed([run["id"]], why)
+            crashed.append(run["id"])
+            pids.add(run["pid"])
+            dirs.update((run.get("system_state") or {}).get("temp_dirs") or [])
+    if pids:
+        sweep_temp_files(dirs, pids)
+    return crashed

@@ -1,0 +1,171 @@
+"""Opening a results database: any SQLAlchemy URL, checked before anything is written.
+
+* A file that is not a kvbench database (random bytes, another program's SQLite file, a corrupt
+  one) is refused with one line, and left byte for byte as it was: it is inspected through a
+  read-only connection before any pragma or table could touch it.
+* Read-only commands open read-only: they never create a database or its folder, and they read a
+  database on a read-only mount.
+* Many writers may open a fresh database at once (8 processes on one SQLite file, 100 on one
+  PostgreSQL): creating the schema and its version row is safe under that race.
+* A password never appears in what kvbench prints.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+
+from kvbench.errors import BadInput
+from kvbench.store import migrate, schema
+
+DEFAULT_PATH = Path("results") / "kvbench.sqlite"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def default_url() -> str:
+    """`KVBENCH_DB` if set, else the embedded SQLite file under ./results/."""
+    return os.environ.get("KVBENCH_DB") or f"sqlite:///{DEFAULT_PATH}"
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced by *** (in the authority, even one holding '@' or '%',
+    and in a `password=` query parameter)."""
+    text = re.sub(r"://([^:/@?#]+):.*@(?=[^@]*$)", r"://\1:***@", str(url))
+    return re.sub(r"([?&](?:password|passwd|pwd)=)[^&#]*", r"\1***", text, flags=re.I)
+
+
+def _one_line(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    lines = str(orig).strip().splitlines()
+    return lines[0] if lines else type(orig).__name__
+
+
+def _escape_userinfo(url: str) -> str:
+    """`scheme://user:p@ss@host/db` → `scheme://user:p%40ss@host/db`: a password holding '@' is taken
+    as meant (the host is what follows the last '@'), not as a host that would show up in errors."""
+    match = re.match(r"^([^:/]+://)([^/?#]*)@([^@/?#]*)(.*)$", url)
+    if not match or "@" not in match.group(2):
+        return url
+    return f"{match.group(1)}{match.group(2).replace('@', '%40')}@{match.group(3)}{match.group(4)}"
+
+
+def parse_url(url: str) -> sa.engine.URL:
+    try:
+        parsed = sa.engine.make_url(_escape_userinfo(url))
+    except (ArgumentError, ValueError):
+        raise BadInput(f"bad database URL '{redact(url)}': expected e.g. sqlite:///results/kvbench.sqlite or "
+                       "postgresql://user:password@host/db") from None
+    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def read_only_uri(path: Path) -> str:
+    """An sqlite3 URI that opens `path` without writing: `mode=ro`, and `immutable=1` where its folder
+    cannot be written (a read-only mount, where WAL's shared-memory file cannot be made)."""
+    return f"file:{path.resolve()}?mode=ro{'' if os.access(path.parent, os.W_OK) else '&immutable=1'}"
+
+
+def check_sqlite_file(path: Path, shown: str) -> bool:
+    """True when `path` holds a kvbench database, False when there is none yet (absent or empty);
+    `BadInput` for anything else, found without writing a byte to it."""
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    if path.is_dir():
+        raise BadInput(f"database '{shown}' is a directory, not a file")
+    with path.open("rb") as f:
+        head = f.read(16)
+    if head != SQLITE_MAGIC:
+        raise BadInput(f"database '{shown}' is not an SQLite file (it starts with {head[:8]!r}): "
+                       "kvbench leaves it as it is; give another path")
+    try:
+        con = sqlite3.connect(read_only_uri(path), uri=True, timeout=30)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise BadInput(f"database '{shown}' is a damaged SQLite file ({exc}): kvbench leaves it as it is") from None
+    if not tables:
+        return False  # SQLite's header but no table yet: a database being created, by kvbench or just now
+    if "kvbench_meta" not in tables:  # kvbench makes that table first, so this is someone else's file
+        raise BadInput(f"database '{shown}' is another program's SQLite file (no kvbench_meta table): "
+                       "kvbench leaves it as it is; give another path")
+    return True
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def open_store(url: str | None = None, read_only: bool = False):
+    """Connect, check, and (unless `read_only`) create or migrate the schema. `BadInput` on failure."""
+    from kvbench.store.database import Store
+
+    url = url or default_url()
+    parsed = parse_url(url)
+    shown = redact(url)
+    backend = parsed.get_backend_name()
+    connect_args: dict[str, Any] = {}
+    if backend == "sqlite" and parsed.database and parsed.database != ":memory:":
+        path = Path(parsed.database)
+        exists = check_sqlite_file(path, shown)
+        if read_only:
+            if not exists:
+                raise BadInput(f"no kvbench database at '{shown}' (run 'kvbench run' first, or give --db)")
+            if migrate.file_version(path) < schema.SCHEMA_VERSION and os.access(path, os.W_OK):
+                open_store(url).dispose()  # an older kvbench's database: upgraded in place once, then read
+            # mode=ro reads a live database; immutable=1 one on a read-only mount, where no -shm can be made
+            query = {"mode": "ro", "uri": "true", **({} if os.access(path.parent, os.W_OK) else {"immutable": "1"})}
+            parsed = parsed.set(database=f"file:{path.resolve()}", query=query)
+        else:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise BadInput(f"cannot create the database folder for '{shown}': {exc.strerror}") from None
+    if backend == "sqlite":
+        connect_args["timeout"] = 60
+    elif backend == "postgresql":
+        connect_args["connect_timeout"] = 5
+    try:
+        engine = sa.create_engine(parsed, connect_args=connect_args)
+    except (NoSuchModuleError, ModuleNotFoundError) as exc:
+        raise BadInput(f"database URL '{shown}' needs a driver that is not installed: {exc}") from None
+    if backend == "sqlite" and not read_only:
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+    store = Store(engine, shown, read_only)
+    try:
+        if read_only:
+            migrate.check_version(engine, shown)
+        else:
+            _with_retries(lambda: migrate.ensure_schema(engine, shown))
+    except DBAPIError as exc:
+        engine.dispose()
+        raise BadInput(f"cannot reach database '{shown}': {redact(_one_line(exc))}") from None
+    return store
+
+
+def _with_retries(step, attempts: int = 30) -> None:
+    """`step`, again after a short random pause when another process won a race for the same
+    schema object (SQLite: locked, already exists; PostgreSQL: duplicate type or table)."""
+    for attempt in range(attempts):
+        try:
+            step()
+            return
+        except DBAPIError as exc:
+            text = str(exc.orig).lower()
+            racing = any(s in text for s in ("already exists", "locked", "duplicate", "unique constraint"))
+            if not racing or attempt == attempts - 1:
+                raise
+            time.sleep(random.uniform(0.01, 0.1) * (attempt + 1))

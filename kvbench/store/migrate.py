@@ -1,0 +1,84 @@
+"""Creating the schema, and upgrading a database an older kvbench made, safely when many writers
+open the same database at once."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from kvbench.errors import BadInput
+from kvbench.store import schema
+
+PG_SCHEMA_LOCK = 0x6B76_6265  # the advisory lock writers take while they create or upgrade the schema
+
+
+def _version(conn: sa.Connection) -> int | None:
+    if not sa.inspect(conn).has_table("kvbench_meta"):
+        return None
+    row = conn.execute(sa.select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")).first()
+    return int(row.value) if row else None
+
+
+def file_version(path: Path) -> int:
+    """The schema version of the kvbench SQLite file at `path` (read-only)."""
+    from kvbench.store.connect import read_only_uri
+
+    con = sqlite3.connect(read_only_uri(path), uri=True, timeout=30)
+    try:
+        row = con.execute("SELECT value FROM kvbench_meta WHERE key='schema_version'").fetchone()
+    finally:
+        con.close()
+    return int(row[0]) if row else schema.SCHEMA_VERSION
+
+
+def _refuse_newer(version: int | None, shown: str) -> None:
+    if version is not None and version > schema.SCHEMA_VERSION:
+        raise BadInput(f"database {shown} has schema version {version}; this kvbench uses {schema.SCHEMA_VERSION}: "
+                       "use a newer kvbench or a new database")
+
+
+def ensure_schema(engine: sa.Engine, shown: str) -> None:
+    """Tables and version row created if missing, an older version upgraded; a newer one refused.
+
+    PostgreSQL serializes writers on an advisory lock for the transaction; SQLite's writers are
+    serialized by its own lock, and the caller retries one that lost a race for the same table.
+    """
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_SCHEMA_LOCK})
+        version = _version(conn)
+        _refuse_newer(version, shown)
+        if version == schema.SCHEMA_VERSION:
+            return
+        schema.meta.create(conn, checkfirst=True)  # first: a file with tables but no kvbench_meta is not ours
+        schema.metadata.create_all(conn)
+        if version is not None and version < schema.SCHEMA_VERSION:
+            _upgrade(conn, version)
+            conn.execute(schema.meta.update().where(schema.meta.c.key == "schema_version")
+                         .values(value=str(schema.SCHEMA_VERSION)))
+        elif _version(conn) is None:
+            conn.execute(schema.meta.insert().values(key="schema_version", value=str(schema.SCHEMA_VERSION)))
+
+
+def _upgrade(conn: sa.Connection, version: int) -> None:
+    """Version 1 → 2: the run columns a shared database needs (create_all made host_alias)."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns("run")}
+    for name in schema.ADDED_IN_2["run"]:
+        if name not in have:
+            column = schema.run.c[name]
+            kind = column.type.compile(dialect=conn.dialect)
+            conn.execute(sa.text(f"ALTER TABLE run ADD COLUMN {name} {kind}"))
+
+
+def check_version(engine: sa.Engine, shown: str) -> None:
+    """For a read-only opening: a kvbench database of this version."""
+    with engine.connect() as conn:
+        version = _version(conn)
+    if version is None:
+        raise BadInput(f"database {shown} holds no kvbench schema yet (run 'kvbench run' first)")
+    _refuse_newer(version, shown)
+    if version < schema.SCHEMA_VERSION:
+        raise BadInput(f"database {shown} has schema version {version} and cannot be upgraded here (read-only): "
+                       "open it once where it is writable with any kvbench command")

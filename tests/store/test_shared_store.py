@@ -1,0 +1,134 @@
+"""A store many writers share, and files that are not kvbench's: with real processes, on SQLite and
+on a real PostgreSQL."""
+
+import hashlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy as sa
+
+from kvbench.errors import BadInput
+from kvbench.store import open_store, redact
+from tests.conftest import REPO, run_cli
+
+WRITER = """
+import sys
+from kvbench.store import open_store
+store = open_store(sys.argv[1])
+store.ensure_host("h" * 64, "box", {"cpu": "x"})
+store.ensure_context("c" * 64, {"numpy": "2"})
+run = store.begin_run(host_id="h" * 64, context_id="c" * 64, suite="race", suite_hash=None, kvbench_version="0",
+                      git_sha=None, git_dirty=None, tags={}, system_state={}, cases_planned=1)
+store.add_result(run, {"bench": "dram.copy", "params": {}, "case_hash": "c", "verified": True, "status": "ok",
+                       "warnings": [], "extra": {}}, [1e-3] * 5)
+store.finish_run(run, "complete")
+"""
+
+
+def test_eight_processes_starting_on_one_fresh_database_all_succeed(db_url):
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, db_url], cwd=REPO, stderr=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    failures = [p.communicate(timeout=120)[1] for p in procs if p.wait(timeout=120) != 0]
+    assert not failures, failures[0]
+    store = open_store(db_url, read_only=True)
+    with store.engine.connect() as conn:
+        runs = conn.execute(sa.text("SELECT count(*) FROM run WHERE status = 'complete'")).scalar()
+        hosts = conn.execute(sa.text("SELECT count(*) FROM host")).scalar()
+        versions = conn.execute(sa.text("SELECT count(*) FROM kvbench_meta")).scalar()
+    assert (runs, hosts, versions) == (8, 1, 1)
+
+
+def _digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("content,message", [
+    (os.urandom(4096), "is not an SQLite file"),
+    (b"SQLite format 3\x00" + os.urandom(4080), "damaged SQLite file"),
+    (None, "another program's SQLite file"),
+])
+def test_a_file_that_is_not_a_kvbench_database_is_refused_and_left_unchanged(tmp_path, content, message):
+    path = tmp_path / "theirs.sqlite"
+    if content is None:
+        con = sqlite3.connect(path)
+        con.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+        con.commit()
+        con.close()
+    else:
+        path.write_bytes(content)
+    before = _digest(path)
+    for args in (["run", "--suite", "tests/fixtures/tiny.toml"], ["results"], ["tag", "1", "x"]):
+        proc = run_cli(*args, "--db", f"sqlite:///{path}")
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert _digest(path) == before and sorted(os.listdir(tmp_path)) == ["theirs.sqlite"]
+
+
+def test_read_only_commands_create_no_database_nor_its_folder(tmp_path):
+    url = f"sqlite:///{tmp_path / 'nowhere' / 'k.sqlite'}"
+    for args in (["results"], ["report", "-o", str(tmp_path / "r.html")], ["history", "dram.copy"], ["fleet"],
+                 ["plan", "--model", "Llama-3.1-8B", "--tokens", "16"], ["compare", "1", "2"], ["export"], ["fit"]):
+        proc = run_cli(*args, "--db", url)
+        assert proc.returncode == 2 and "no kvbench database at" in proc.stderr, (args, proc.stderr)
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_database_on_a_read_only_mount_is_read(tmp_path):
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare is not installed")
+    data = tmp_path / "data"
+    data.mkdir()
+    url = f"sqlite:///{data / 'k.sqlite'}"
+    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", url).returncode == 0
+    script = (f"mount --bind {data} {data} && mount -o remount,bind,ro {data} && "
+              f"{sys.executable} -m kvbench results --format json --db {url}")
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120)
+    if "Operation not permitted" in proc.stderr or "permission denied" in proc.stderr.lower():
+        pytest.skip(f"no mount namespace here: {proc.stderr.strip()[:100]}")
+    assert proc.returncode == 0, proc.stderr
+    assert '"status": "ok"' in proc.stdout
+
+
+def test_an_older_kvbench_s_database_is_upgraded_in_place_and_keeps_its_runs(tmp_path):
+    """A version 1 database (as an older kvbench wrote it): its runs read back after the upgrade."""
+    path = tmp_path / "old.sqlite"
+    url = f"sqlite:///{path}"
+    open_store(url).dispose()
+    con = sqlite3.connect(path)  # make it what version 1 was: no run columns of version 2, no alias table
+    con.executescript("""
+        DROP TABLE host_alias;
+        CREATE TABLE run1 AS SELECT id, host_id, context_id, started_at, ended_at, status, suite, suite_hash,
+            kvbench_version, git_sha, git_dirty, reason, tags, system_state FROM run;
+        DROP TABLE run; ALTER TABLE run1 RENAME TO run;
+        UPDATE kvbench_meta SET value = '1';
+        INSERT INTO host VALUES ('o' || hex(randomblob(31)), 'box', '{}', '2026-01-01 00:00:00');
+        INSERT INTO context VALUES ('c', '{}');
+        INSERT INTO run (id, host_id, context_id, started_at, status, kvbench_version, tags, system_state)
+            SELECT 1, id, 'c', '2026-01-01 00:00:00', 'complete', '0.0', '{}', '{}' FROM host;
+    """)
+    con.commit()
+    con.close()
+    assert run_cli("results", "1", "--db", url).returncode == 0  # a read upgrades it, once
+    store = open_store(url, read_only=True)
+    assert store.resolve_run("latest") == 1 and store.run(1)["pid"] is None
+
+
+@pytest.mark.parametrize("url,secret", [
+    ("postgresql+psycopg://kv:s3cret@127.0.0.1:1/x", "s3cret"),
+    ("postgresql+psycopg://kv:p@ss%40w0rd@127.0.0.1:1/x", "w0rd"),
+    ("postgresql+psycopg://kv@127.0.0.1:1/x?password=hunter2", "hunter2"),
+])
+def test_a_password_never_appears_in_any_output(url, secret):
+    assert secret not in redact(url)
+    for args in (["results"], ["run", "--bench", "dram.copy", "--set", "size=64KiB"], ["info", "--json"]):
+        proc = run_cli(*args, "--db", url)
+        assert secret not in proc.stdout + proc.stderr, args
+        if args[0] != "info":
+            assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    with pytest.raises(BadInput) as caught:
+        open_store(url)
+    assert secret not in str(caught.value)
