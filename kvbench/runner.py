@@ -19,6 +19,7 @@ from kvbench.errors import IntegrityError
 from kvbench.hardware import fingerprint
 from kvbench.hardware.facts import HostFacts
 from kvbench.hardware.path import PathPeak, links_under_load, path_peak
+from kvbench.hosts import adopt_older_ids
 from kvbench.interrupts import Interrupted
 from kvbench.lifecycle import owner, reap
 from kvbench.measure.engine import Settings, measure
@@ -101,6 +102,7 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
     any other escape `failed`; both re-raise.
     """
     reap(store)  # runs a SIGKILL or the OOM killer left `running` become `crashed`, their files removed
+    adopt_older_ids(store, facts)  # this box's runs under an older kvbench's id become this id's
     host_id = fingerprint.host_id(facts)
     ctx = fingerprint.context()
     ctx_id = fingerprint.context_id(ctx)

@@ -84,6 +84,7 @@ def stored_flags(runs: list[dict[str, Any]], results: list[dict[str, Any]]) -> l
     return [*(replay_flags(ended[-1]) if ended else []), *link_flags(results), *numa_flags(results)]
 
 
-def flags_from_store(store, host_id: str) -> list[str]:
-    """`stored_flags` for `host_id` read from a results store."""
-    return stored_flags([r for r in store.runs() if r["host_id"] == host_id], store.host_results(host_id))
+def flags_from_store(store, host_ids: str | list[str]) -> list[str]:
+    """`stored_flags` for the host (stored under any of `host_ids`) read from a results store."""
+    ids = {host_ids} if isinstance(host_ids, str) else set(host_ids)
+    return stored_flags([r for r in store.runs() if r["host_id"] in ids], store.host_results(list(ids)))

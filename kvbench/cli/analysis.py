@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, fraction, out, pairs, this_host_id
+from kvbench.cli.common import DbOption, fraction, out, pairs, this_host_ids
 from kvbench.errors import BadInput
 
 
@@ -47,7 +47,7 @@ def plan_cmd(
 
     geometry = get_model(model)
     store = open_store(db, read_only=True)
-    plans = restore_plan(geometry, tokens, dtype, tp, block_tokens, store.host_results(this_host_id(), "kv.restore"))
+    plans = restore_plan(geometry, tokens, dtype, tp, block_tokens, store.host_results(this_host_ids(store), "kv.restore"))
     if not plans:
         raise BadInput(f"no kv.restore results for this host in {store.url}; run 'kvbench run --suite kv-restore' first")
     fragment = block_tokens * geometry.unit_bytes_per_token(dtype, tp)
@@ -73,7 +73,7 @@ def history(
     wanted = canonical_subset(bench, pairs(params, "--params"))
     floor = fraction(threshold, "--threshold")
     store = open_store(db, read_only=True)
-    rows = [r for r in store.host_results(this_host_id(), bench)
+    rows = [r for r in store.host_results(this_host_ids(store), bench)
             if r["status"] == "ok" and all(r["params"].get(k) == v for k, v in wanted.items())]
     if not rows:
         raise BadInput(f"no {bench} results for this host{' with ' + ' '.join(params) if params else ''} in {store.url}")

@@ -76,8 +76,9 @@ def existing_store(db: str | None):
     return open_store(db, read_only=True)
 
 
-def this_host_id() -> str:
-    from kvbench.hardware.fingerprint import host_id
+def this_host_ids(store) -> list[str]:
+    """Every id this box's runs are under in `store` (its own, and an older kvbench's not merged yet)."""
+    from kvbench.hosts import this_host_ids as ids
     from kvbench.this_host import host_facts
 
-    return host_id(host_facts())
+    return ids(store, host_facts())

@@ -10,7 +10,8 @@ import typer
 
 from kvbench import __version__
 from kvbench.cli.app import app
-from kvbench.cli.common import existing_store, out
+from kvbench.cli.common import existing_store, out, this_host_ids
+from kvbench.errors import BadInput
 
 
 @app.command()
@@ -21,13 +22,12 @@ def info(as_json: Annotated[bool, typer.Option("--json", help="print the facts a
     """Host facts (CPU, NUMA, PCIe links, GPUs, NICs, NVMe, DRAM), the spec peaks of each path, and
     what looks wrong: a downtrained link under load, far-NUMA host memory, PCIe replays in a run."""
     from kvbench.analyze.host_flags import flags_from_store
-    from kvbench.hardware import fingerprint
     from kvbench.report.info import info_document, render_info
     from kvbench.this_host import host_facts
 
     facts = host_facts()
     store = existing_store(db)
-    stored = flags_from_store(store, fingerprint.host_id(facts)) if store else []
+    stored = flags_from_store(store, this_host_ids(store)) if store else []
     doc = info_document(facts, os.sched_getaffinity(0), stored)
     if as_json:
         out.print_json(json.dumps(doc, default=str))
@@ -53,3 +53,47 @@ def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="print the lis
 def version() -> None:
     """Print kvbench's version."""
     out.print(__version__)
+
+
+host_app = typer.Typer(no_args_is_help=True, help="The hosts a database holds, and merging one box's ids.")
+app.add_typer(host_app, name="host")
+
+
+@host_app.command("list")
+def host_list(as_json: Annotated[bool, typer.Option("--json", help="print the hosts as JSON")] = False,
+              db: Annotated[str | None, typer.Option(help="results database (default: $KVBENCH_DB or the embedded one)")]
+              = None) -> None:
+    """Every host in the database: id, hostname, first seen, runs, and which one is this box."""
+    from kvbench.report.analysis_tables import hosts_table
+    from kvbench.store import open_store
+
+    store = open_store(db, read_only=True)
+    mine = set(this_host_ids(store))
+    runs: dict[str, int] = {}
+    for r in store.runs():
+        runs[r["host_id"]] = runs.get(r["host_id"], 0) + 1
+    hosts = [{"id": hid, "hostname": h["hostname"], "first_seen": h["first_seen"].isoformat() if h["first_seen"] else None,
+              "runs": runs.get(hid, 0), "this_box": hid in mine} for hid, h in sorted(store.hosts().items())]
+    if as_json:
+        out.print_json(json.dumps({"hosts": hosts, "aliases": store.aliases()}))
+    else:
+        out.print(hosts_table(hosts, f"hosts · {store.url}"))
+
+
+@host_app.command("merge")
+def host_merge(
+    old: Annotated[str, typer.Argument(help="the host id to merge away (kvbench host list shows them)")],
+    into: Annotated[str | None, typer.Argument(help="the host id to merge into (default: this box's)")] = None,
+    db: Annotated[str | None, typer.Option(help="results database (default: $KVBENCH_DB or the embedded one)")] = None,
+) -> None:
+    """Move OLD's runs to INTO (one box that appeared under two ids); OLD is kept as an alias."""
+    from kvbench.hardware.identity import host_id
+    from kvbench.store import open_store
+    from kvbench.this_host import host_facts
+
+    store = open_store(db)
+    target = into or host_id(host_facts())
+    if old == target:
+        raise BadInput(f"bad merge: host '{old}' is the host to merge into")
+    moved = store.merge_host(old, target)
+    out.print(f"host {old[:16]}… merged into {target[:16]}…: {moved} run(s) moved; the old id is kept as an alias")

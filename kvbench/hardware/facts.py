@@ -55,6 +55,7 @@ class Nic:
     numa_node: int | None
     rate_gbit: float | None  # per port, as the driver reports (Gb/s, decimal)
     model: str | None = None
+    virtual: bool = False  # an SR-IOV virtual function
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,8 @@ class HostFacts:
     dram: Dram
     gpu_reason: str | None = None
     extra: dict = field(default_factory=dict)
+    system_id: str | None = None  # a hash of the DMI UUID / serial or machine-id (sysfs.system_identity)
+    system_id_source: str | None = None
 
     def visible_gpus(self) -> tuple[Gpu, ...]:
         """The GPUs this process's CUDA sees (CUDA_VISIBLE_DEVICES), in CUDA's order; every GPU, in

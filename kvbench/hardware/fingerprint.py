@@ -6,12 +6,11 @@ import hashlib
 import json
 import platform
 from collections.abc import Callable
-from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
-from kvbench.hardware import dimm, nvml, sysfs
-from kvbench.hardware.facts import HostFacts, Link
+from kvbench.hardware import dimm, identity, nvml, sysfs
+from kvbench.hardware.facts import HostFacts
 
 
 def collect_facts(root: str = "/", gpus: bool = True, dram: bool = True,
@@ -19,6 +18,7 @@ def collect_facts(root: str = "/", gpus: bool = True, dram: bool = True,
     """Everything the hardware says about this host; `root` points at a recorded tree in tests.
     `cuda_index` answers CUDA's device number by PCI address (kvbench.this_host passes CUDA's)."""
     gpu_list, gpu_reason = nvml.read_gpus(cuda_index() if cuda_index else {}) if gpus else ((), "not read")
+    system_id, system_id_source = sysfs.system_identity(root)
     return HostFacts(
         hostname=sysfs.hostname(),
         **sysfs.cpu_info(root),
@@ -30,33 +30,14 @@ def collect_facts(root: str = "/", gpus: bool = True, dram: bool = True,
         nvme=sysfs.nvme_devices(root),
         dram=dimm.read_dram() if dram else dimm.Dram(None, None, None, "not read"),
         gpu_reason=gpu_reason,
+        system_id=system_id,
+        system_id_source=system_id_source,
     )
-
-
-def _stable_link(link: Link) -> Link:
-    return Link(None, None, link.max_gen, link.max_width)
-
-
-def stable_view(facts: HostFacts) -> dict:
-    """The facts that identify the box: no current link state, no kernel, no free memory."""
-    stable = replace(
-        facts,
-        kernel="",
-        pci=tuple(replace(d, link=_stable_link(d.link)) for d in facts.pci),
-        gpus=tuple(replace(g, link=_stable_link(g.link)) for g in facts.gpus),
-        gpu_reason=None,
-        extra={},
-    )
-    view = stable.to_dict()
-    for gpu in view["gpus"]:  # CUDA's numbering follows CUDA_VISIBLE_DEVICES: not the box (nor in older ids)
-        del gpu["cuda_index"]
-    return view
 
 
 def host_id(facts: HostFacts) -> str:
-    """sha256 of the canonical JSON of the stable facts."""
-    blob = json.dumps(stable_view(facts), sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    """The box's stable id (hardware/identity.py), or KVBENCH_HOST_ID."""
+    return identity.host_id(facts)
 
 
 def _version(package: str) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import socket
@@ -104,6 +105,8 @@ def nics(root: str = "/") -> tuple[Nic, ...]:
             name=dev.name, kind="ethernet", bdf=_bdf_of(dev / "device"),
             numa_node=_numa(_read(dev / "device/numa_node")),
             rate_gbit=speed / 1000 if speed and speed > 0 else None,
+            model=_read(dev / "device/device"),
+            virtual=(dev / "device/physfn").exists(),  # an SR-IOV virtual function comes and goes
         ))
     return tuple(out)
 
@@ -171,3 +174,24 @@ def kernel_release() -> str:
 
 def hostname() -> str:
     return socket.gethostname()
+
+
+# Values firmware writes when it has no real serial or UUID: never an identity.
+_PLACEHOLDERS = {"", "0", "none", "not specified", "not settable", "not available", "default string",
+                 "to be filled by o.e.m.", "system serial number", "0123456789", "03000200-0400-0500-0006-000700080009",
+                 "00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"}
+
+
+def system_identity(root: str = "/") -> tuple[str | None, str | None]:
+    """(an identifier of this machine, where it came from): the DMI system UUID, else its serial,
+    else systemd's machine-id; None where none is readable (a container without them).
+
+    Only a hash of it leaves this function (machine-id is to be kept confidential, serials are
+    personal enough): the same box gives the same value, and the value says nothing else."""
+    for source, rel in (("DMI system UUID", "sys/class/dmi/id/product_uuid"),
+                        ("DMI system serial", "sys/class/dmi/id/product_serial"),
+                        ("machine-id", "etc/machine-id"), ("machine-id", "var/lib/dbus/machine-id")):
+        value = (_read(Path(root, rel)) or "").strip()
+        if value.lower() not in _PLACEHOLDERS:
+            return hashlib.sha256(f"kvbench:{value}".encode()).hexdigest()[:32], source
+    return None, None

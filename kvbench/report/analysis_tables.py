@@ -65,3 +65,10 @@ def fleet_table(rows: list[Any], title: str, outliers_only: bool) -> Table:
         table.add_row(r.bench, describe_params(r.bench, r.params), r.hostname, r.sku, format_gbps(r.gbps),
                       format_gbps(r.sku_median), f"{r.deviation:+.1%}", "[bold red]OUTLIER[/]" if r.outlier else "")
     return table
+
+
+def hosts_table(hosts: list[dict[str, Any]], title: str) -> Table:
+    table = _table(title, ("host id", "hostname", "first seen", "runs", ""))
+    for h in hosts:
+        table.add_row(h["id"], h["hostname"], h["first_seen"] or "-", str(h["runs"]), "this box" if h["this_box"] else "")
+    return table

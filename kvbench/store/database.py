@@ -200,11 +200,13 @@ class Store:
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(query).mappings()]
 
-    def host_results(self, host_id: str, bench: str | None = None) -> list[dict]:
-        """Every result of every run on `host_id` (oldest first), with its run's start time."""
+    def host_results(self, host_ids: str | list[str], bench: str | None = None) -> list[dict]:
+        """Every result of every run on the host (under any of `host_ids`), oldest first, with its run's
+        start time."""
+        ids = [host_ids] if isinstance(host_ids, str) else list(host_ids)
         query = (sa.select(schema.result, schema.run.c.started_at, schema.run.c.context_id)
                  .join(schema.run, schema.run.c.id == schema.result.c.run_id)
-                 .where(schema.run.c.host_id == host_id).order_by(schema.result.c.id))
+                 .where(schema.run.c.host_id.in_(ids)).order_by(schema.result.c.id))
         if bench:
             query = query.where(schema.result.c.bench == bench)
         with self.engine.connect() as conn:

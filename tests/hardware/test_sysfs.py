@@ -7,7 +7,7 @@ import pytest
 
 from kvbench.hardware import dimm, sysfs
 from kvbench.hardware.facts import Dram, Gpu, HostFacts, Link
-from kvbench.hardware.fingerprint import host_id, stable_view
+from kvbench.hardware.fingerprint import host_id
 from kvbench.hardware.path import path_peak
 
 ROOT = str(Path(__file__).resolve().parent.parent / "fixtures" / "sysfs" / "gpu-box")
@@ -160,9 +160,6 @@ def test_host_id_ignores_current_link_state():
     idle = HostFacts(**{**facts.__dict__, "gpus": tuple(
         Gpu(**{**g.__dict__, "link": type(g.link)(1, 16, g.link.max_gen, g.link.max_width)}) for g in facts.gpus)})
     assert host_id(idle) == host_id(facts)
-    # nor CUDA's numbering (CUDA_VISIBLE_DEVICES), which older ids were computed without
+    # nor CUDA's numbering (CUDA_VISIBLE_DEVICES)
     renumbered = HostFacts(**{**facts.__dict__, "gpus": tuple(replace(g, cuda_index=1 - g.index) for g in facts.gpus)})
-    assert host_id(renumbered) == host_id(facts) and "cuda_index" not in stable_view(facts)["gpus"][0]
-    assert stable_view(facts)["gpus"][0]["link"]["gen"] is None
-    other = HostFacts(**{**facts.__dict__, "hostname": "gpu-box-2"})
-    assert host_id(other) != host_id(facts)
+    assert host_id(renumbered) == host_id(facts)

@@ -1,0 +1,55 @@
+"""One box keeps one history: results an older kvbench stored under a drifting host id count as this
+box's, and the next run merges them into this box's id (the old id stays as an alias)."""
+
+import json
+
+from kvbench.benches import get_bench
+from kvbench.benches.params import case_hash
+from kvbench.store import open_store
+from kvbench.this_host import host_facts
+from tests.conftest import run_cli
+
+PARAMS = get_bench("dram.copy").canonical_params({"size": "1MiB", "primitive": "memcpy"})
+ROW = {"bench": "dram.copy", "params": PARAMS, "case_hash": case_hash("dram.copy", PARAMS), "bytes_per_op": 1 << 20, "median_s": 1e-4, "p10_s": 1e-4, "p90_s": 1e-4,
+       "mean_s": 1e-4, "stdev_s": 0.0, "min_s": 1e-4, "max_s": 1e-4, "gbps_median": 10.5, "gbps_p10": 10.0,
+       "gbps_p90": 11.0, "verified": True, "status": "ok", "warnings": [], "extra": {}}
+
+
+def _legacy_database(path) -> str:
+    """A database holding one run of this box under the id an older kvbench gave it."""
+    url = f"sqlite:///{path}"
+    store = open_store(url)
+    facts = {k: v for k, v in host_facts(gpus=False, dram=False).to_dict().items() if not k.startswith("system_id")}
+    facts["numa"] = [{**n, "memory_bytes": 17_140_000_000} for n in facts["numa"]]  # the MemTotal it hashed then
+    store.ensure_host("0ld" + "0" * 61, facts["hostname"], facts)
+    store.ensure_context("c" * 64, {})
+    run = store.begin_run(host_id="0ld" + "0" * 61, context_id="c" * 64, suite="tiny", suite_hash=None,
+                          kvbench_version="0.1.0", git_sha=None, git_dirty=None, tags={}, system_state={})
+    store.add_result(run, ROW, [1e-4] * 7)
+    store.finish_run(run, "complete")
+    store.dispose()
+    return url
+
+
+def test_an_older_id_of_this_box_is_read_as_this_box_and_merged_by_the_next_run(tmp_path):
+    url = _legacy_database(tmp_path / "k.sqlite")
+    hosts = json.loads(run_cli("host", "list", "--json", "--db", url).stdout)["hosts"]
+    assert [h["this_box"] for h in hosts] == [True]  # recognised before any merge, without writing
+    before = run_cli("history", "dram.copy", "--params", "primitive=memcpy", "--db", url)
+    assert before.returncode == 0 and "10.5" in before.stdout
+    assert run_cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--set", "primitive=memcpy",
+                   "--db", url).returncode == 0
+    listing = json.loads(run_cli("host", "list", "--json", "--db", url).stdout)
+    assert len(listing["hosts"]) == 1 and listing["hosts"][0]["runs"] == 2
+    assert list(listing["aliases"]) == ["0ld" + "0" * 61]
+    after = run_cli("history", "dram.copy", "--params", "primitive=memcpy", "--db", url).stdout
+    assert after.count("dram.copy") == 1  # one case, one table, holding both runs
+    assert [line.split("│")[1].strip() for line in after.splitlines() if line.startswith("│")] == ["1", "2"]
+
+
+def test_host_merge_joins_two_ids_by_hand(tmp_path):
+    url = _legacy_database(tmp_path / "k.sqlite")
+    merged = run_cli("host", "merge", "0ld" + "0" * 61, "rack7-node03", "--db", url)
+    assert merged.returncode == 0 and "1 run(s) moved" in merged.stdout
+    again = run_cli("host", "merge", "0ld" + "0" * 61, "--db", url)
+    assert again.returncode == 2 and "no host '0ld" in again.stderr
