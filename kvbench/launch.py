@@ -13,10 +13,10 @@ Everything after `--` is what `kvbench run` takes (--suite, --bench, --set, --db
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
+from kvbench.argparse_oneline import Parser, port
 from kvbench.peers.serve import serve
 from kvbench.units import parse_size
 
@@ -31,9 +31,9 @@ def rank() -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     own, run_args = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
-    parser = argparse.ArgumentParser(prog="python -m kvbench.launch", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m kvbench.launch", description=__doc__.splitlines()[0])
     parser.add_argument("--peer-addr", default=os.environ.get("MASTER_ADDR"), help="rank 0's address")
-    parser.add_argument("--port", type=int, default=5555, help="rank 0's NIXL listener port")
+    parser.add_argument("--port", type=port, default=5555, help="rank 0's NIXL listener port")
     parser.add_argument("--block-size", default="1MiB")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--memory", default="pageable", help="rank 0's memory kind")
@@ -57,7 +57,7 @@ def run_rank1(run_args: list[str], settings: dict) -> int:
     from kvbench.errors import BadInput, CheckFailed
     from kvbench.suite_run import RunRequest
 
-    parser = argparse.ArgumentParser(prog="python -m kvbench.launch ... --", add_help=False)
+    parser = Parser(prog="python -m kvbench.launch ... --", add_help=False)
     parser.add_argument("--suite")
     parser.add_argument("--bench", action="append", default=[])
     parser.add_argument("--set", action="append", default=[], dest="set_")

@@ -3,21 +3,21 @@ kvbench for `peer=local`, or by a launcher on another host); see kvbench/peers/s
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from kvbench.argparse_oneline import Parser, port
 from kvbench.peers.protocol import PATTERN_SEED
 from kvbench.peers.serve import serve
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kvbench.peer", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m kvbench.peer", description=__doc__.splitlines()[0])
     parser.add_argument("--name", required=True)
-    parser.add_argument("--port", type=int, required=True, help="this agent's NIXL listener port")
+    parser.add_argument("--port", type=port, required=True, help="this agent's NIXL listener port")
     parser.add_argument("--initiator", required=True, help="the initiator agent's name")
     parser.add_argument("--initiator-addr", default=None,
                         help="reach the initiator here; omit to wait for it to connect (launcher mode)")
-    parser.add_argument("--initiator-port", type=int, default=None)
+    parser.add_argument("--initiator-port", type=port, default=None)
     parser.add_argument("--size", type=int, required=True, help="buffer bytes")
     parser.add_argument("--memory", default="pageable")
     parser.add_argument("--seed", type=int, default=PATTERN_SEED)

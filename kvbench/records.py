@@ -44,6 +44,8 @@ class RunRecord:
     reason: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
     system_state: dict[str, Any] = field(default_factory=dict)
+    cases_planned: int | None = None
+    partial: str | None = None  # why the run is not whole (interrupted, crashed, short of cases); None if it is
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> RunRecord:

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError
+
 from kvbench import __version__
 from kvbench.benches.registry import get_bench
-from kvbench.errors import IntegrityError
+from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware import fingerprint
 from kvbench.hardware.facts import HostFacts
 from kvbench.hardware.path import PathPeak, links_under_load, path_peak
@@ -101,21 +103,10 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
     A signal (`Interrupted`: SIGINT, SIGTERM, SIGHUP) or KeyboardInterrupt marks the run `aborted`,
     any other escape `failed`; both re-raise.
     """
-    reap(store)  # runs a SIGKILL or the OOM killer left `running` become `crashed`, their files removed
-    adopt_older_ids(store, facts)  # this box's runs under an older kvbench's id become this id's
-    host_id = fingerprint.host_id(facts)
-    ctx = fingerprint.context()
-    ctx_id = fingerprint.context_id(ctx)
-    store.ensure_host(host_id, facts.hostname, facts.to_dict())
-    store.ensure_context(ctx_id, ctx)
-    sha, dirty = git_state()
-    temp_dirs = sorted({tempfile.gettempdir(), *(str(c.params["path"]) for c in cases if c.params.get("path"))})
-    run_id = store.begin_run(
-        host_id=host_id, context_id=ctx_id, suite=info.suite, suite_hash=info.suite_hash,
-        kvbench_version=__version__, git_sha=sha, git_dirty=dirty, tags=info.tags,
-        system_state={**fingerprint.system_state(facts), "temp_dirs": temp_dirs},
-        cases_planned=len(cases), owner=owner(),
-    )
+    try:
+        run_id = _begin(cases, store, facts, info)
+    except DBAPIError as exc:
+        raise BadInput(f"cannot write to database {store.url}: {_first_line(exc)}") from None
     failed = 0
     try:
         for i, case in enumerate(cases):
@@ -128,11 +119,49 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
                 on_result(result)
     except KeyboardInterrupt as exc:
         name = exc.name if isinstance(exc, Interrupted) else "SIGINT"
-        store.finish_run(run_id, "aborted", f"interrupted ({name})", fingerprint.end_state())
+        _finish(store, run_id, "aborted", f"interrupted ({name})", fingerprint.end_state())
         raise
+    except DBAPIError as exc:  # the database filled up, or went away: one line, the run marked where it can be
+        why = _first_line(exc)
+        marked = _finish(store, run_id, "failed", f"database write failed: {why}")
+        raise BadInput(f"cannot write to database {store.url}: {why}; run {run_id} "
+                       f"{'is marked failed, its finished results kept' if marked else 'could not be marked failed'}"
+                       ) from None
     except BaseException as exc:
-        store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
+        _finish(store, run_id, "failed", f"{type(exc).__name__}: {exc}")
         raise
     store.finish_run(run_id, "failed" if failed else "complete", f"{failed} case(s) failed" if failed else None,
                      fingerprint.end_state())
     return run_id
+
+
+def _begin(cases: list[Case], store: Store, facts: HostFacts, info: RunInfo) -> int:
+    reap(store)  # runs a SIGKILL or the OOM killer left `running` become `crashed`, their files removed
+    adopt_older_ids(store, facts)  # this box's runs under an older kvbench's id become this id's
+    host_id = fingerprint.host_id(facts)
+    ctx = fingerprint.context()
+    ctx_id = fingerprint.context_id(ctx)
+    store.ensure_host(host_id, facts.hostname, facts.to_dict())
+    store.ensure_context(ctx_id, ctx)
+    sha, dirty = git_state()
+    temp_dirs = sorted({tempfile.gettempdir(), *(str(c.params["path"]) for c in cases if c.params.get("path"))})
+    return store.begin_run(
+        host_id=host_id, context_id=ctx_id, suite=info.suite, suite_hash=info.suite_hash,
+        kvbench_version=__version__, git_sha=sha, git_dirty=dirty, tags=info.tags,
+        system_state={**fingerprint.system_state(facts), "temp_dirs": temp_dirs},
+        cases_planned=len(cases), owner=owner(),
+    )
+
+
+def _finish(store: Store, run_id: int, status: str, reason: str, end_state: dict | None = None) -> bool:
+    """Close the run as `status`; False when the database would not take it (full, gone)."""
+    try:
+        store.finish_run(run_id, status, reason, end_state)
+        return True
+    except DBAPIError:
+        return False
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

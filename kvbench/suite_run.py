@@ -14,7 +14,7 @@ from kvbench.benches.describe import describe_params
 from kvbench.errors import BadInput
 from kvbench.interrupts import signals_end_runs
 from kvbench.measure.engine import Settings
-from kvbench.plan.cases import Case, plan
+from kvbench.plan.cases import MAX_CASES, Case, plan
 from kvbench.plan.suite import BenchSweep, SuiteSettings, load_suite
 from kvbench.report.progress import RunProgress
 from kvbench.runner import RunInfo, execute
@@ -32,6 +32,7 @@ class RunRequest:
     tags: dict[str, str] = field(default_factory=dict)
     samples: int | None = None
     db: str | None = None
+    max_cases: int = MAX_CASES
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,11 @@ def plan_request(request: RunRequest) -> tuple[list[Case], Settings, RunInfo]:
     if request.suite is None and request.benches:
         sweeps = [BenchSweep(id=b) for b in dict.fromkeys(request.benches)]
         settings, info = SuiteSettings(), RunInfo(tags=request.tags)
-        cases = plan(sweeps, None, request.overrides)
+        cases = plan(sweeps, None, request.overrides, request.max_cases)
     else:
         loaded, _path, digest = load_suite(request.suite or "quick")
         settings, info = loaded.settings, RunInfo(loaded.name, digest, request.tags)
-        cases = plan(loaded.bench, list(request.benches) or None, request.overrides)
+        cases = plan(loaded.bench, list(request.benches) or None, request.overrides, request.max_cases)
     if not cases:
         raise BadInput("the selection has no cases to run")
     engine = settings.engine_settings()

@@ -27,7 +27,7 @@ MAY_IMPORT = {
     "analyze": {"store", "hardware", "kv", "benches.describe", "benches.registry", "benches.params"},
     "report": {"analyze", "hardware", "kv", "benches.describe", "benches.registry", "benches.params", "store",
                "crosscheck.common"},
-    "crosscheck": {"benches", "measure", "plan", "runner", "this_host", "peers", "result"},
+    "crosscheck": {"benches", "measure", "memory", "plan", "runner", "this_host", "peers", "result"},
 }
 
 

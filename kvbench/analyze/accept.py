@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import canonical_subset, describe_params
@@ -30,7 +30,7 @@ ABOVE_PEAK_TOLERANCE = 0.02
 
 class Threshold(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    value: float
+    value: float = Field(gt=0)
     unit: str
 
 
@@ -42,14 +42,20 @@ class Ratio(BaseModel):
     model_config = ConfigDict(extra="forbid")
     of: dict[str, Any]
     to: dict[str, Any]
-    min: float
-    max: float | None = None
+    min: float = Field(gt=0)
+    max: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def ordered(self) -> Ratio:
+        if self.max is not None and self.max < self.min:
+            raise ValueError(f"min {self.min:g} is above max {self.max:g}")
+        return self
 
 
 class Spread(BaseModel):
     model_config = ConfigDict(extra="forbid")
     over: str  # the parameter that differs, e.g. gpu
-    max: float  # largest allowed shortfall from the fastest, as a fraction
+    max: float = Field(ge=0, lt=1)  # largest allowed shortfall from the fastest, as a fraction
 
 
 class Rule(BaseModel):
@@ -57,7 +63,7 @@ class Rule(BaseModel):
     id: str
     bench: str
     params: dict[str, Any] = {}
-    min_fraction_of_peak: float | None = None
+    min_fraction_of_peak: float | None = Field(None, gt=0, le=1)
     min: Threshold | None = None
     ratio: Ratio | None = None
     spread: Spread | None = None
@@ -95,7 +101,9 @@ class Verdict:
 
 def load_rules(path: Path) -> RulesFile:
     try:
-        rules = RulesFile.model_validate(tomllib.loads(path.read_text()))
+        rules = RulesFile.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
+    except UnicodeDecodeError:
+        raise BadInput(f"rules {path}: not UTF-8 text (TOML files are UTF-8)") from None
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"rules {path}: TOML syntax error: {exc}") from None
     except ValidationError as exc:

@@ -29,6 +29,8 @@ class Comparison:
     change: float | None  # relative change of the median rate (new / base - 1)
     p_value: float | None
     verdict: str  # regression | improvement | unchanged | noisy | too-few-samples | new | missing | not-ok
+    # `missing` (a case the base had and the new run lacks) gates like a regression: a run that
+    # stopped part-way, or a case that stopped being measured, must not pass for unchanged.
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,12 +93,18 @@ def compare_runs(base: RunDocument, new: RunDocument, threshold: float = THRESHO
         else:
             out.append(Comparison(new_row["bench"], new_row["params"], case, None,
                                   (new_row.get("gbps") or {}).get("median"), None, None, "new"))
+    partial = new["run"].get("partial")
     for case, base_row in base_by_case.items():
         if case not in new_by_case:
+            note = f"not in run {new['run']['id']}" + (f" ({partial})" if partial else "")
             out.append(Comparison(base_row["bench"], base_row["params"], case,
-                                  (base_row.get("gbps") or {}).get("median"), None, None, None, "missing"))
+                                  (base_row.get("gbps") or {}).get("median"), None, None, None, "missing", note))
     return out
 
 
+GATING = ("regression", "missing")
+
+
 def has_regression(comparisons: list[Comparison]) -> bool:
-    return any(c.verdict == "regression" for c in comparisons)
+    """Whether CI should fail: a regression, or a case the new run is missing."""
+    return any(c.verdict in GATING for c in comparisons)

@@ -5,6 +5,7 @@ Every analysis reads this one shape, so a stored run and a `--json` export compa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ def run_document(store: Store, run_id: int) -> RunDocument:
     """The run, its host's facts and every result with its raw samples."""
     run = store.run(run_id)
     host = store.host(run["host_id"]) or {}
-    return document(RunRecord.from_row(run),
+    return document(dataclasses.replace(RunRecord.from_row(run), partial=store.partial(run_id)),
                     {"id": run["host_id"], "hostname": host.get("hostname"), "facts": host.get("facts")},
                     [ResultRecord.from_row(r, store.samples(r["id"])) for r in store.results(run_id)])
 

@@ -21,6 +21,7 @@ class Param:
     help: str
     choices: tuple[str, ...] = ()
     minimum: int | None = None
+    maximum: int | None = None
 
     def parse(self, name: str, value: Any) -> Any:
         """The canonical value: sizes and ints as int, memory kinds and choices as str."""
@@ -44,6 +45,8 @@ class Param:
             raise TypeError(f"unknown param kind {self.kind}")
         if self.minimum is not None and out < self.minimum:
             raise BadInput(f"bad {name}={value!r}: must be at least {self.minimum}")
+        if self.maximum is not None and out > self.maximum:
+            raise BadInput(f"bad {name}={value!r}: must be at most {self.maximum}")
         return out
 
 

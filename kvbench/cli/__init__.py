@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+import typer
+
 # Each module adds its commands, which `kvbench --help` lists in this order.
 from kvbench.cli import host, run, judge, analysis, reports, crosscheck  # noqa: F401
 from kvbench.cli.app import app
@@ -13,10 +15,30 @@ from kvbench.errors import BadInput, CheckFailed
 
 
 def main() -> None:
-    # typer handles usage errors itself (exit 2); kvbench's own errors carry their exit code.
+    """Run the command; kvbench's own errors and usage errors become one line with their exit status
+    (2 for bad input, 1 for a failed check)."""
     try:
-        app()
+        code = app(standalone_mode=False)  # a typer.Exit comes back as its exit status here
     except (BadInput, CheckFailed) as exc:
         prefix = "kvbench: error: " if isinstance(exc, BadInput) else "kvbench: "
         err.print(f"{prefix}{exc}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err.print("kvbench: aborted", markup=False)
+        sys.exit(130)
+    except Exception as exc:
+        kinds = {c.__name__ for c in type(exc).__mro__}  # typer's own (vendored) click exceptions
+        if "NoArgsIsHelpError" in kinds:
+            err.print(exc.format_message() if hasattr(exc, "format_message") else str(exc), markup=False)
+            sys.exit(2)
+        if "UsageError" not in kinds:
+            raise
+        ctx = getattr(exc, "ctx", None)  # unknown command or option, a value typer refused
+        command = f" {ctx.info_name}" if ctx is not None and ctx.parent is not None else ""
+        err.print(f"kvbench{command}: error: {exc.format_message()} (see kvbench{command} --help)", markup=False,
+                  highlight=False, soft_wrap=True)
+        sys.exit(2)
+    if isinstance(code, int) and code:
+        sys.exit(code)

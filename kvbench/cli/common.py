@@ -3,6 +3,7 @@ writes, fractions, and run documents by reference (id, latest, baseline, or an e
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -38,6 +39,20 @@ def write_text(text: str, target: str) -> None:
     else:
         Path(target).write_text(text)
         err.print(f"wrote {target}")
+
+
+def check_writable(target: str | None, option: str) -> None:
+    """Refuse, before any work, an output file that cannot be written (`-` is standard output)."""
+    if not target or target == "-":
+        return
+    path = Path(target)
+    if path.is_dir():
+        raise BadInput(f"bad {option} '{target}': it is a directory; give a file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise BadInput(f"bad {option} '{target}': folder '{parent}' does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise BadInput(f"bad {option} '{target}': not writable")
 
 
 def fraction(text: str, option: str) -> float:

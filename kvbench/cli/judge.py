@@ -11,7 +11,7 @@ import typer
 
 from kvbench.benches.describe import describe_params
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, documents, err, fraction, out
+from kvbench.cli.common import DbOption, check_writable, documents, err, fraction, out
 from kvbench.errors import BadInput, CheckFailed
 
 
@@ -32,6 +32,7 @@ def accept(
     from kvbench.suite_run import RunRequest
 
     rules_files = [load_rules(Path(rules))] if rules else None  # bad rules fail before anything runs
+    check_writable(junit, "--junit")
     cases_failed = None
     if run_ref is None:
         try:
@@ -79,6 +80,12 @@ def compare(
         sys.stdout.write(comparisons_markdown(comparisons, title, describe_params))
     else:
         out.print(comparisons_table(comparisons, title, describe_params))
+    for doc in (base_doc, new_doc):
+        if doc["run"].get("partial"):
+            err.print(f"kvbench: note: run {doc['run']['id']} is partial: {doc['run']['partial']}")
     if has_regression(comparisons):
-        raise CheckFailed(f"{sum(c.verdict == 'regression' for c in comparisons)} regression(s) from run "
-                          f"{base_doc['run']['id']} to run {new_doc['run']['id']}")
+        regressions = sum(c.verdict == "regression" for c in comparisons)
+        missing = sum(c.verdict == "missing" for c in comparisons)
+        b, n = base_doc["run"]["id"], new_doc["run"]["id"]
+        raise CheckFailed(f"{regressions} regression(s) from run {b} to run {n}"
+                          + (f"; {missing} case(s) of run {b} missing from run {n}" if missing else ""))

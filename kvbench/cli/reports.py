@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, documents, err, write_text
+from kvbench.cli.common import DbOption, check_writable, documents, err, write_text
 from kvbench.errors import BadInput
 
 
@@ -27,6 +27,7 @@ def report(
 
     if fmt not in ("html", "markdown"):
         raise BadInput(f"bad --format '{fmt}': choose html or markdown")
+    check_writable(output, "--output")
     docs = documents(runs or ["latest"], db)
     base = documents([baseline], db)[0] if baseline else None
     built = content.build(docs, base, model=model, tokens=tokens)
@@ -45,6 +46,7 @@ def plot(
 
     if not output.endswith((".png", ".svg")):
         raise BadInput(f"bad --output '{output}': use a .png or .svg file")
+    check_writable(output, "--output")
     (doc,) = documents([run_ref], db)
     fig = plots.kv_strategies(doc["results"]) if bench == "kv.restore" else plots.bandwidth_vs_size(doc["results"], bench)
     if fig is None:
@@ -67,5 +69,6 @@ def export(
               "pytest-benchmark": exporters.pytest_benchmark, "json": lambda d: d}
     if fmt not in makers:
         raise BadInput(f"bad --format '{fmt}': choose {', '.join(makers)}")
+    check_writable(output, "--output")
     (doc,) = documents([run_ref], db)
     write_text(json.dumps(makers[fmt](doc), indent=2, default=str) + "\n", output)

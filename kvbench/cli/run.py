@@ -10,7 +10,7 @@ import typer
 
 from kvbench.benches.describe import describe_params
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, err, out, pairs, write_text
+from kvbench.cli.common import DbOption, check_writable, err, out, pairs, write_text
 from kvbench.errors import BadInput, CheckFailed
 
 
@@ -53,13 +53,16 @@ def run(
     json_out: Annotated[str | None, typer.Option("--json", help="write the results as JSON to FILE, or - for stdout")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="tag the run: key=value")] = None,
     samples: Annotated[int | None, typer.Option("--samples", min=5, help="samples per case (default from the suite)")] = None,
+    max_cases: Annotated[int, typer.Option("--max-cases", min=1, help="refuse a selection of more cases than this")]
+    = 10_000,
 ) -> None:
     """Run a suite (or some benchmarks) and store every sample."""
     from kvbench.benches.params import coerce_text
     from kvbench.suite_run import RunRequest
 
+    check_writable(json_out, "--json")
     request = RunRequest(suite=suite, benches=tuple(bench or ()), tags=pairs(tag, "--tag"), samples=samples, db=db,
-                         overrides={k: coerce_text(v) for k, v in pairs(set_, "--set").items()})
+                         overrides={k: coerce_text(v) for k, v in pairs(set_, "--set").items()}, max_cases=max_cases)
     run_and_show(request, json_out)
 
 

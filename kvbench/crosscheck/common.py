@@ -28,4 +28,6 @@ def run_kvbench(bench: str, params: dict[str, Any], settings: Settings, gpus: bo
     from kvbench.this_host import host_facts
 
     spec = get_bench(bench)
-    return run_case(Case(bench, spec.canonical_params(params)), host_facts(gpus=gpus, dram=False), settings)
+    canonical = spec.canonical_params(params)
+    spec.validate(canonical)  # memory, disk and parameters checked as `kvbench run` checks them
+    return run_case(Case(bench, canonical), host_facts(gpus=gpus, dram=False), settings)

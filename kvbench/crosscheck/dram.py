@@ -11,6 +11,7 @@ import numpy as np
 
 from kvbench.crosscheck.common import Figure, run_kvbench
 from kvbench.measure.engine import Settings
+from kvbench.memory.host import check_fits
 
 _MBW_AVG = re.compile(r"^AVG\s+Method:\s+(\w+).*Copy:\s+([\d.]+)\s+MiB/s", re.M)
 
@@ -37,6 +38,7 @@ def mbw(size_bytes: int, repeats: int) -> list[Figure]:
 
 
 def numpy_copyto(size_bytes: int, repeats: int) -> Figure:
+    check_fits(2 * size_bytes, "numpy copyto's source + destination")
     src = np.ones(size_bytes, dtype=np.uint8)
     dst = np.zeros(size_bytes, dtype=np.uint8)
     np.copyto(dst, src)

@@ -79,25 +79,47 @@ def get_model(name: str) -> ModelGeometry:
 
 
 def read_hf_config(path: Path) -> ModelGeometry:
-    """Geometry from a Hugging Face `config.json`; a missing field is named in the error."""
+    """Geometry from a Hugging Face `config.json`; every field is checked (present, a positive
+    integer, heads dividing evenly), and a bad one is named in a one-line `BadInput`."""
+    where = f"model config '{path}'"
     try:
-        config = json.loads(path.read_text())
+        config = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise BadInput(f"model config '{path}' does not exist") from None
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"model config '{path}' is not valid JSON: {exc}") from None
+        raise BadInput(f"{where} does not exist") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadInput(f"{where} is not valid JSON: {exc}") from None
+    except OSError as exc:
+        raise BadInput(f"{where} cannot be read: {exc.strerror}") from None
+    if not isinstance(config, dict):
+        raise BadInput(f"{where} is a JSON {type(config).__name__}, not an object")
     config = config.get("text_config", config)
+    if not isinstance(config, dict):
+        raise BadInput(f"{where}: 'text_config' is not an object")
 
-    def need(key: str) -> int:
-        if key not in config:
-            raise BadInput(f"model config '{path}' lacks '{key}'")
-        return int(config[key])
+    def need(key: str, default: int | None = None) -> int:
+        if key not in config or config[key] is None:
+            if default is not None:
+                return default
+            raise BadInput(f"{where} lacks '{key}'")
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise BadInput(f"{where}: '{key}' must be a positive integer (found {value!r})")
+        return value
 
     layers = need("num_hidden_layers")
     if "kv_lora_rank" in config:
         mla = need("kv_lora_rank") + need("qk_rope_head_dim")
         return ModelGeometry(path.stem, layers, 1, mla, mla_dim=mla, source=str(path))
     heads = need("num_attention_heads")
-    kv_heads = int(config.get("num_key_value_heads", heads))
-    head_dim = int(config["head_dim"]) if config.get("head_dim") else need("hidden_size") // heads
+    kv_heads = need("num_key_value_heads", heads)
+    if heads % kv_heads:
+        raise BadInput(f"{where}: num_attention_heads={heads} is not a multiple of num_key_value_heads={kv_heads}")
+    if config.get("head_dim") is not None:
+        head_dim = need("head_dim")
+    else:
+        hidden = need("hidden_size")
+        if hidden % heads:
+            raise BadInput(f"{where}: hidden_size={hidden} is not a multiple of num_attention_heads={heads} "
+                           "(and no head_dim is given)")
+        head_dim = hidden // heads
     return ModelGeometry(path.stem, layers, kv_heads, head_dim, source=str(path))

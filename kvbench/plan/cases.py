@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,9 +68,21 @@ def expand(sweep: BenchSweep, overrides: dict[str, Any] | None = None) -> list[C
     return cases
 
 
-def plan(sweeps: list[BenchSweep], only: list[str] | None = None, overrides: dict[str, Any] | None = None) -> list[Case]:
+MAX_CASES = 10_000  # more than this is a typo in a sweep, not a plan: refused unless the user insists
+
+
+def combinations(sweep: BenchSweep, overrides: dict[str, Any] | None = None) -> int:
+    """How many cases `sweep` expands to before excludes: counted, never built."""
+    bench = get_bench(sweep.id)
+    raw = {**sweep.params, **{k: v for k, v in (overrides or {}).items() if k in bench.params}}
+    return math.prod(len(_as_list(value, name)) for name, value in raw.items())
+
+
+def plan(sweeps: list[BenchSweep], only: list[str] | None = None, overrides: dict[str, Any] | None = None,
+         max_cases: int = MAX_CASES) -> list[Case]:
     """Cases of the suite's sweeps, restricted to benchmarks in `only` (those not in the suite run
-    with their defaults). An override that no selected benchmark takes is an error."""
+    with their defaults). An override that no selected benchmark takes is an error, and so is a
+    selection of more than `max_cases` cases (counted before any is built)."""
     selected = [s for s in sweeps if not only or s.id in only]
     for bench_id in only or []:
         get_bench(bench_id)  # unknown ids fail here, with a suggestion
@@ -78,4 +91,8 @@ def plan(sweeps: list[BenchSweep], only: list[str] | None = None, overrides: dic
     for name in overrides or {}:
         if not any(name in get_bench(s.id).params for s in selected):
             raise BadInput(f"--set {name}: no selected benchmark takes a parameter '{name}'")
+    total = sum(combinations(sweep, overrides) for sweep in selected)
+    if total > max_cases:
+        raise BadInput(f"the selection expands to {total:,} cases, more than {max_cases:,}: narrow the sweep, or "
+                       f"pass --max-cases {total} to run them all")
     return [case for sweep in selected for case in expand(sweep, overrides)]

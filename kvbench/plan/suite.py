@@ -84,7 +84,13 @@ def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
 def load_suite(name_or_path: str) -> tuple[Suite, Path, str]:
     """(suite, its file, sha256 of its text); every problem raises a one-line `BadInput`."""
     path = find_suite(name_or_path)
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"suite {path}: not UTF-8 text (TOML files are UTF-8; byte {exc.start} is "
+                       f"{exc.object[exc.start]:#04x})") from None
+    except OSError as exc:
+        raise BadInput(f"suite {path} cannot be read: {exc.strerror}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

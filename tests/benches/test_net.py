@@ -133,3 +133,64 @@ def test_rails_peak_is_per_card_with_the_cx8_cap():
     one = path_peak([("nic_rails", ("mlx5_2:1",))], facts).peak
     assert one.gbps == 50.0
     assert path_peak([("nic_rails", ("mlx5_9:1",))], facts).peak is None
+
+
+def test_a_peer_process_leaves_no_ucx_log_behind(facts):
+    import glob
+    import os
+    import tempfile
+
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "kvbench-ucx-*.log")))
+    result = run_case(case("net.write", peer="local"), facts, FAST)
+    assert result.status == "ok", result.reason
+    peer_pid = result.metadata["buffers"]["remote"]["pid"]
+    left = set(glob.glob(os.path.join(tempfile.gettempdir(), "kvbench-ucx-*.log"))) - before
+    assert not [p for p in left if str(peer_pid) in p]
+
+
+def test_net_write_between_two_network_namespaces_over_tcp(tmp_path):
+    """Two hosts as a launcher starts them, made of two network namespaces joined by a veth pair
+    (addresses only inside them): rank 0 serves in one, rank 1 measures from the other over TCP."""
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    from tests.conftest import REPO
+
+    if shutil.which("ip") is None:
+        pytest.skip("iproute2 (ip) is not installed")
+    tag = f"kv{os.getpid() % 100000}"
+    a, b = f"{tag}a", f"{tag}b"
+    setup = [f"ip netns add {a}", f"ip netns add {b}", f"ip link add {a}v type veth peer name {b}v",
+             f"ip link set {a}v netns {a}", f"ip link set {b}v netns {b}",
+             f"ip -n {a} addr add 10.213.7.1/24 dev {a}v", f"ip -n {b} addr add 10.213.7.2/24 dev {b}v",
+             f"ip -n {a} link set {a}v up", f"ip -n {b} link set {b}v up", f"ip -n {a} link set lo up",
+             f"ip -n {b} link set lo up"]
+    try:
+        for command in setup:
+            made = subprocess.run(command.split(), capture_output=True, text=True)
+            if made.returncode != 0:
+                pytest.skip(f"network namespaces cannot be made here: {command}: {made.stderr.strip()[:120]}")
+        env = {**os.environ, "MASTER_ADDR": "10.213.7.1", "UCX_TLS": "tcp,self", "PYTHONPATH": str(REPO)}
+        common = [sys.executable, "-m", "kvbench.launch", "--port", "15555", "--block-size", "64KiB", "--batch", "8",
+                  "--timeout", "30"]
+        target = subprocess.Popen(["ip", "netns", "exec", a, *common], env={**env, "RANK": "0"}, cwd=REPO,
+                                  stderr=subprocess.PIPE)
+        try:
+            out = tmp_path / "run.json"
+            measured = subprocess.run(["ip", "netns", "exec", b, *common, "--", "--bench", "net.write", "--db",
+                                       f"sqlite:///{tmp_path / 'k.sqlite'}", "--json", str(out)],
+                                      env={**env, "RANK": "1"}, cwd=REPO, capture_output=True, text=True, timeout=180)
+            assert measured.returncode == 0, measured.stderr[-2000:]
+            (result,) = json.loads(out.read_text())["results"]
+            assert result["status"] == "ok" and result["verified"]
+            assert result["params"]["peer_addr"] == "10.213.7.1"
+            devices = result["metadata"]["ucx_devices"]
+            assert devices and all(d.startswith("tcp/") for d in devices), devices
+        finally:
+            target.kill()
+            target.wait(timeout=10)
+    finally:
+        for ns in (a, b):
+            subprocess.run(["ip", "netns", "delete", ns], capture_output=True)

@@ -1,0 +1,90 @@
+"""Every input is checked where it enters, with one line naming it and exit status 2, before any
+work is done or anything is written."""
+
+import json
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+def _one_line_exit_2(proc, message):
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("config,message", [
+    ({"num_attention_heads": 64, "num_key_value_heads": 8, "hidden_size": 8192}, "lacks 'num_hidden_layers'"),
+    ({"num_hidden_layers": -80, "num_attention_heads": 64, "hidden_size": 8192}, "'num_hidden_layers' must be a positive integer (found -80)"),
+    ({"num_hidden_layers": "80", "num_attention_heads": 64, "hidden_size": 8192}, "'num_hidden_layers' must be a positive integer (found '80')"),
+    ({"num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 7, "hidden_size": 8192}, "not a multiple of num_key_value_heads=7"),
+    ({"num_hidden_layers": 80, "num_attention_heads": 64, "hidden_size": 8100}, "hidden_size=8100 is not a multiple"),
+    ({"num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": True, "hidden_size": 8192}, "must be a positive integer (found True)"),
+    ([1, 2], "is a JSON list, not an object"),
+])
+def test_a_model_config_is_checked_field_by_field(tmp_path, config, message):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    _one_line_exit_2(run_cli("plan", "--model", str(path), "--tokens", "16", "--db", f"sqlite:///{tmp_path / 'k'}"),
+                     message)
+
+
+@pytest.mark.parametrize("rule,message", [
+    ("min_fraction_of_peak = 1.5", "less than or equal to 1"),
+    ("min_fraction_of_peak = 0", "greater than 0"),
+    ("min = { value = -5, unit = \"GB/s\" }", "greater than 0"),
+    ("ratio = { of = { strategy = \"host\" }, to = { strategy = \"contiguous\" }, min = 1.1, max = 0.9 }", "min 1.1 is above max 0.9"),
+])
+def test_acceptance_thresholds_are_checked(tmp_path, rule, message):
+    path = tmp_path / "rules.toml"
+    path.write_text(f'name = "t"\n[[rule]]\nid = "r"\nbench = "kv.restore"\n{rule}\n')
+    _one_line_exit_2(run_cli("accept", "--rules", str(path), "--run", "1", "--db", f"sqlite:///{tmp_path / 'k'}"),
+                     message)
+
+
+def test_an_output_path_that_cannot_be_written_is_refused_before_the_run(tmp_path):
+    db = tmp_path / "k.sqlite"
+    _one_line_exit_2(run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", f"sqlite:///{db}", "--json",
+                             str(tmp_path / "no" / "such" / "dir" / "run.json")), "folder")
+    assert not db.exists()  # nothing ran, nothing was written
+    _one_line_exit_2(run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--json", str(tmp_path)), "is a directory")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "--bench", "net.write", "--set", "peer_port=70000"], "bad peer_port=70000: must be at most 65535"),
+    (["run", "--samples", "3"], "Invalid value for '--samples'"),
+    (["run", "--bogus"], "No such option: --bogus"),
+    (["nosuch"], "No such command 'nosuch'"),
+    (["run", "--bench", "dram.copy", "--db", "sqlite+nosuchdriver:///x"], "needs a driver"),
+    (["run", "--bench", "dram.copy", "--db", "://"], "bad database URL"),
+])
+def test_bad_options_and_values_are_one_line(tmp_path, args, message):
+    _one_line_exit_2(run_cli(*args, env={"KVBENCH_DB": f"sqlite:///{tmp_path / 'k.sqlite'}"}), message)
+
+
+def test_a_suite_in_the_wrong_encoding_is_named(tmp_path):
+    suite = tmp_path / "latin.toml"
+    suite.write_bytes('name = "caf\xe9"\n[[bench]]\nid = "dram.copy"\n'.encode("latin-1"))
+    _one_line_exit_2(run_cli("run", "--suite", str(suite)), "not UTF-8 text")
+
+
+def test_a_sweep_that_expands_to_an_absurd_number_of_cases_is_refused_with_the_count(tmp_path):
+    sizes = ", ".join(f'"{n}KiB"' for n in range(4, 404))  # 400 sizes
+    suite = tmp_path / "huge.toml"
+    suite.write_text(f'name = "huge"\n[[bench]]\nid = "dram.copy"\nparams = {{ size = [{sizes}], '
+                     'threads = [1, 2], fragment = [0, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, '
+                     '1048576, 2097152, 4194304, 8388608] }\n')
+    proc = run_cli("run", "--suite", str(suite), "--db", f"sqlite:///{tmp_path / 'k.sqlite'}")
+    _one_line_exit_2(proc, "expands to 10,400 cases, more than 10,000")
+    assert "--max-cases 10400" in proc.stderr and not (tmp_path / "k.sqlite").exists()
+
+
+def test_launch_and_peer_ports_are_checked():
+    import subprocess
+    import sys
+
+    for module in ("kvbench.launch", "kvbench.peer"):
+        proc = subprocess.run([sys.executable, "-m", module, "--port", "0", "--name", "x", "--initiator", "y",
+                               "--size", "1"], capture_output=True, text=True, timeout=60)
+        _one_line_exit_2(proc, "bad port 0: must be from 1 to 65535")
