@@ -42,8 +42,14 @@ run: setup
 test: setup-test
 	$(BIN)/python -m pytest -q
 
+# Benchmarks print figures (never asserted): descriptor generation, then a small fleet database
+# filled through the store API and the fleet commands timed on it (benchmarks/fleet_scale.py).
+FLEET_DB ?= $(or $(TMPDIR),/tmp)/kvbench-fleet-bench.sqlite
 bench: setup-test
 	$(BIN)/python -m pytest -q benchmarks --benchmark-only
+	rm -f $(FLEET_DB) $(FLEET_DB)-wal $(FLEET_DB)-shm
+	$(BIN)/python benchmarks/fleet_scale.py --db sqlite:///$(FLEET_DB) --hosts 100 --runs 5 --cases 40 --writers 4
+	rm -f $(FLEET_DB) $(FLEET_DB)-wal $(FLEET_DB)-shm
 
 crosscheck: setup
 	$(BIN)/kvbench crosscheck dram

@@ -87,4 +87,4 @@ def stored_flags(runs: list[dict[str, Any]], results: list[dict[str, Any]]) -> l
 def flags_from_store(store, host_ids: str | list[str]) -> list[str]:
     """`stored_flags` for the host (stored under any of `host_ids`) read from a results store."""
     ids = {host_ids} if isinstance(host_ids, str) else set(host_ids)
-    return stored_flags([r for r in store.runs() if r["host_id"] in ids], store.host_results(list(ids)))
+    return stored_flags(store.runs(host_ids=sorted(ids)), store.host_results(sorted(ids)))

@@ -22,9 +22,10 @@ def run_document(store: Store, run_id: int) -> RunDocument:
     """The run, its host's facts and every result with its raw samples."""
     run = store.run(run_id)
     host = store.host(run["host_id"]) or {}
+    samples = store.run_samples(run_id)
     return document(dataclasses.replace(RunRecord.from_row(run), partial=store.partial(run_id)),
                     {"id": run["host_id"], "hostname": host.get("hostname"), "facts": host.get("facts")},
-                    [ResultRecord.from_row(r, store.samples(r["id"])) for r in store.results(run_id)])
+                    [ResultRecord.from_row(r, samples.get(r["id"], [])) for r in store.results(run_id)])
 
 
 def load_document(ref: str, store_factory) -> RunDocument:
@@ -48,12 +49,11 @@ def load_document(ref: str, store_factory) -> RunDocument:
 
 
 def baseline_run(store: Store, host_id: str | None = None) -> int:
-    """The newest complete run tagged `baseline` (on `host_id` when given)."""
-    runs = [r for r in store.runs() if "baseline" in (r["tags"] or {}) and r["status"] == "complete"
-            and (host_id is None or r["host_id"] == host_id)]
-    if not runs:
+    """The newest whole run tagged `baseline` (on `host_id` when given)."""
+    found = store.tagged_run("baseline", None if host_id is None else [host_id])
+    if found is None:
         raise BadInput("no run is tagged as baseline; tag one with 'kvbench run --tag baseline=1' or 'kvbench tag RUN baseline'")
-    return int(runs[-1]["id"])
+    return found
 
 
 def ok_results(doc: RunDocument) -> list[dict[str, Any]]:

@@ -96,7 +96,7 @@ def fleet_cmd(
     from kvbench.store import open_store
 
     store = open_store(db, read_only=True)
-    rows = [r for r in store.all_results() if not bench or r["bench"] in bench]
+    rows = store.latest_ok_results(bench or None)
     if not rows:
         raise BadInput(f"no results in {store.url}{' for ' + ', '.join(bench) if bench else ''}")
     found = fleet(rows, store.hosts())

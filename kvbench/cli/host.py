@@ -69,9 +69,7 @@ def host_list(as_json: Annotated[bool, typer.Option("--json", help="print the ho
 
     store = open_store(db, read_only=True)
     mine = set(this_host_ids(store))
-    runs: dict[str, int] = {}
-    for r in store.runs():
-        runs[r["host_id"]] = runs.get(r["host_id"], 0) + 1
+    runs = store.run_counts()
     hosts = [{"id": hid, "hostname": h["hostname"], "first_seen": h["first_seen"].isoformat() if h["first_seen"] else None,
               "runs": runs.get(hid, 0), "this_box": hid in mine} for hid, h in sorted(store.hosts().items())]
     if as_json:

@@ -25,6 +25,13 @@ class Store:
         self.engine = engine
         self.url = shown_url  # redacted: no password
         self.read_only = read_only
+        self._run_hosts: dict[int, str] = {}
+
+    def _host_of(self, conn: sa.Connection, run_id: int) -> str:
+        if run_id not in self._run_hosts:
+            self._run_hosts[run_id] = conn.execute(sa.select(schema.run.c.host_id)
+                                                   .where(schema.run.c.id == run_id)).scalar_one()
+        return self._run_hosts[run_id]
 
     def _insert_once(self, conn: sa.Connection, table: sa.Table, values: dict[str, Any]) -> None:
         """INSERT, or nothing when another process inserted the same key first."""
@@ -71,14 +78,26 @@ class Store:
             conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(**values))
 
     def add_result(self, run_id: int, row: dict, samples_s: list[float]) -> int:
-        """Insert one result row and all of its samples in one transaction (and beat the run's heart)."""
+        """Insert one result row and all of its samples in one transaction (and beat the run's heart):
+        the runner commits each case as it is measured, so an interrupted run keeps it."""
+        return self.add_results(run_id, [(row, samples_s)])[0]
+
+    def add_results(self, run_id: int, items: list[tuple[dict, list[float]]]) -> list[int]:
+        """Insert many results with their samples in one transaction (an import, a fleet's bulk
+        writer): two statements, however many results."""
         with self.engine.begin() as conn:
-            result_id = int(conn.execute(schema.result.insert().values(run_id=run_id, **row)).inserted_primary_key[0])
-            if samples_s:
-                conn.execute(schema.sample.insert(), [
-                    {"result_id": result_id, "idx": i, "seconds": s} for i, s in enumerate(samples_s)])
+            host_id = self._host_of(conn, run_id)
+            rows = [{**row, "run_id": run_id, "host_id": host_id} for row, _samples in items]
+            # one INSERT ... RETURNING for every row, ids in the rows' order (SQLAlchemy's insertmanyvalues)
+            inserted = conn.execute(schema.result.insert().returning(schema.result.c.id, sort_by_parameter_order=True),
+                                    rows)
+            ids = [int(r.id) for r in inserted]
+            samples = [{"result_id": rid, "idx": i, "seconds": s}
+                       for rid, (_row, values) in zip(ids, items, strict=True) for i, s in enumerate(values)]
+            if samples:
+                conn.execute(schema.sample.insert(), samples)
             conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(heartbeat_at=_now()))
-            return result_id
+            return ids
 
     def set_tag(self, run_id: int, key: str, value: str) -> None:
         with self.engine.begin() as conn:
@@ -111,6 +130,7 @@ class Store:
                 conn.execute(schema.host.insert().values(id=new_id, hostname=old["hostname"], facts=old["facts"],
                                                          first_seen=old["first_seen"]))
             moved = conn.execute(schema.run.update().where(schema.run.c.host_id == old_id).values(host_id=new_id)).rowcount
+            conn.execute(schema.result.update().where(schema.result.c.host_id == old_id).values(host_id=new_id))
             self._insert_once(conn, schema.host_alias, {"old_id": old_id, "host_id": new_id, "merged_at": _now(),
                                                         "old_facts": old["facts"]})
             conn.execute(schema.host.delete().where(schema.host.c.id == old_id))
@@ -164,12 +184,34 @@ class Store:
             row = conn.execute(sa.select(schema.run).where(schema.run.c.id == run_id)).mappings().one()
             return dict(row)
 
-    def runs(self, status: str | None = None) -> list[dict]:
+    def runs(self, status: str | None = None, host_ids: list[str] | None = None) -> list[dict]:
+        """Runs (oldest first), of one status and of some hosts where given."""
         query = sa.select(schema.run).order_by(schema.run.c.id)
         if status:
             query = query.where(schema.run.c.status == status)
+        if host_ids is not None:
+            query = query.where(schema.run.c.host_id.in_(host_ids))
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(query).mappings()]
+
+    def run_counts(self) -> dict[str, int]:
+        """Runs per host id."""
+        with self.engine.connect() as conn:
+            return {r.host_id: r.n for r in conn.execute(sa.select(schema.run.c.host_id, sa.func.count().label("n"))
+                                                         .group_by(schema.run.c.host_id))}
+
+    def tagged_run(self, tag: str, host_ids: list[str] | None = None) -> int | None:
+        """The newest whole run carrying `tag` (on one of `host_ids` where given), None if none does."""
+        query = (sa.select(schema.run.c.id).where(schema.run.c.tags[tag].as_string().is_not(None),
+                                                  schema.run.c.status.in_(WHOLE))
+                 .order_by(schema.run.c.id.desc()))
+        if host_ids is not None:
+            query = query.where(schema.run.c.host_id.in_(host_ids))
+        with self.engine.connect() as conn:
+            for row in conn.execute(query):
+                if self._partial(conn, row.id) is None:
+                    return int(row.id)
+        return None
 
     def host(self, host_id: str) -> dict | None:
         with self.engine.connect() as conn:
@@ -191,14 +233,46 @@ class Store:
                                 .order_by(schema.result.c.id)).mappings()
             return [dict(r) for r in rows]
 
-    def all_results(self, bench: str | None = None) -> list[dict]:
-        """Results of every run on every host (oldest first), with host id and run start."""
-        query = (sa.select(schema.result, schema.run.c.host_id, schema.run.c.started_at, schema.run.c.context_id)
-                 .join(schema.run, schema.run.c.id == schema.result.c.run_id).order_by(schema.result.c.id))
-        if bench:
-            query = query.where(schema.result.c.bench == bench)
+    def latest_ok_results(self, benches: list[str] | None = None) -> list[dict]:
+        """The newest ok result of every host and case — chosen by the database (a window over the
+        host/case/run index), so a fleet's history never passes through Python: one row per host and
+        case, with what a fleet table shows (bench, params, case, host, rate)."""
+        r = schema.result
+        newest = sa.func.row_number().over(partition_by=(r.c.host_id, r.c.case_hash), order_by=r.c.run_id.desc())
+        inner = sa.select(r.c.id, r.c.run_id, r.c.host_id, r.c.bench, r.c.case_hash, r.c.gbps_median,
+                          newest.label("newest")).where(r.c.status == "ok")
+        if benches:
+            inner = inner.where(r.c.bench.in_(benches))
+        inner = inner.subquery()
+        query = (sa.select(inner.c.id, inner.c.run_id, inner.c.host_id, inner.c.bench, inner.c.case_hash,
+                           inner.c.gbps_median).where(inner.c.newest == 1))
         with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(query).mappings()]
+            rows = [dict(row) for row in conn.execute(query).mappings()]
+            params = self._params_of_cases(conn, {row["case_hash"]: row["id"] for row in rows})
+        for row in rows:
+            row["params"], row["status"] = params[row["case_hash"]], "ok"
+        return rows
+
+    def _params_of_cases(self, conn: sa.Connection, one_result_per_case: dict[str, int]) -> dict[str, dict]:
+        """Each case's parameters, read from one of its results (a case's params are the same in all)."""
+        out: dict[str, dict] = {}
+        ids = list(one_result_per_case.values())
+        for start in range(0, len(ids), 1000):
+            for row in conn.execute(sa.select(schema.result.c.case_hash, schema.result.c.params)
+                                    .where(schema.result.c.id.in_(ids[start:start + 1000]))):
+                out[row.case_hash] = row.params
+        return out
+
+    def run_samples(self, run_id: int) -> dict[int, list[float]]:
+        """Every sample of every result of a run, by result id, in one query."""
+        query = (sa.select(schema.sample.c.result_id, schema.sample.c.seconds)
+                 .join(schema.result, schema.result.c.id == schema.sample.c.result_id)
+                 .where(schema.result.c.run_id == run_id).order_by(schema.sample.c.result_id, schema.sample.c.idx))
+        out: dict[int, list[float]] = {}
+        with self.engine.connect() as conn:
+            for row in conn.execute(query):
+                out.setdefault(row.result_id, []).append(row.seconds)
+        return out
 
     def host_results(self, host_ids: str | list[str], bench: str | None = None) -> list[dict]:
         """Every result of every run on the host (under any of `host_ids`), oldest first, with its run's
@@ -206,7 +280,7 @@ class Store:
         ids = [host_ids] if isinstance(host_ids, str) else list(host_ids)
         query = (sa.select(schema.result, schema.run.c.started_at, schema.run.c.context_id)
                  .join(schema.run, schema.run.c.id == schema.result.c.run_id)
-                 .where(schema.run.c.host_id.in_(ids)).order_by(schema.result.c.id))
+                 .where(schema.result.c.host_id.in_(ids)).order_by(schema.result.c.id))
         if bench:
             query = query.where(schema.result.c.bench == bench)
         with self.engine.connect() as conn:

@@ -63,13 +63,22 @@ def ensure_schema(engine: sa.Engine, shown: str) -> None:
 
 
 def _upgrade(conn: sa.Connection, version: int) -> None:
-    """Version 1 → 2: the run columns a shared database needs (create_all made host_alias)."""
-    have = {c["name"] for c in sa.inspect(conn).get_columns("run")}
-    for name in schema.ADDED_IN_2["run"]:
-        if name not in have:
-            column = schema.run.c[name]
-            kind = column.type.compile(dialect=conn.dialect)
-            conn.execute(sa.text(f"ALTER TABLE run ADD COLUMN {name} {kind}"))
+    """Version 1 → 2: the columns and indexes a shared database needs (create_all made host_alias)."""
+    inspector = sa.inspect(conn)
+    for table_name, names in schema.ADDED_IN_2.items():
+        table = schema.metadata.tables[table_name]
+        have = {c["name"] for c in inspector.get_columns(table_name)}
+        for name in names:
+            if name not in have:
+                kind = table.c[name].type.compile(dialect=conn.dialect)
+                conn.execute(sa.text(f"ALTER TABLE {table_name} ADD COLUMN {name} {kind}"))
+        indexes = {ix["name"] for ix in inspector.get_indexes(table_name)}
+        for index in table.indexes:
+            if index.name not in indexes:
+                index.create(conn)
+    conn.execute(schema.result.update().values(host_id=sa.select(schema.run.c.host_id)
+                                               .where(schema.run.c.id == schema.result.c.run_id)
+                                               .scalar_subquery()))
 
 
 def check_version(engine: sa.Engine, shown: str) -> None:

@@ -51,7 +51,7 @@ run = sa.Table(
     sa.Column("context_id", sa.String(64), sa.ForeignKey("context.id"), nullable=False),
     sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("ended_at", sa.DateTime(timezone=True)),
-    sa.Column("status", sa.String(16), nullable=False),  # running | complete | aborted | failed | crashed
+    sa.Column("status", sa.String(16), nullable=False, index=True),  # running | complete | aborted | failed | crashed
     sa.Column("suite", sa.String(256)),
     sa.Column("suite_hash", sa.String(64)),
     sa.Column("kvbench_version", sa.String(32), nullable=False),
@@ -72,6 +72,7 @@ result = sa.Table(
     "result", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("run_id", sa.Integer, sa.ForeignKey("run.id", ondelete="CASCADE"), nullable=False, index=True),
+    sa.Column("host_id", sa.String(64)),  # the run's, repeated: a fleet's queries select by host and case
     sa.Column("bench", sa.String(64), nullable=False),
     sa.Column("params", sa.JSON, nullable=False),
     sa.Column("case_hash", sa.String(16), nullable=False, index=True),
@@ -90,6 +91,9 @@ result = sa.Table(
     sa.Column("reason", sa.Text),
     sa.Column("warnings", sa.JSON, nullable=False),
     sa.Column("extra", sa.JSON, nullable=False),
+    # "the latest ok result of each host and case" (fleet), "one case's results on one host" (history)
+    sa.Index("ix_result_host_case_run", "host_id", "case_hash", "run_id"),
+    sa.Index("ix_result_host_bench", "host_id", "bench"),
 )
 
 sample = sa.Table(
@@ -99,5 +103,5 @@ sample = sa.Table(
     sa.Column("seconds", sa.Float, nullable=False),  # seconds per operation
 )
 
-# Columns version 2 added to tables version 1 had (the migration adds them in place).
-ADDED_IN_2 = {"run": ("cases_planned", "pid", "boot_id", "machine", "heartbeat_at")}
+# Columns and indexes version 2 added to tables version 1 had (the migration adds them in place).
+ADDED_IN_2 = {"run": ("cases_planned", "pid", "boot_id", "machine", "heartbeat_at"), "result": ("host_id",)}

@@ -27,7 +27,7 @@ def test_the_gpu_trained_at_x8_stands_out(db_url):
     for i, rate in enumerate(rates):
         write_host(store, f"{i:064d}", h200_box(f"gpu-{i:02d}"), rate)
     write_host(store, "f" * 64, {"hostname": "cpu-box", "cpu_model": "EPYC", "sockets": 1, "gpus": []}, 10.0)
-    rows = fleet(store.all_results(), store.hosts())
+    rows = fleet(store.latest_ok_results(), store.hosts())
     flagged = [r.hostname for r in rows if r.outlier]
     assert flagged == ["gpu-05"]
     slow = next(r for r in rows if r.hostname == "gpu-05")
@@ -39,7 +39,7 @@ def test_latest_result_per_host_wins(db_url):
     store = open_store(db_url)
     for rate in (20.0, 40.0):
         write_host(store, "a" * 64, h200_box("gpu-a"), rate)
-    (row,) = fleet(store.all_results(), store.hosts())
+    (row,) = fleet(store.latest_ok_results(), store.hosts())
     assert row.gbps == 40.0 and not row.outlier
 
 

@@ -1,0 +1,195 @@
+"""Fleet scale: fill one database with synthetic hosts and runs through kvbench's own store API, then
+time the commands a fleet runs against it.
+
+    python benchmarks/fleet_scale.py --db URL --hosts 1000 --runs 50 --cases 40 --samples 7 --writers 100
+
+Hosts come in a few SKUs (8x H200, 8x B200, 2-socket EPYC without GPUs); every case is a real
+benchmark's canonical parameters; each run's rates carry ±2 % jitter, and a few hosts (every 97th,
+from the 13th) have a planted fault: one GPU's link at half its rate (a GPU trained at x8). The
+writers are separate processes, each writing its share of the hosts' runs as a fleet does.
+
+It then checks and times, each as its own `kvbench` process (wall seconds, peak memory):
+`fleet --outliers` (the planted hosts and nothing else must be flagged), `history` of one case on
+one host, and `compare` of two runs of one host. Figures are printed, never asserted: a benchmark
+measures, the test suite checks behaviour (tests/store, tests/analyze).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+SKUS = {  # name → (facts, {bench: rate GB/s})
+    "h200": ({"cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "sockets": 2,
+              "gpus": [{"name": "NVIDIA H200", "uuid": None} for _ in range(8)]},
+             {"pcie.h2d": 54.0, "pcie.d2h": 53.5, "hbm.read": 4300.0, "dram.copy": 11.0, "kv.restore": 40.0}),
+    "b200": ({"cpu_model": "Intel(R) Xeon(R) Platinum 8570", "sockets": 2,
+              "gpus": [{"name": "NVIDIA B200", "uuid": None} for _ in range(8)]},
+             {"pcie.h2d": 55.0, "pcie.d2h": 54.5, "hbm.read": 7200.0, "dram.copy": 12.0, "kv.restore": 42.0}),
+    "epyc": ({"cpu_model": "AMD EPYC 9654 96-Core Processor", "sockets": 2, "gpus": []},
+             {"dram.copy": 18.0, "kv.restore": 15.0}),
+}
+
+
+def planted(host: int) -> bool:
+    return host % 97 == 13
+
+
+def host_sku(host: int) -> str:
+    return ("h200", "b200", "epyc")[host % 7 % 3]
+
+
+def cases(sku: str, count: int) -> list[tuple[str, dict]]:
+    """`count` distinct real cases this SKU runs, as canonical parameters."""
+    from kvbench.benches import get_bench
+
+    wanted: list[tuple[str, dict]] = []
+    sizes = ["4KiB", "64KiB", "1MiB", "16MiB", "256MiB", "1GiB"]
+    if SKUS[sku][0]["gpus"]:
+        for gpu in range(8):
+            wanted += [("pcie.h2d", {"gpu": gpu, "size": "256MiB"}), ("pcie.d2h", {"gpu": gpu, "size": "256MiB"}),
+                       ("hbm.read", {"gpu": gpu})]
+    wanted += [("dram.copy", {"size": s, "threads": t}) for s in sizes for t in (1, 2, 4)]
+    wanted += [("dram.copy", {"size": s, "fragment": "32KiB"}) for s in sizes[3:]]
+    wanted += [("kv.restore", {"model": m, "block_tokens": b, "strategy": s})
+               for m in ("Llama-3.1-70B", "DeepSeek-V3") for b in (1, 4, 16, 64, 256) for s in ("host", "contiguous")]
+    out = [(bench, get_bench(bench).canonical_params(p)) for bench, p in wanted]
+    if count > len(out):
+        raise ValueError(f"--cases {count}: a {sku} host has {len(out)} distinct cases")
+    return out[:count]
+
+
+def write_hosts(url: str, hosts: list[int], runs: int, n_cases: int, samples: int) -> int:
+    """One writer process: every run of `hosts`, through the store API; returns results written."""
+    from kvbench.benches.params import case_hash
+    from kvbench.store import open_store
+
+    store = open_store(url)
+    written = 0
+    rng = random.Random(hosts[0] if hosts else 0)
+    for host in hosts:
+        sku = host_sku(host)
+        facts, rates = SKUS[sku]
+        host_id = f"fleet-{host:05d}"
+        store.ensure_host(host_id, f"node{host:05d}", {**facts, "hostname": f"node{host:05d}"})
+        store.ensure_context("fleet-context", {"driver": "580.00", "cuda": "13.0"})
+        my_cases = cases(sku, n_cases)
+        for r in range(runs):
+            run_id = store.begin_run(host_id=host_id, context_id="fleet-context", suite="acceptance", suite_hash=None,
+                                     kvbench_version="fleet", git_sha=None, git_dirty=None, tags={"r": str(r)},
+                                     system_state={}, cases_planned=len(my_cases))
+            items = []
+            for bench, params in my_cases:
+                gbps = rates[bench] * rng.uniform(0.98, 1.02)
+                if planted(host) and bench == "pcie.h2d" and params["gpu"] == 3:
+                    gbps *= 0.5  # GPU 3 trained at x8
+                nbytes = params.get("size") or 1 << 30
+                seconds = [nbytes / (gbps * rng.uniform(0.995, 1.005) * 1e9) for _ in range(samples)]
+                median = sorted(seconds)[len(seconds) // 2]
+                row = {"bench": bench, "params": params, "case_hash": case_hash(bench, params), "bytes_per_op": nbytes,
+                       "median_s": median, "p10_s": min(seconds), "p90_s": max(seconds), "mean_s": median,
+                       "stdev_s": 0.0, "min_s": min(seconds), "max_s": max(seconds), "gbps_median": nbytes / median / 1e9,
+                       "gbps_p10": nbytes / max(seconds) / 1e9, "gbps_p90": nbytes / min(seconds) / 1e9,
+                       "verified": True, "status": "ok", "warnings": [], "extra": {}}
+                items.append((row, seconds))
+            store.add_results(run_id, items)
+            store.finish_run(run_id, "complete")
+            written += len(items)
+    store.dispose()
+    return written
+
+
+def _writer(args: tuple) -> int:
+    return write_hosts(*args)
+
+
+def fill(url: str, hosts: int, runs: int, n_cases: int, samples: int, writers: int) -> tuple[int, float]:
+    shares = [list(range(w, hosts, writers)) for w in range(writers)]
+    started = time.monotonic()
+    with multiprocessing.get_context("spawn").Pool(writers) as pool:
+        written = sum(pool.map(_writer, [(url, share, runs, n_cases, samples) for share in shares if share]))
+    return written, time.monotonic() - started
+
+
+# runs `kvbench ARGS` and, however it ends, writes its own peak memory (kB) last on stderr
+_MEASURED = """
+import atexit, resource, sys
+atexit.register(lambda: print(f"peak-rss-kb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr))
+sys.argv = ["kvbench", *sys.argv[1:]]
+from kvbench.cli import main
+main()
+"""
+
+
+def timed(args: list[str], env: dict | None = None) -> tuple[float, float, subprocess.CompletedProcess]:
+    """(wall seconds, peak memory MB of that one process, the process) of one kvbench command."""
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", _MEASURED, *args], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, **(env or {})})
+    seconds = time.monotonic() - started
+    kb = [int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("peak-rss-kb ")]
+    return seconds, (kb[-1] / 1024 if kb else float("nan")), proc
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--hosts", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--cases", type=int, default=40)
+    parser.add_argument("--samples", type=int, default=7)
+    parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--no-fill", action="store_true", help="time the commands on a database filled before")
+    args = parser.parse_args()
+    for sku in SKUS:
+        try:
+            cases(sku, args.cases)
+        except ValueError as exc:
+            parser.error(str(exc))
+    expected = args.hosts * args.runs * args.cases
+    if not args.no_fill:
+        written, seconds = fill(args.db, args.hosts, args.runs, args.cases, args.samples, args.writers)
+        print(f"filled {written:,} results ({args.hosts} hosts x {args.runs} runs x {args.cases} cases, "
+              f"{args.samples} samples each) with {args.writers} writer processes in {seconds:.1f} s "
+              f"({written / seconds:,.0f} results/s)")
+    from kvbench.store import open_store
+
+    store = open_store(args.db, read_only=True)
+    with store.engine.connect() as conn:
+        import sqlalchemy as sa
+
+        stored = conn.execute(sa.text("SELECT count(*) FROM result")).scalar()
+    print(f"stored results: {stored:,} of {expected:,} expected" + ("" if stored == expected else "  <-- LOST"))
+
+    seconds, peak, proc = timed(["fleet", "--outliers", "--db", args.db])
+    flagged = sorted({line.split("│")[3].strip() for line in proc.stdout.splitlines() if "OUTLIER" in line})
+    planted_names = sorted(f"node{h:05d}" for h in range(args.hosts) if planted(h) and host_sku(h) != "epyc")
+    print(f"fleet --outliers: {seconds:.2f} s, peak {peak:.0f} MB; flagged {flagged}; planted {planted_names}: "
+          f"{'exactly the planted hosts' if flagged == planted_names else 'MISMATCH'}")
+    host = next(h for h in range(args.hosts) if host_sku(h) == "h200")
+    env = {"KVBENCH_HOST_ID": f"fleet-{host:05d}"}
+    seconds, peak, proc = timed(["history", "pcie.h2d", "--params", "gpu=3", "--params", "size=256MiB", "--db",
+                                 args.db], env)
+    rows = sum(1 for line in proc.stdout.splitlines() if line.startswith("│"))
+    print(f"history of one case on one host: {seconds:.2f} s, peak {peak:.0f} MB, {rows} runs shown"
+          + ("" if proc.returncode == 0 else f"  <-- {proc.stderr.strip()[-200:]}"))
+    runs = [r["id"] for r in store.runs(host_ids=[f"fleet-{host:05d}"])][-2:]
+    if len(runs) == 2:
+        seconds, peak, proc = timed(["compare", str(runs[0]), str(runs[1]), "--format", "json", "--db", args.db], env)
+        compared = len(json.loads(proc.stdout)["comparisons"]) if proc.stdout.startswith("{") else 0
+        print(f"compare of two runs: {seconds:.2f} s, peak {peak:.0f} MB, {compared} cases (exit {proc.returncode})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
