@@ -176,3 +176,15 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
     if host is not None and not isinstance(host, dict):
         raise BadInput(f"{where}: 'host' must be an object")
     return run_document(run, host, results)
+
+
+def result_row(result: dict[str, Any]) -> dict[str, Any]:
+    """A result of a run document as the flat row tables and fits read (the stored columns' names)."""
+    gbps, seconds = result.get("gbps") or {}, result.get("seconds") or {}
+    return {"bench": result["bench"], "params": result["params"], "case_hash": result["case"],
+            "bytes_per_op": result.get("bytes"), "status": result["status"], "reason": result.get("reason"),
+            "verified": result.get("verified"), "warnings": result.get("warnings") or [],
+            "peak_gbps": result.get("peak_gbps"), "peak_source": result.get("peak_source"),
+            "efficiency": result.get("efficiency"), "extra": result.get("metadata") or {},
+            "samples": result.get("samples"),
+            **{f"gbps_{k}": gbps.get(k) for k in RATES}, **{f"{k}_s": seconds.get(k) for k in STATS}}

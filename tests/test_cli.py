@@ -156,7 +156,7 @@ def test_fit_and_plan_read_a_block_size_sweep(tmp_path):
     rows = [line.split("│") for line in fitted.stdout.splitlines() if "kv.restore" in line]
     host = next(r for r in rows if r[2].strip() == "model=Qwen2.5-32B")
     ceiling = next(r for r in rows if "strategy=contiguous" in r[2])
-    assert float(host[3]) > 0 and host[6].strip() == "3"  # α from 3 block sizes
+    assert float(host[3]) >= 0 and host[6].strip() == "3"  # a fit from 3 block sizes (its size is a measurement)
     assert ceiling[3].strip() == "-"  # one piece at every block size: nothing to fit
     plan = run_cli("plan", "--model", "Qwen2.5-32B", "--tokens", "8192", "--db", db)
     assert plan.returncode == 0, plan.stderr

@@ -7,23 +7,24 @@ from typing import Annotated
 import typer
 
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, fraction, out, pairs, this_host_ids
+from kvbench.cli.common import DbOption, documents, fraction, out, pairs, this_host_ids
 from kvbench.errors import BadInput
 
 
 @app.command()
 def fit(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id or 'latest'")] = "latest",
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, 'latest', 'baseline' or a JSON export")]
+    = "latest",
     db: DbOption = None,
 ) -> None:
     """Per-fragment cost α (µs) and streaming bandwidth β (GB/s) of each KV strategy over a block-size sweep."""
     from kvbench.analyze.fit import fit_results
+    from kvbench.records import result_row
     from kvbench.report.analysis_tables import fit_table
-    from kvbench.store import open_store
 
-    store = open_store(db, read_only=True)
-    run_id = store.resolve_run(run_ref)
-    fits = fit_results(store.results(run_id))
+    (doc,) = documents([run_ref], db)
+    run_id = doc["run"]["id"]
+    fits = fit_results([result_row(r) for r in doc["results"]])
     if not fits:
         raise BadInput(f"run {run_id} has no kv.restore / kv.offload results to fit")
     out.print(fit_table(fits, run_id))

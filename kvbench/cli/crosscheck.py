@@ -57,10 +57,14 @@ def crosscheck_pcie() -> None:
 @crosscheck_app.command("net")
 def crosscheck_net(
     tls: Annotated[str | None, typer.Option(help="UCX_TLS for both sides, e.g. cma,self (default: UCX chooses)")] = None,
+    size: Annotated[list[str] | None, typer.Option(help="message sizes (default 1MiB and 64KiB)")] = None,
+    iterations: Annotated[int | None, typer.Option(min=1, help="ucx_perftest messages (default: 2 GiB worth)")] = None,
 ) -> None:
     """ucx_perftest ucp_put_bw on loopback next to net.write peer=local, at 1 MiB and 64 KiB."""
     from kvbench.crosscheck.net import crosscheck_net as run_crosscheck
     from kvbench.report.crosscheck import render
+    from kvbench.units import parse_size
 
-    for figures in run_crosscheck(tls=tls):
+    sizes = tuple(parse_size(s, "--size") for s in size) if size else (1 << 20, 64 << 10)
+    for figures in run_crosscheck(sizes, tls=tls, iterations=iterations):
         render(out, figures, f"net.write crosscheck (loopback, UCX_TLS={tls or 'default'}, GB/s = 1e9 B/s)", goal=0.0)

@@ -20,15 +20,14 @@ def accept(
     suite: Annotated[str, typer.Option(help="suite to run")] = "acceptance",
     rules: Annotated[str | None, typer.Option(help="rules TOML (default: suites/rules matching this host)")] = None,
     junit: Annotated[str | None, typer.Option(help="write JUnit XML here")] = None,
-    run_ref: Annotated[str | None, typer.Option("--run", help="judge a stored run instead of running the suite")] = None,
+    run_ref: Annotated[str | None, typer.Option("--run", help="judge a stored run (id, latest, baseline) or a JSON "
+                                                             "export instead of running the suite")] = None,
     db: DbOption = None,
 ) -> None:
     """Run the acceptance suite and judge it against the rules: PASS / FAIL / SKIP per rule. Exit 1 on a FAIL."""
     from kvbench.analyze.accept import judge, junit_xml, load_rules, rules_for_host
-    from kvbench.analyze.runs import run_document
     from kvbench.cli.run import run_and_show
     from kvbench.report.table import verdicts_table
-    from kvbench.store import open_store
     from kvbench.suite_run import RunRequest
 
     rules_files = [load_rules(Path(rules))] if rules else None  # bad rules fail before anything runs
@@ -39,8 +38,7 @@ def accept(
             run_ref = str(run_and_show(RunRequest(suite=suite, tags={"purpose": "acceptance"}, db=db), None))
         except CheckFailed as exc:  # still judged and written out: a failed case is a FAIL of its rule
             cases_failed, run_ref = exc, "latest"
-    store = open_store(db, read_only=True)
-    doc = run_document(store, store.resolve_run(run_ref))
+    (doc,) = documents([run_ref], db)
     gpus = ((doc.get("host") or {}).get("facts") or {}).get("gpus") or []
     verdicts = judge(doc, rules_files or rules_for_host(gpus))
     out.print(verdicts_table(verdicts, f"acceptance of run {doc['run']['id']}"))
@@ -71,8 +69,9 @@ def compare(
         raise BadInput(f"bad --format '{fmt}': choose table, markdown or json")
     floor = fraction(threshold, "--threshold")
     base_doc, new_doc = documents([base, new], db)
-    comparisons = compare_runs(base_doc, new_doc, floor, cross_host)
-    title = f"run {base_doc['run']['id']} → run {new_doc['run']['id']} (regression: p < 0.01 and ≥ {floor:.0%})"
+    comparisons = compare_runs(base_doc, new_doc, floor, cross_host, _history(new_doc, db))
+    title = (f"run {base_doc['run']['id']} → run {new_doc['run']['id']} (slower or faster: p10–p90 ranges apart and "
+             f"the change beyond {floor:.0%} and beyond the case's between-run noise)")
     if fmt == "json":
         sys.stdout.write(json.dumps({"base": base_doc["run"]["id"], "new": new_doc["run"]["id"], "threshold": floor,
                                      "comparisons": [c.to_dict() for c in comparisons]}, indent=2) + "\n")
@@ -84,8 +83,20 @@ def compare(
         if doc["run"].get("partial"):
             err.print(f"kvbench: note: run {doc['run']['id']} is partial: {doc['run']['partial']}")
     if has_regression(comparisons):
-        regressions = sum(c.verdict == "regression" for c in comparisons)
+        regressions = sum(c.verdict == "slower" for c in comparisons)
         missing = sum(c.verdict == "missing" for c in comparisons)
         b, n = base_doc["run"]["id"], new_doc["run"]["id"]
-        raise CheckFailed(f"{regressions} regression(s) from run {b} to run {n}"
+        raise CheckFailed(f"{regressions} case(s) slower from run {b} to run {n}"
                           + (f"; {missing} case(s) of run {b} missing from run {n}" if missing else ""))
+
+
+def _history(new_doc: dict, db: str | None) -> dict[str, list[float]]:
+    """Each case's medians in earlier runs of the new run's host and context, where a database holds them."""
+    from kvbench.cli.common import existing_store
+
+    store = existing_store(db)
+    run = new_doc["run"]
+    if store is None or store.host(run["host_id"]) is None:
+        return {}
+    before = run["id"] if isinstance(run["id"], int) else None
+    return store.case_medians([run["host_id"]], run["context_id"], [r["case"] for r in new_doc["results"]], before)

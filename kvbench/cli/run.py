@@ -10,7 +10,7 @@ import typer
 
 from kvbench.benches.describe import describe_params
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, check_writable, err, out, pairs, write_text
+from kvbench.cli.common import DbOption, check_writable, documents, err, out, pairs, write_text
 from kvbench.errors import BadInput, CheckFailed
 
 
@@ -68,27 +68,27 @@ def run(
 
 @app.command()
 def results(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id or 'latest'")] = "latest",
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, 'latest', 'baseline' or a JSON export")]
+    = "latest",
     fmt: Annotated[str, typer.Option("--format", help="table | json | csv")] = "table",
     db: DbOption = None,
 ) -> None:
-    """Show a stored run."""
+    """Show a stored run (or an exported one)."""
+    from kvbench.records import result_row
     from kvbench.report.table import results_csv, results_table
-    from kvbench.store import open_store
 
     if fmt not in ("table", "json", "csv"):
         raise BadInput(f"bad --format '{fmt}': choose table, json or csv")
-    store = open_store(db, read_only=True)
-    run_id = store.resolve_run(run_ref)
-    rows = store.results(run_id)
+    (doc,) = documents([run_ref], db)
+    run = doc["run"]
+    rows = [result_row(r) for r in doc["results"]]
     if fmt == "json":
-        write_run_json(store, run_id, "-")
+        write_text(json.dumps(doc, indent=2, default=str) + "\n", "-")
     elif fmt == "csv":
-        sys.stdout.write(results_csv([{**r, "run_id": run_id} for r in rows], describe_params))
+        sys.stdout.write(results_csv([{**r, "run_id": run["id"]} for r in rows], describe_params))
     else:
-        run_row = store.run(run_id)
-        out.print(results_table(rows, describe_params, title=f"run {run_id} · {run_row['suite'] or 'ad hoc'} · "
-                                f"{run_row['status']} · started {run_row['started_at']:%Y-%m-%d %H:%M}"))
+        out.print(results_table(rows, describe_params, title=f"run {run['id']} · {run.get('suite') or 'ad hoc'} · "
+                                f"{run['status']} · started {run.get('started_at') or '?'}"))
 
 
 @app.command()

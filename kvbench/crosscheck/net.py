@@ -50,11 +50,14 @@ def kvbench_write(size_bytes: int, batch: int) -> Figure:
     if result.status != "ok":
         return Figure(name, None, f"{result.status}: {result.reason}")
     telemetry = result.metadata.get("telemetry") or {}
+    if isinstance(telemetry, list):  # net.write records one entry per rail
+        telemetry = telemetry[0] if telemetry and telemetry[0] else {}
     return Figure(name, result.gbps["median"],
                   f"NIXL {result.metadata['nixl_backend']}, peer process; post {telemetry.get('post_us', '?')} µs")
 
 
-def crosscheck_net(sizes: tuple[int, ...] = (1 << 20, 64 << 10), tls: str | None = None) -> list[tuple[Figure, list[Figure]]]:
+def crosscheck_net(sizes: tuple[int, ...] = (1 << 20, 64 << 10), tls: str | None = None,
+                   iterations: int | None = None) -> list[tuple[Figure, list[Figure]]]:
     """Pairs of (kvbench, [ucx_perftest]) per size and batch; `tls` sets UCX_TLS for both sides."""
     saved = os.environ.get("UCX_TLS")
     if tls:
@@ -62,7 +65,7 @@ def crosscheck_net(sizes: tuple[int, ...] = (1 << 20, 64 << 10), tls: str | None
     try:
         out = []
         for size in sizes:
-            peer = ucx_perftest_put(size, max(1000, (2 << 30) // size), dict(os.environ))
+            peer = ucx_perftest_put(size, iterations or max(1000, (2 << 30) // size), dict(os.environ))
             out.append((kvbench_write(size, 1), [peer]))
             out.append((kvbench_write(size, 64), [peer]))
         return out

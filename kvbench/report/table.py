@@ -59,8 +59,8 @@ def results_csv(rows: list[dict[str, Any]], describe: Callable[[str, dict], str]
     return out.getvalue()
 
 
-VERDICT_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow", "regression": "bold red",
-                 "improvement": "green", "noisy": "yellow", "too-few-samples": "yellow"}
+VERDICT_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow", "slower": "bold red", "missing": "bold red",
+                 "faster": "green", "ambiguous": "yellow", "same": "dim"}
 
 
 def verdicts_table(verdicts: list, title: str) -> Table:
@@ -80,27 +80,28 @@ def _change(c) -> str:
 
 def comparisons_table(comparisons: list, title: str, describe: Callable[[str, dict], str]) -> Table:
     table = Table(title=title, title_justify="left")
-    for col in ("benchmark", "parameters", "base GB/s", "new GB/s", "change", "p", "verdict"):
+    for col in ("benchmark", "parameters", "base GB/s", "new GB/s", "change", "verdict", "evidence"):
         table.add_column(col, overflow="fold")
-    for c in comparisons:
+    for c in sorted(comparisons, key=lambda c: _ORDER.get(c.verdict, 9)):
         style = VERDICT_STYLE.get(c.verdict, "")
         verdict = f"[{style}]{c.verdict}[/]" if style else c.verdict
         table.add_row(c.bench, describe(c.bench, c.params), format_gbps(c.base_gbps), format_gbps(c.new_gbps),
-                      _change(c), f"{c.p_value:.3g}" if c.p_value is not None else "-",
-                      f"{verdict} {c.note}".strip())
+                      _change(c), verdict, c.note)
     return table
+
+
+_ORDER = {"slower": 0, "missing": 1, "ambiguous": 2, "not-ok": 3, "faster": 4, "new": 5, "same": 6}
 
 
 def comparisons_markdown(comparisons: list, title: str, describe: Callable[[str, dict], str]) -> str:
     """A Markdown table for a CI job summary; regressions first and in bold."""
-    order = {"regression": 0, "noisy": 1, "too-few-samples": 2, "improvement": 3}
-    lines = [f"### {title}", "", "| benchmark | parameters | base GB/s | new GB/s | change | p | verdict |",
+    lines = [f"### {title}", "", "| benchmark | parameters | base GB/s | new GB/s | change | verdict | evidence |",
              "|---|---|---|---|---|---|---|"]
-    for c in sorted(comparisons, key=lambda c: order.get(c.verdict, 9)):
-        verdict = f"**{c.verdict}**" if c.verdict == "regression" else c.verdict
-        p = f"{c.p_value:.3g}" if c.p_value is not None else "-"
+    for c in sorted(comparisons, key=lambda c: _ORDER.get(c.verdict, 9)):
+        verdict = f"**{c.verdict}**" if c.verdict in ("slower", "missing") else c.verdict
         lines.append(f"| {c.bench} | {describe(c.bench, c.params)} | {format_gbps(c.base_gbps)} | "
-                     f"{format_gbps(c.new_gbps)} | {_change(c)} | {p} | {verdict} {c.note}".rstrip() + " |")
-    regressions = sum(c.verdict == "regression" for c in comparisons)
-    lines += ["", f"{regressions} regression(s) among {len(comparisons)} case(s)."]
+                     f"{format_gbps(c.new_gbps)} | {_change(c)} | {verdict} | {c.note} |")
+    counts = {v: sum(c.verdict == v for c in comparisons) for v in ("slower", "missing", "ambiguous", "faster")}
+    lines += ["", f"{counts['slower']} slower, {counts['missing']} missing, {counts['ambiguous']} ambiguous, "
+                  f"{counts['faster']} faster among {len(comparisons)} case(s)."]
     return "\n".join(lines) + "\n"

@@ -263,6 +263,26 @@ class Store:
                 out[row.case_hash] = row.params
         return out
 
+    def case_medians(self, host_ids: list[str], context_id: str, cases: list[str], before_run: int | None,
+                     last: int = 20) -> dict[str, list[float]]:
+        """Each case's median GB/s in this host's ok runs of one context (newest `last`, oldest first),
+        runs before `before_run` only: the history a comparison weighs its change against."""
+        r = schema.result
+        query = (sa.select(r.c.case_hash, r.c.gbps_median)
+                 .join(schema.run, schema.run.c.id == r.c.run_id)
+                 .where(r.c.host_id.in_(host_ids), r.c.case_hash.in_(cases), r.c.status == "ok",
+                        schema.run.c.context_id == context_id)
+                 .order_by(r.c.run_id.desc()))
+        if before_run is not None:
+            query = query.where(r.c.run_id < before_run)
+        out: dict[str, list[float]] = {}
+        with self.engine.connect() as conn:
+            for row in conn.execute(query):
+                values = out.setdefault(row.case_hash, [])
+                if len(values) < last:
+                    values.append(row.gbps_median)
+        return {case: values[::-1] for case, values in out.items()}
+
     def run_samples(self, run_id: int) -> dict[int, list[float]]:
         """Every sample of every result of a run, by result id, in one query."""
         query = (sa.select(schema.sample.c.result_id, schema.sample.c.seconds)

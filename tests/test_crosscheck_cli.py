@@ -1,0 +1,25 @@
+"""Every crosscheck as a user runs it: it prints kvbench beside its peer tool and exits 0, or says
+why a side could not run — never a traceback."""
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+@pytest.mark.parametrize("args,shown", [
+    (["dram", "--size", "8MiB", "--repeats", "2"], "kvbench dram.copy"),
+    (["storage", "--file-size", "8MiB", "--io-size", "1MiB", "--depth", "4"], "kvbench storage.read"),
+    (["pcie"], "kvbench pcie.h2d"),
+    (["net", "--size", "64KiB", "--iterations", "200"], "kvbench net.write 64KiB x 1"),
+])
+def test_each_crosscheck_runs_from_the_command_line(tmp_path, args, shown):
+    if args[0] == "storage":
+        args = [*args, "--path", str(tmp_path)]
+    proc = run_cli("crosscheck", *args, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert shown in proc.stdout and "Traceback" not in proc.stderr
+    assert "GB/s" in proc.stdout
+
+
+def test_version_is_an_option_too():
+    assert run_cli("--version").stdout.strip().startswith("kvbench ")
