@@ -6,13 +6,15 @@ commands count them as this box without writing."""
 from __future__ import annotations
 
 from kvbench.hardware.facts import HostFacts
-from kvbench.hardware.identity import host_id, same_box_by_older_facts
+from kvbench.hardware.identity import host_id, host_label, same_box_by_older_facts
 
 
 def older_ids(store, facts: HostFacts) -> list[str]:
-    """Host ids in `store` that an older kvbench gave this same box."""
+    """Host ids in `store` that an older kvbench gave this same box (none where KVBENCH_HOST_ID names it)."""
+    if host_label():
+        return []
     mine = host_id(facts)
-    return [hid for hid, row in store.hosts().items()
+    return [hid for hid, row in store.hosts(hostname=facts.hostname).items()
             if hid != mine and same_box_by_older_facts(row.get("facts") or {}, facts)]
 
 

@@ -1,5 +1,6 @@
 """Comparing two runs case by case, with verdicts a CI can trust: faster, slower, same or ambiguous,
-each with its evidence (nvbench's robust compare, asv's between-run noise).
+each with its evidence (nvbench's robust compare, asv's between-run noise). A significance test on one run's samples
+would only measure within-run noise, so none is used.
 
 One run's samples show only the noise *within* that run; back-to-back runs of one case differ by
 much more (up to ~15 % on a shared VM, while each run's own spread is ~2 %). So a verdict weighs a
@@ -20,12 +21,10 @@ between-run noise fails.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from kvbench.analyze.runs import RunDocument
 from kvbench.errors import BadInput
@@ -45,7 +44,6 @@ class Comparison:
     base_gbps: float | None
     new_gbps: float | None
     change: float | None  # new / base - 1 of the median rates
-    p_value: float | None  # Mann-Whitney U on the two runs' samples: within-run evidence only, shown
     verdict: str  # faster | slower | same | ambiguous | new | missing | not-ok
     note: str = ""  # the evidence, in words
     base_range: tuple[float, float] | None = None  # p10–p90 GB/s
@@ -92,15 +90,13 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
     and context), which gives its between-run noise."""
     head = {"bench": new["bench"], "params": new["params"], "case": new["case"]}
     if base["status"] != "ok" or new["status"] != "ok":
-        return Comparison(**head, base_gbps=None, new_gbps=None, change=None, p_value=None, verdict="not-ok",
+        return Comparison(**head, base_gbps=None, new_gbps=None, change=None, verdict="not-ok",
                           note=f"base {base['status']}, new {new['status']}")
     b_rate, n_rate = base["gbps"]["median"], new["gbps"]["median"]
     change = n_rate / b_rate - 1
     b_range, n_range = _range(base), _range(new)
     noise = between_run_noise(history or [])
     allowance = max(threshold, NOISE_MULTIPLE * noise) if noise is not None else max(threshold, ASSUMED_BETWEEN_RUN)
-    b_s, n_s = base.get("samples_s") or [], new.get("samples_s") or []
-    p = float(mannwhitneyu(b_s, n_s, alternative="two-sided").pvalue) if len(b_s) > 1 and len(n_s) > 1 else None
     apart = n_range[1] < b_range[0] or n_range[0] > b_range[1]
     basis = (f"between-run noise ±{noise:.1%} over {len(history or [])} runs" if noise is not None else
              f"fewer than {MIN_HISTORY} earlier runs: ±{ASSUMED_BETWEEN_RUN:.0%} assumed")
@@ -113,7 +109,7 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
     else:
         verdict = "ambiguous"
     note = f"{change:+.1%}; {ranges}; {basis}; allowance {allowance:.1%}"
-    return Comparison(**head, base_gbps=b_rate, new_gbps=n_rate, change=change, p_value=p, verdict=verdict,
+    return Comparison(**head, base_gbps=b_rate, new_gbps=n_rate, change=change, verdict=verdict,
                       note=note, base_range=b_range, new_range=n_range, between_run=noise,
                       history_runs=len(history or []), allowance=allowance)
 
@@ -130,21 +126,16 @@ def compare_runs(base: RunDocument, new: RunDocument, threshold: float = THRESHO
             out.append(compare_case(base_by_case[case], new_row, threshold, (history or {}).get(case)))
         else:
             out.append(Comparison(new_row["bench"], new_row["params"], case, None,
-                                  (new_row.get("gbps") or {}).get("median"), None, None, "new"))
+                                  (new_row.get("gbps") or {}).get("median"), None, "new"))
     partial = new["run"].get("partial")
     for case, base_row in base_by_case.items():
         if case not in new_by_case:
             note = f"not in run {new['run']['id']}" + (f" ({partial})" if partial else "")
             out.append(Comparison(base_row["bench"], base_row["params"], case,
-                                  (base_row.get("gbps") or {}).get("median"), None, None, None, "missing", note))
+                                  (base_row.get("gbps") or {}).get("median"), None, None, "missing", note))
     return out
 
 
 def has_regression(comparisons: list[Comparison]) -> bool:
     """Whether CI should fail: a case slower beyond its noise, or a case the new run is missing."""
     return any(c.verdict in GATING for c in comparisons)
-
-
-def min_p_value(n1: int, n2: int) -> float:
-    """The smallest two-sided p Mann-Whitney U can give for these sample counts."""
-    return 2 / math.comb(n1 + n2, n1)

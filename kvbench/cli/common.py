@@ -96,4 +96,4 @@ def this_host_ids(store) -> list[str]:
     from kvbench.hosts import this_host_ids as ids
     from kvbench.this_host import host_facts
 
-    return ids(store, host_facts())
+    return ids(store, host_facts(dram=False))  # DIMMs are no part of a host's identity

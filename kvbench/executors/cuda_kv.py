@@ -189,7 +189,7 @@ class Staged(CudaStrategy):
 
 def _staged(src_host: np.ndarray | None, dst_ptr: int, descriptors: DescriptorList, stream) -> Callable[[], None]:
     """CPU gathers in destination order into pinned stages; one DMA per stage, double-buffered."""
-    from kvbench.executors.host import _copy_rows_parallel
+    from kvbench.executors.host_kernels import copy_rows_parallel
     from kvbench.executors.staging import plan_stages
 
     cp = cupy_module()
@@ -207,7 +207,7 @@ def _staged(src_host: np.ndarray | None, dst_ptr: int, descriptors: DescriptorLi
         for c, (dst_offset, size, src_off, local_off, length) in enumerate(work):
             k = c % 2
             done[k].synchronize()  # the DMA that last used this stage has finished
-            _copy_rows_parallel(np.uint64(buffers[k].ctypes.data), src_addr, src_off, local_off, length)
+            copy_rows_parallel(np.uint64(buffers[k].ctypes.data), src_addr, src_off, local_off, length)
             cp.cuda.runtime.memcpyAsync(dst_ptr + dst_offset, buffers[k].ctypes.data, size, H2D, stream.ptr)
             done[k].record(stream)
         stream.synchronize()

@@ -6,12 +6,10 @@ descriptors that calls libc `memcpy` for each row, parallel over rows, with the 
 
 from __future__ import annotations
 
-import ctypes
 import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
 
 from kvbench.errors import BadInput
@@ -19,26 +17,6 @@ from kvbench.executors.base import Executor
 from kvbench.executors.registry import register
 from kvbench.kv.descriptors import DescriptorList
 from kvbench.memory.region import Region
-
-_libc = ctypes.CDLL(None)
-_memcpy = _libc.memcpy
-# Pointers travel as size_t: same registers in the x86-64 and AArch64 ABIs, and numba
-# passes unsigned integers straight through where it would not convert to void*.
-_memcpy.argtypes = [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t]
-_memcpy.restype = ctypes.c_size_t
-
-
-@numba.njit(nogil=True)
-def _copy_rows_serial(dst_addr, src_addr, src_off, dst_off, length):  # pragma: no cover - compiled
-    for i in range(length.shape[0]):
-        _memcpy(dst_addr + dst_off[i], src_addr + src_off[i], length[i])
-
-
-@numba.njit(nogil=True, parallel=True)
-def _copy_rows_parallel(dst_addr, src_addr, src_off, dst_off, length):  # pragma: no cover - compiled
-    for i in numba.prange(length.shape[0]):
-        _memcpy(dst_addr + dst_off[i], src_addr + src_off[i], length[i])
-
 
 # glibc switches to non-temporal stores for very large copies; on the machines seen so far
 # memcpy in 256 KiB pieces beat one whole-buffer memcpy by 15-20 % (see crosscheck dram).
@@ -54,6 +32,8 @@ def _host_arrays(src: Region, dst: Region, executor: str) -> tuple[np.ndarray, n
 
 def max_threads() -> int:
     """Threads numba may use in this process (NUMBA_NUM_THREADS, by default the CPU count)."""
+    import numba
+
     return int(numba.config.NUMBA_NUM_THREADS)
 
 
@@ -78,15 +58,19 @@ class HostExecutor(Executor):
         src_off = np.ascontiguousarray(rows.src_offset)
         dst_off = np.ascontiguousarray(rows.dst_offset)
         length = np.ascontiguousarray(rows.length)
+        import numba
+
+        from kvbench.executors.host_kernels import copy_rows_parallel, copy_rows_serial
+
         src_addr = np.uint64(src_arr.ctypes.data)
         dst_addr = np.uint64(dst_arr.ctypes.data)
         if threads == 1:
             def run() -> None:
-                _copy_rows_serial(dst_addr, src_addr, src_off, dst_off, length)
+                copy_rows_serial(dst_addr, src_addr, src_off, dst_off, length)
         else:
             def run() -> None:
                 numba.set_num_threads(threads)
-                _copy_rows_parallel(dst_addr, src_addr, src_off, dst_off, length)
+                copy_rows_parallel(dst_addr, src_addr, src_off, dst_off, length)
         return run
 
 

@@ -37,10 +37,11 @@ def all_executors(family: str | None = None) -> dict[str, Executor]:
 
 @functools.cache
 def _load_builtin() -> None:
-    # Every module of the package registers its executors when imported: host (numba), CUDA, NIXL.
-    # Imported here, not at module top, so that importing the registry stays cheap; cupy and NIXL
-    # themselves load only when an executor binds.
+    # Every module of the package registers its executors when imported: host, CUDA, NIXL.
+    # Imported here, not at module top, so that importing the registry stays cheap; numba's kernels
+    # (`*_kernels` modules), cupy and NIXL load only when an executor binds.
     import kvbench.executors as package
 
     for module in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
-        importlib.import_module(module.name)
+        if not module.name.endswith("_kernels"):
+            importlib.import_module(module.name)

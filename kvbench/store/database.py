@@ -218,9 +218,13 @@ class Store:
             row = conn.execute(sa.select(schema.host).where(schema.host.c.id == host_id)).mappings().first()
             return dict(row) if row else None
 
-    def hosts(self) -> dict[str, dict]:
+    def hosts(self, hostname: str | None = None) -> dict[str, dict]:
+        """Every host (or those with `hostname`), by id, with its facts."""
+        query = sa.select(schema.host)
+        if hostname is not None:
+            query = query.where(schema.host.c.hostname == hostname)
         with self.engine.connect() as conn:
-            return {r["id"]: dict(r) for r in conn.execute(sa.select(schema.host)).mappings()}
+            return {r["id"]: dict(r) for r in conn.execute(query).mappings()}
 
     def aliases(self) -> dict[str, str]:
         """Older host ids, each mapped to the id its runs were merged into."""
@@ -234,20 +238,28 @@ class Store:
             return [dict(r) for r in rows]
 
     def latest_ok_results(self, benches: list[str] | None = None) -> list[dict]:
-        """The newest ok result of every host and case — chosen by the database (a window over the
-        host/case/run index), so a fleet's history never passes through Python: one row per host and
-        case, with what a fleet table shows (bench, params, case, host, rate)."""
+        """The newest ok result of every host and case — chosen by the database (the newest ok run of
+        each host and case by GROUP BY over the host/case/run index, joined back to its result), so a
+        fleet's history never passes through Python: one row per host and case, with what a fleet
+        table shows (bench, params, case, host, rate)."""
         r = schema.result
-        newest = sa.func.row_number().over(partition_by=(r.c.host_id, r.c.case_hash), order_by=r.c.run_id.desc())
-        inner = sa.select(r.c.id, r.c.run_id, r.c.host_id, r.c.bench, r.c.case_hash, r.c.gbps_median,
-                          newest.label("newest")).where(r.c.status == "ok")
+        newest = (sa.select(r.c.host_id, r.c.case_hash, sa.func.max(r.c.run_id).label("run_id"))
+                  .where(r.c.status == "ok").group_by(r.c.host_id, r.c.case_hash))
         if benches:
-            inner = inner.where(r.c.bench.in_(benches))
-        inner = inner.subquery()
-        query = (sa.select(inner.c.id, inner.c.run_id, inner.c.host_id, inner.c.bench, inner.c.case_hash,
-                           inner.c.gbps_median).where(inner.c.newest == 1))
+            newest = newest.where(r.c.bench.in_(benches))
+        newest = newest.subquery()
+        # A GROUP BY and a join, not a window: SQLite answers it ~4x faster at a fleet's size.
+        query = (sa.select(r.c.id, r.c.run_id, r.c.host_id, r.c.bench, r.c.case_hash, r.c.gbps_median)
+                 .join(newest, sa.and_(r.c.host_id == newest.c.host_id, r.c.case_hash == newest.c.case_hash,
+                                       r.c.run_id == newest.c.run_id))
+                 .where(r.c.status == "ok"))
         with self.engine.connect() as conn:
-            rows = [dict(row) for row in conn.execute(query).mappings()]
+            by_case: dict[tuple[str, str], dict] = {}
+            for row in conn.execute(query).mappings():
+                key = (row["host_id"], row["case_hash"])   # a case repeated in one run: its last result
+                if key not in by_case or row["id"] > by_case[key]["id"]:
+                    by_case[key] = dict(row)
+            rows = list(by_case.values())
             params = self._params_of_cases(conn, {row["case_hash"]: row["id"] for row in rows})
         for row in rows:
             row["params"], row["status"] = params[row["case_hash"]], "ok"
