@@ -109,6 +109,24 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.close()
 
 
+# A PostgreSQL server with every connection slot taken answers at once; a fleet's writers that start
+# together wait for a slot (up to a minute) rather than lose their run.
+_SERVER_FULL = ("too many clients", "too many connections", "remaining connection slots")
+SERVER_FULL_WAIT_S = 60.0
+
+
+def _connect_waiting_for_a_slot(dialect, _record, cargs, cparams):
+    deadline, pause = time.monotonic() + SERVER_FULL_WAIT_S, 0.05
+    while True:
+        try:
+            return dialect.connect(*cargs, **cparams)
+        except dialect.loaded_dbapi.OperationalError as exc:
+            if not any(s in str(exc).lower() for s in _SERVER_FULL) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(pause, 2 * pause))
+            pause = min(2 * pause, 2.0)
+
+
 def open_store(url: str | None = None, read_only: bool = False):
     """Connect, check, and (unless `read_only`) create or migrate the schema. `BadInput` on failure."""
     from kvbench.store.database import Store
@@ -144,6 +162,8 @@ def open_store(url: str | None = None, read_only: bool = False):
         raise BadInput(f"database URL '{shown}' needs a driver that is not installed: {exc}") from None
     if backend == "sqlite" and not read_only:
         sa.event.listen(engine, "connect", _sqlite_pragmas)
+    if backend == "postgresql":
+        sa.event.listen(engine, "do_connect", _connect_waiting_for_a_slot)
     store = Store(engine, shown, read_only)
     try:
         if read_only:

@@ -132,3 +132,40 @@ def test_a_password_never_appears_in_any_output(url, secret):
     with pytest.raises(BadInput) as caught:
         open_store(url)
     assert secret not in str(caught.value)
+
+
+def test_a_writer_waits_for_a_free_postgresql_connection_slot_instead_of_failing(pg_url):
+    # A role allowed one connection stands in for a server with every slot taken (a fleet starting at once).
+    open_store(pg_url).dispose()  # the schema, owned by the test's own user
+    admin = sa.create_engine(pg_url)
+    _drop_role(admin, "kvbench_one_slot")
+    with admin.begin() as conn:
+        conn.execute(sa.text("CREATE ROLE kvbench_one_slot LOGIN PASSWORD 'one' CONNECTION LIMIT 1"))
+        for grant in ("ALL ON ALL TABLES IN SCHEMA public", "ALL ON ALL SEQUENCES IN SCHEMA public",
+                      "CREATE ON SCHEMA public"):
+            conn.execute(sa.text(f"GRANT {grant} TO kvbench_one_slot"))
+    url = sa.engine.make_url(pg_url).set(username="kvbench_one_slot", password="one")
+    shown = url.render_as_string(hide_password=False)
+    try:
+        holder = sa.create_engine(url).connect()  # the only slot, released a moment later
+        waiter = subprocess.Popen([sys.executable, "-c", WRITER, shown], cwd=REPO, stderr=subprocess.PIPE, text=True)
+        try:
+            holder.exec_driver_sql("SELECT pg_sleep(1)")
+        finally:
+            holder.close()
+            holder.engine.dispose()
+        assert waiter.wait(timeout=120) == 0, waiter.stderr.read()
+        store = open_store(pg_url, read_only=True)
+        assert [r["status"] for r in store.runs()] == ["complete"]
+        store.dispose()
+    finally:
+        _drop_role(admin, "kvbench_one_slot")
+        admin.dispose()
+
+
+def _drop_role(engine: sa.Engine, role: str) -> None:
+    with engine.begin() as conn:
+        if conn.execute(sa.text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}).first():
+            conn.execute(sa.text(f"REASSIGN OWNED BY {role} TO CURRENT_USER"))
+            conn.execute(sa.text(f"DROP OWNED BY {role}"))
+            conn.execute(sa.text(f"DROP ROLE {role}"))
