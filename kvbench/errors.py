@@ -37,3 +37,9 @@ def unknown_name(kind: str, name: str, known: Iterable[str], list_all: bool = Fa
     if list_all or not close:
         hint += f" (known: {', '.join(known)})"
     return BadInput(f"unknown {kind} '{name}'{hint}")
+
+
+def one_line(text: str) -> str:
+    """`text` with line breaks and other control characters written as escapes (`\\n`, `\\x1b`):
+    an error is one line however it was made (a value from the environment may hold a newline)."""
+    return "".join(c if c == "\t" or (ord(c) >= 32 and ord(c) != 127) else repr(c)[1:-1] for c in text)

@@ -16,35 +16,59 @@ from __future__ import annotations
 import os
 import sys
 
-from kvbench.argparse_oneline import Parser, port
-from kvbench.peers.serve import serve
+from kvbench.argparse_oneline import Parser, port, positive_int, seconds
+from kvbench.errors import BadInput, CheckFailed, one_line
 from kvbench.units import parse_size
 
 
 def rank() -> int:
     for var in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
         if var in os.environ:
-            return int(os.environ[var])
-    raise SystemExit("kvbench.launch: no rank in the environment (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)")
+            try:
+                value = int(os.environ[var])
+            except ValueError:
+                raise BadInput(f"bad {var} '{os.environ[var]}': expected a rank number (0 or 1)") from None
+            if value < 0:
+                raise BadInput(f"bad {var} {value}: expected a rank number (0 or 1)")
+            return value
+    raise BadInput("no rank in the environment (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)")
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """Either rank's work; kvbench's errors as one line and their status, a signal as 128 + its number
+    (rank 0's temporary files removed on the way out)."""
+    from kvbench.interrupts import Interrupted, signals_end_runs
+
+    try:
+        with signals_end_runs():
+            return _main(sys.argv[1:] if argv is None else argv)
+    except (BadInput, CheckFailed) as exc:
+        print(one_line(f"python -m kvbench.launch: error: {exc}"), file=sys.stderr)
+        return exc.exit_code
+    except Interrupted as exc:
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _main(argv: list[str]) -> int:
+    from kvbench.peers.serve import serve
+
     own, run_args = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = Parser(prog="python -m kvbench.launch", description=__doc__.splitlines()[0])
     parser.add_argument("--peer-addr", default=os.environ.get("MASTER_ADDR"), help="rank 0's address")
     parser.add_argument("--port", type=port, default=5555, help="rank 0's NIXL listener port")
     parser.add_argument("--block-size", default="1MiB")
-    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--batch", type=positive_int, default=64)
     parser.add_argument("--memory", default="pageable", help="rank 0's memory kind")
-    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--timeout", type=seconds, default=120.0, help="seconds rank 0 waits for rank 1")
     args = parser.parse_args(own)
     size = parse_size(args.block_size, "block_size") * args.batch
     if rank() == 0:
         return serve("kvbench-target", args.port, "kvbench-init", None, None, size, args.memory,
                      seed=11, timeout_s=args.timeout)
     if not args.peer_addr:
-        raise SystemExit("kvbench.launch: give --peer-addr (rank 0's host) or set MASTER_ADDR")
+        raise BadInput("give --peer-addr (rank 0's host) or set MASTER_ADDR")
     return run_rank1(run_args, {"peer": "remote", "peer_addr": args.peer_addr, "peer_port": args.port,
                                 "block_size": args.block_size, "batch": args.batch, "timeout_s": int(args.timeout)})
 
@@ -52,9 +76,8 @@ def main(argv: list[str] | None = None) -> int:
 def run_rank1(run_args: list[str], settings: dict) -> int:
     """The measuring side: `kvbench run`'s arguments, with the peer's settings laid over them."""
     from kvbench.benches.params import coerce_text
-    from kvbench.cli.common import pairs
+    from kvbench.cli.common import check_writable, pairs
     from kvbench.cli.run import run_and_show
-    from kvbench.errors import BadInput, CheckFailed
     from kvbench.suite_run import RunRequest
 
     parser = Parser(prog="python -m kvbench.launch ... --", add_help=False)
@@ -66,14 +89,11 @@ def run_rank1(run_args: list[str], settings: dict) -> int:
     parser.add_argument("--tag", action="append", default=[])
     parser.add_argument("--samples", type=int)
     given = parser.parse_args(run_args)
+    check_writable(given.json_out, "--json", given.db)
     overrides = {k: coerce_text(v) for k, v in pairs(given.set_, "--set").items()} | settings
     request = RunRequest(suite=given.suite, benches=tuple(given.bench), overrides=overrides,
                          tags=pairs(given.tag, "--tag"), samples=given.samples, db=given.db)
-    try:
-        run_and_show(request, given.json_out)
-    except (BadInput, CheckFailed) as exc:
-        print(f"kvbench: {exc}", file=sys.stderr)
-        return exc.exit_code
+    run_and_show(request, given.json_out)
     return 0
 
 

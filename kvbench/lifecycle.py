@@ -17,13 +17,22 @@ from pathlib import Path
 from typing import Any
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
-# files kvbench makes for a process: storage test files, and the UCX log of that process
-TEMP_NAMES = (re.compile(r"^kvbench-(\d+)-\d+-.*\.dat$"), re.compile(r"^kvbench-ucx-(\d+)\.log$"))
+# files kvbench makes for a process: storage test files, and the UCX logs of that process and of
+# the peer processes it started (kvbench-ucx-<its pid>-<writer's pid>.log)
+TEMP_NAMES = (re.compile(r"^kvbench-(\d+)-\d+-.*\.dat$"), re.compile(r"^kvbench-ucx-(\d+)(?:-\d+)?\.log$"))
 
 
 def boot_id() -> str | None:
     try:
         return BOOT_ID.read_text().strip()
+    except OSError:
+        return None
+
+
+def pid_namespace() -> str | None:
+    """This process's pid namespace (`pid:[4026531836]`): pids mean the same only within one."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
     except OSError:
         return None
 
@@ -48,14 +57,22 @@ def alive(pid: int) -> bool:
     return b"kvbench" in command
 
 
-def gone(run: dict[str, Any], me: dict[str, Any]) -> str | None:
-    """Why `run` (status running) can no longer be running, None if it may be (or is elsewhere)."""
-    if run.get("machine") != me["machine"] or run.get("pid") is None:
-        return None  # another box's run, or one an older kvbench began: nothing to tell here
+def gone(run: dict[str, Any], me: dict[str, Any], my_host_ids: list[str] | None = None) -> str | None:
+    """Why `run` (status running) can no longer be running, None if it may be (or is elsewhere).
+
+    A run is this machine's when its hostname is this one's, or when it was stored under this box's
+    host id from this same pid namespace (a hostname renamed since); a container beside this one on
+    the same box has its own pid namespace, so its live runs are never taken for dead ones."""
+    if run.get("pid") is None:
+        return None  # one an older kvbench began: nothing to tell here
+    namespace = (run.get("system_state") or {}).get("pid_namespace")
+    same_box = run.get("host_id") in (my_host_ids or []) and namespace is not None and namespace == me.get("pid_namespace")
+    if run.get("machine") != me["machine"] and not same_box:
+        return None  # another box's run, or another container's
     if run.get("boot_id") and me["boot_id"] and run["boot_id"] != me["boot_id"]:
         return "the machine rebooted while it ran (found by a later kvbench)"
     if run["pid"] != me["pid"] and not alive(run["pid"]):
-        return f"its process {run['pid']} is gone: killed (SIGKILL, out of memory) (found by a later kvbench)"
+        return f"its process {run['pid']} is gone: killed (SIGKILL or the out-of-memory killer) (found by a later kvbench)"
     return None
 
 
@@ -80,14 +97,15 @@ def sweep_temp_files(directories: set[str], pids: set[int]) -> list[str]:
     return removed
 
 
-def reap(store) -> list[int]:
-    """Mark this machine's runs whose owner is gone `crashed`, sweep their temporary files; the runs."""
-    me = owner()
+def reap(store, my_host_ids: list[str] | None = None) -> list[int]:
+    """Mark this machine's runs whose owner is gone `crashed`, sweep their temporary files; the runs.
+    `my_host_ids`: the ids this box's runs are stored under (see `gone`)."""
+    me = {**owner(), "pid_namespace": pid_namespace()}
     crashed: list[int] = []
     pids: set[int] = set()
     dirs = {tempfile.gettempdir()}
     for run in store.runs(status="running"):
-        why = gone(run, me)
+        why = gone(run, me, my_host_ids)
         if why:
             store.mark_crashed([run["id"]], why)
             crashed.append(run["id"])

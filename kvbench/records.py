@@ -146,10 +146,12 @@ def _need(data: Any, where: str, fields: dict[str, Any]) -> None:
             raise BadInput(f"{where}: '{name}' has the wrong type ({type(data[name]).__name__})")
 
 
-def run_document(run: RunRecord, host: dict[str, Any] | None, results: list[ResultRecord]) -> dict[str, Any]:
-    """The JSON document of a run: format version, run, host, results."""
+def run_document(run: RunRecord, host: dict[str, Any] | None, results: list[ResultRecord],
+                 context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON document of a run: format version, run, host, context (the software it ran under:
+    driver, CUDA, library versions; absent from older exports), results."""
     return {"format_version": FORMAT_VERSION, "run": run.to_json(), "host": host,
-            "results": [r.to_json() for r in results]}
+            **({"context": context} if context is not None else {}), "results": [r.to_json() for r in results]}
 
 
 def migrate(doc: Any, where: str) -> dict[str, Any]:
@@ -172,10 +174,11 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
     if not isinstance(doc["results"], list):
         raise BadInput(f"{where}: 'results' must be a list")
     results = [ResultRecord.from_json(r, f"{where}: result {i}") for i, r in enumerate(doc["results"])]
-    host = doc.get("host")
-    if host is not None and not isinstance(host, dict):
-        raise BadInput(f"{where}: 'host' must be an object")
-    return run_document(run, host, results)
+    host, context = doc.get("host"), doc.get("context")
+    for name, value in (("host", host), ("context", context)):
+        if value is not None and not isinstance(value, dict):
+            raise BadInput(f"{where}: '{name}' must be an object")
+    return run_document(run, host, results, context)
 
 
 def result_row(result: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from kvbench.hardware.facts import HostFacts
 from kvbench.hardware.path import PathPeak, links_under_load, path_peak
 from kvbench.hosts import adopt_older_ids
 from kvbench.interrupts import Interrupted
-from kvbench.lifecycle import owner, reap
+from kvbench.lifecycle import owner, pid_namespace, reap
 from kvbench.measure.engine import Settings, measure
 from kvbench.plan.cases import Case
 from kvbench.result import Result
@@ -136,9 +136,9 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
 
 
 def _begin(cases: list[Case], store: Store, facts: HostFacts, info: RunInfo) -> int:
-    reap(store)  # runs a SIGKILL or the OOM killer left `running` become `crashed`, their files removed
     adopt_older_ids(store, facts)  # this box's runs under an older kvbench's id become this id's
     host_id = fingerprint.host_id(facts)
+    reap(store, [host_id])  # runs a SIGKILL or the OOM killer left `running` become `crashed`, their files removed
     ctx = fingerprint.context()
     ctx_id = fingerprint.context_id(ctx)
     store.ensure_host(host_id, facts.hostname, facts.to_dict())
@@ -148,7 +148,7 @@ def _begin(cases: list[Case], store: Store, facts: HostFacts, info: RunInfo) -> 
     return store.begin_run(
         host_id=host_id, context_id=ctx_id, suite=info.suite, suite_hash=info.suite_hash,
         kvbench_version=__version__, git_sha=sha, git_dirty=dirty, tags=info.tags,
-        system_state={**fingerprint.system_state(facts), "temp_dirs": temp_dirs},
+        system_state={**fingerprint.system_state(facts), "temp_dirs": temp_dirs, "pid_namespace": pid_namespace()},
         cases_planned=len(cases), owner=owner(),
     )
 

@@ -72,7 +72,7 @@ def test_accept_judges_a_stored_run_and_writes_junit(tmp_path):
                      'min_fraction_of_peak = 0.9\n')
     junit = tmp_path / "accept.xml"
     proc = run_cli("accept", "--run", "latest", "--rules", str(rules), "--junit", str(junit), "--db", db)
-    assert proc.returncode == 1 and "acceptance rule(s) failed: too-fast" in proc.stderr
+    assert proc.returncode == 1 and "2 case(s) failed 1 acceptance rule(s): too-fast" in proc.stderr
     assert "FAIL" in proc.stdout and "SKIP" in proc.stdout
     root = ET.parse(junit).getroot()
     assert root.get("failures") == "2" and root.get("skipped") == "1"  # two dram.copy cases fail, hbm skips

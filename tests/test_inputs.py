@@ -88,3 +88,108 @@ def test_launch_and_peer_ports_are_checked():
         proc = subprocess.run([sys.executable, "-m", module, "--port", "0", "--name", "x", "--initiator", "y",
                                "--size", "1"], capture_output=True, text=True, timeout=60)
         _one_line_exit_2(proc, "bad port 0: must be from 1 to 65535")
+
+
+QUICK = "tests/fixtures/runs/quick-cpu-vm.json"
+
+
+@pytest.mark.parametrize("make_args", [
+    lambda db, url: ["run", "--suite", "tests/fixtures/tiny.toml", "--json", str(db), "--db", url],
+    lambda db, url: ["report", "1", "-o", str(db), "--db", url],
+    lambda db, url: ["export", "1", "-o", str(db), "--db", url],
+    lambda db, url: ["accept", "--run", "1", "--junit", str(db), "--db", url],
+    lambda db, url: ["export", QUICK, "-o", str(db)],  # any SQLite database, not only --db's
+])
+def test_an_output_never_overwrites_the_database(tmp_path, make_args):
+    db = tmp_path / "k.sqlite"
+    url = f"sqlite:///{db}"
+    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", url).returncode == 0
+    before = db.read_bytes()
+    proc = run_cli(*make_args(db, url))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "database" in proc.stderr and db.read_bytes() == before
+
+
+def test_an_output_never_overwrites_its_own_input(tmp_path):
+    doc = tmp_path / "run.json"
+    doc.write_text((__import__("pathlib").Path(QUICK)).read_text())
+    _one_line_exit_2(run_cli("export", str(doc), "-o", str(doc)), "that is the input")
+    _one_line_exit_2(run_cli("run", "--bench", "dram.copy", "--json", "", "--db", f"sqlite:///{tmp_path / 'k'}"),
+                     "give a file name")
+
+
+def test_an_output_that_fails_while_written_is_one_line():
+    _one_line_exit_2(run_cli("export", QUICK, "-o", "/dev/full"), "cannot write '/dev/full': No space left on device")
+
+
+def test_an_output_is_written_whole_through_a_temporary_file(tmp_path, monkeypatch):
+    from kvbench.cli import common
+    from kvbench.errors import BadInput
+
+    target = tmp_path / "x.json"
+    target.write_text("old")
+
+    def full_disk(self, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(common.Path, "write_bytes", full_disk)
+    with pytest.raises(BadInput, match="No space left on device"):
+        common.write_text("new", str(target))
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+@pytest.mark.parametrize("content,message", [
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    (b'{"run": "caf\xe9"}', "not UTF-8 text"),
+])
+def test_a_json_input_that_cannot_be_read_is_one_line(tmp_path, content, message):
+    path = tmp_path / "doc.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    _one_line_exit_2(run_cli("export", str(path)), message)
+    _one_line_exit_2(run_cli("plan", "--model", str(path), "--tokens", "16", "--db", f"sqlite:///{tmp_path / 'k'}"),
+                     message)
+
+
+@pytest.mark.parametrize("rule,message", [
+    ('bench = "dram.cpy"\nmin_fraction_of_peak = 0.5', "did you mean 'dram.copy'"),
+    ('bench = "dram.copy"\nparams = { sise = "1MiB" }\nmin_fraction_of_peak = 0.5', "did you mean 'size'"),
+    ('bench = "dram.copy"\nmin = { value = inf, unit = "GB/s" }', "finite number"),
+])
+def test_a_rule_that_could_never_apply_is_refused(tmp_path, rule, message):
+    path = tmp_path / "rules.toml"
+    path.write_text(f'name = "t"\n[[rule]]\nid = "r"\n{rule}\n')
+    _one_line_exit_2(run_cli("accept", "--rules", str(path), "--run", "1", "--db", f"sqlite:///{tmp_path / 'k'}"),
+                     message)
+    _one_line_exit_2(run_cli("accept", "--rules", str(tmp_path), "--run", "1"), "is a folder")
+
+
+def test_an_environment_value_with_a_newline_stays_one_line_and_creates_nothing(tmp_path):
+    db = tmp_path / "new" / "k.sqlite"
+    proc = run_cli("run", "--bench", "dram.copy", "--db", f"sqlite:///{db}", env={"KVBENCH_HOST_ID": "ab\ncd"})
+    _one_line_exit_2(proc, "bad KVBENCH_HOST_ID 'ab\\ncd'")
+    assert not db.parent.exists()
+
+
+def test_commands_that_change_stored_runs_create_no_database(tmp_path):
+    db = tmp_path / "new" / "k.sqlite"
+    for args in (["tag", "1", "baseline"], ["host", "merge", "a", "b"], ["accept", "--run", "1"]):
+        _one_line_exit_2(run_cli(*args, "--db", f"sqlite:///{db}"), "no kvbench database")
+    assert not db.parent.exists()
+
+
+@pytest.mark.parametrize("args,env,message", [
+    (["--block-size", "1MeB"], {"RANK": "0"}, "bad block_size '1MeB'"),
+    ([], {"RANK": "abc"}, "bad RANK 'abc'"),
+    (["--memory", "nosuch"], {"RANK": "0"}, "unknown memory kind 'nosuch'"),
+    (["--batch", "0"], {"RANK": "0"}, "must be at least 1"),
+    (["--timeout", "nan"], {"RANK": "0"}, "must be a finite number above 0"),
+    (["--peer-addr", "127.0.0.1", "--", "--set", "bogus"], {"RANK": "1"}, "bad --set 'bogus'"),
+])
+def test_launch_inputs_are_one_line(args, env, message):
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "kvbench.launch", *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **env})
+    _one_line_exit_2(proc, message)

@@ -8,7 +8,6 @@ did not run is SKIP with the reason, never PASS.
 from __future__ import annotations
 
 import tomllib
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import canonical_subset, describe_params
 from kvbench.benches.registry import all_benches
-from kvbench.errors import BadInput
+from kvbench.errors import BadInput, unknown_name
 from kvbench.metadata import LINK, PCIE_REPLAY_DELTA, PER_GPU_GBPS
 from kvbench.resources import suites_dir
 
@@ -30,7 +29,7 @@ ABOVE_PEAK_TOLERANCE = 0.02
 
 class Threshold(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    value: float = Field(gt=0)
+    value: float = Field(gt=0, allow_inf_nan=False)
     unit: str
 
 
@@ -42,8 +41,8 @@ class Ratio(BaseModel):
     model_config = ConfigDict(extra="forbid")
     of: dict[str, Any]
     to: dict[str, Any]
-    min: float = Field(gt=0)
-    max: float | None = Field(None, gt=0)
+    min: float = Field(gt=0, allow_inf_nan=False)
+    max: float | None = Field(None, gt=0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def ordered(self) -> Ratio:
@@ -111,11 +110,36 @@ def load_rules(path: Path) -> RulesFile:
         raise BadInput(f"rules {path}: key '{'.'.join(map(str, err['loc']))}': {err['msg']}") from None
     except FileNotFoundError:
         raise BadInput(f"rules file '{path}' does not exist") from None
+    except IsADirectoryError:
+        raise BadInput(f"rules file '{path}' is a folder, not a file") from None
+    except OSError as exc:
+        raise BadInput(f"rules file '{path}' cannot be read: {exc.strerror or exc}") from None
     for rule in rules.rule:
+        _check_names(rule, path)
         if rule.min is not None and rule.min.unit not in RATE_UNITS:
             raise BadInput(f"rules {path}: rule '{rule.id}' gives unit '{rule.min.unit}' but {rule.bench} "
                            f"measures a rate: use {', '.join(RATE_UNITS)}")
     return rules
+
+
+def _check_names(rule: Rule, path: Path) -> None:
+    """A rule naming a benchmark or parameter that does not exist would SKIP forever: refused, with
+    the closest name, as a suite's would be (a ratio's sides may name another `bench`)."""
+    from kvbench.benches.registry import get_bench
+
+    try:
+        groups = [(rule.bench, rule.params)]
+        for side in (rule.ratio.of, rule.ratio.to) if rule.ratio else ():
+            named = side.get("bench", rule.bench)
+            groups += [(b, {k: v for k, v in side.items() if k != "bench"})
+                       for b in (named if isinstance(named, list) else [named])]
+        for bench_id, params in groups:
+            known = get_bench(bench_id).params
+            for name in params:
+                if name not in known:
+                    raise unknown_name(f"parameter of {bench_id}", name, known)
+    except BadInput as exc:
+        raise BadInput(f"rules {path}: rule '{rule.id}': {exc}") from None
 
 
 def applies(rules: RulesFile, gpus: list[dict[str, Any]]) -> bool:
@@ -318,18 +342,3 @@ def _judge_recorded(rule: Rule, doc: RunDocument) -> list[Verdict]:
 
 def judge(doc: RunDocument, rules: list[RulesFile]) -> list[Verdict]:
     return [v for rules_file in rules for rule in rules_file.rule for v in judge_rule(rule, doc)]
-
-
-def junit_xml(verdicts: list[Verdict], name: str = "kvbench accept") -> str:
-    """One testcase per verdict; FAIL as <failure>, SKIP as <skipped>, with the reason."""
-    suite = ET.Element("testsuite", name=name, tests=str(len(verdicts)),
-                       failures=str(sum(v.verdict == "FAIL" for v in verdicts)),
-                       skipped=str(sum(v.verdict == "SKIP" for v in verdicts)), errors="0")
-    for v in verdicts:
-        case = ET.SubElement(suite, "testcase", classname=f"kvbench.accept.{v.bench}", name=f"{v.rule} [{v.case}]")
-        text = f"measured {v.measured}, threshold {v.threshold}; {v.why}".strip("; ")
-        if v.verdict == "FAIL":
-            ET.SubElement(case, "failure", message=text)
-        elif v.verdict == "SKIP":
-            ET.SubElement(case, "skipped", message=text)
-    return ET.tostring(suite, encoding="unicode", xml_declaration=True)

@@ -79,6 +79,22 @@ def check_comparable(base: RunDocument, new: RunDocument, cross_host: bool = Fal
                        f"that starts a new history; pass --cross-host to compare anyway")
 
 
+def differences(base: RunDocument, new: RunDocument) -> list[str]:
+    """What differs between two runs' boxes and software, in words (empty when host and context are
+    the same): what a report across a driver upgrade states above its comparison."""
+    out = []
+    b, n = base["run"], new["run"]
+    if b["host_id"] != n["host_id"]:
+        names = [((d.get("host") or {}).get("hostname") or d["run"]["host_id"][:12]) for d in (base, new)]
+        out.append(f"host: {names[0]} → {names[1]}")
+    if b["context_id"] != n["context_id"]:
+        old, now = ((d.get("context") or {}).get("facts") or {} for d in (base, new))
+        changed = [f"{key}: {old.get(key, '—')} → {now.get(key, '—')}" for key in sorted(set(old) | set(now))
+                   if old.get(key) != now.get(key)]
+        out += changed or ["software context differs (details not in these runs' documents)"]
+    return out
+
+
 def _range(result: dict[str, Any]) -> tuple[float, float]:
     g = result["gbps"]
     return float(g.get("p10") or g["median"]), float(g.get("p90") or g["median"])

@@ -6,11 +6,11 @@ Every analysis reads this one shape, so a stored run and a `--json` export compa
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
 from kvbench.errors import BadInput
+from kvbench.json_input import read_json_file
 from kvbench.records import ResultRecord, RunRecord, validate_document
 from kvbench.records import run_document as document
 from kvbench.store.database import Store
@@ -19,38 +19,40 @@ RunDocument = dict[str, Any]  # {"run": {...}, "results": [...]} as `kvbench run
 
 
 def run_document(store: Store, run_id: int) -> RunDocument:
-    """The run, its host's facts and every result with its raw samples."""
+    """The run, its host's facts, its context's and every result with its raw samples."""
     run = store.run(run_id)
     host = store.host(run["host_id"]) or {}
     samples = store.run_samples(run_id)
     return document(dataclasses.replace(RunRecord.from_row(run), partial=store.partial(run_id)),
                     {"id": run["host_id"], "hostname": host.get("hostname"), "facts": host.get("facts")},
-                    [ResultRecord.from_row(r, samples.get(r["id"], [])) for r in store.results(run_id)])
+                    [ResultRecord.from_row(r, samples.get(r["id"], [])) for r in store.results(run_id)],
+                    {"id": run["context_id"], "facts": store.context(run["context_id"])})
 
 
-def load_document(ref: str, store_factory) -> RunDocument:
-    """A run by id, `latest`, `baseline` (the newest run tagged `baseline` on its host), or a JSON export path.
+def load_document(ref: str, store_factory, prefer_hosts=None) -> RunDocument:
+    """A run by id, `latest`, `baseline` (the run tagged `baseline` last), or a JSON export path.
 
-    `store_factory` is called only when the store is needed, so comparing two files needs no database.
+    `latest` and `baseline` are this host's where it has one (`prefer_hosts(store)` gives its ids),
+    else any host's. `store_factory` is called only when the store is needed, so comparing two files
+    needs no database.
     """
     path = Path(ref)
     if path.suffix == ".json" or path.is_file():
+        where = f"export file '{ref}'"
         try:
-            doc = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise BadInput(f"export file '{ref}' does not exist") from None
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"export file '{ref}' is not JSON: {exc}") from None
-        return validate_document(doc, f"export file '{ref}'")
+            return validate_document(read_json_file(path, where), where)
+        except RecursionError:  # a document deep enough to parse but not to walk
+            raise BadInput(f"{where} is nested too deeply to be a run export") from None
     store = store_factory()
+    mine = prefer_hosts(store) if prefer_hosts and ref in ("latest", "baseline") else None
     if ref == "baseline":
-        return run_document(store, baseline_run(store))
-    return run_document(store, store.resolve_run(ref))
+        return run_document(store, baseline_run(store, mine))
+    return run_document(store, store.resolve_run(ref, mine))
 
 
-def baseline_run(store: Store, host_id: str | None = None) -> int:
-    """The newest whole run tagged `baseline` (on `host_id` when given)."""
-    found = store.tagged_run("baseline", None if host_id is None else [host_id])
+def baseline_run(store: Store, prefer_hosts: list[str] | None = None) -> int:
+    """The whole run tagged `baseline` last: of `prefer_hosts` where they have one, else of any host."""
+    found = (prefer_hosts and store.tagged_run("baseline", prefer_hosts)) or store.tagged_run("baseline")
     if found is None:
         raise BadInput("no run is tagged as baseline; tag one with 'kvbench run --tag baseline=1' or 'kvbench tag RUN baseline'")
     return found

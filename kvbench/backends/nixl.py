@@ -29,10 +29,19 @@ DEFAULT_TIMEOUT_S = float(os.environ.get("KVBENCH_NIXL_TIMEOUT_S", "60"))
 GDS_LIBRARIES = (("libcudart.so.13", "libcudart.so.12"), ("libcufile.so.0",))
 
 
-def _remove_ucx_log() -> None:
-    path = os.environ.get("UCX_LOG_FILE", "").replace("%p", str(os.getpid()))
-    if path.startswith(tempfile.gettempdir()) and os.path.exists(path):
-        os.unlink(path)
+def _remove_ucx_logs() -> None:
+    """This process's UCX log and those of the peers it started (their names carry this pid)."""
+    folder, prefix = tempfile.gettempdir(), f"kvbench-ucx-{os.getpid()}-"
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".log"):
+            try:
+                os.unlink(os.path.join(folder, name))
+            except OSError:
+                pass
 
 
 @functools.cache
@@ -45,10 +54,12 @@ def nixl_api() -> ModuleType | None:
         # rtnl_tc_unregister). Not loading it changes nothing else; set UCX_MODULES to override.
         os.environ.setdefault("UCX_MODULES", "^ib")
     # UCX logs (its warnings, and the protocol tables kvbench asks for) go to a file per
-    # process instead of the terminal; benches read the tables from it. Removed at exit.
+    # process instead of the terminal; benches read the tables from it. The name carries this
+    # process's pid and the writer's (%p): a peer process inherits it, so this process removes
+    # every one at exit, and a later kvbench sweeps them all if this one was killed.
     if "UCX_LOG_FILE" not in os.environ:
-        os.environ["UCX_LOG_FILE"] = os.path.join(tempfile.gettempdir(), "kvbench-ucx-%p.log")
-        atexit.register(_remove_ucx_log)
+        os.environ["UCX_LOG_FILE"] = os.path.join(tempfile.gettempdir(), f"kvbench-ucx-{os.getpid()}-%p.log")
+        atexit.register(_remove_ucx_logs)
     for name in ("nixl._api", "nixl_cu13._api", "nixl_cu12._api"):
         try:
             return importlib.import_module(name)

@@ -11,18 +11,35 @@ import typer
 from kvbench.cli import host, run, judge, analysis, reports, crosscheck  # noqa: F401
 from kvbench.cli.app import app
 from kvbench.cli.common import err
-from kvbench.errors import BadInput, CheckFailed
+from kvbench.errors import BadInput, CheckFailed, one_line
+
+# What SQLite says of a file whose pages are damaged, wherever a query first meets one.
+_DAMAGED = ("malformed", "file is not a database", "disk image")
 
 
 def main() -> None:
     """Run the command; kvbench's own errors and usage errors become one line with their exit status
     (2 for bad input, 1 for a failed check)."""
+    from sqlite3 import DatabaseError as SQLiteError
+
+    from sqlalchemy.exc import DatabaseError
+
+    from kvbench.hardware.identity import host_label
+
     try:
+        host_label()  # a bad KVBENCH_HOST_ID is refused before any command creates anything
         code = app(standalone_mode=False)  # a typer.Exit comes back as its exit status here
     except (BadInput, CheckFailed) as exc:
         prefix = "kvbench: error: " if isinstance(exc, BadInput) else "kvbench: "
-        err.print(f"{prefix}{exc}", markup=False, highlight=False, soft_wrap=True)
+        err.print(one_line(f"{prefix}{exc}"), markup=False, highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
+    except (DatabaseError, SQLiteError) as exc:
+        text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if not any(s in text.lower() for s in _DAMAGED):
+            raise
+        err.print(one_line(f"kvbench: error: the database is damaged ({text}): kvbench cannot read it; restore it "
+                           "from a copy or give another --db"), markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:

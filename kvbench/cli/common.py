@@ -32,19 +32,39 @@ def pairs(items: list[str] | None, option: str) -> dict[str, str]:
     return result
 
 
-def write_text(text: str, target: str) -> None:
-    """`text` to standard output for `-`, else to the file `target` (said on stderr)."""
+def write_text(text: str | bytes, target: str) -> None:
+    """`text` to standard output for `-`, else to the file `target` (said on stderr): whole or not at
+    all — a full disk leaves the old file (or none), never an empty one, and is one line of error."""
+    data = text.encode() if isinstance(text, str) else text
     if target == "-":
-        sys.stdout.write(text)
-    else:
-        Path(target).write_text(text)
-        err.print(f"wrote {target}")
-
-
-def check_writable(target: str | None, option: str) -> None:
-    """Refuse, before any work, an output file that cannot be written (`-` is standard output)."""
-    if not target or target == "-":
+        sys.stdout.buffer.write(data) if isinstance(text, bytes) else sys.stdout.write(text)
         return
+    path = Path(target)
+    try:
+        if path.exists() and not path.is_file():  # a device or a pipe: written in place
+            path.write_bytes(data)
+        else:
+            temp = path.with_name(f".{path.name}.kvbench-{os.getpid()}.tmp")
+            try:
+                temp.write_bytes(data)
+                os.replace(temp, path)
+            finally:
+                temp.unlink(missing_ok=True)
+    except OSError as exc:
+        raise BadInput(f"cannot write '{target}': {exc.strerror or exc}") from None
+    err.print(f"wrote {target}")
+
+
+def check_writable(target: str | None, option: str, db: str | None = None, inputs: list[str] | None = None) -> None:
+    """Refuse, before any work, an output file that cannot be written (`-` is standard output), or
+    that is the database `db`, one of the command's `inputs`, or any SQLite database: an output
+    must never overwrite what it was made from."""
+    from kvbench.store.connect import SQLITE_MAGIC, default_url, sqlite_path
+
+    if target is None or target == "-":
+        return
+    if not target.strip():
+        raise BadInput(f"bad {option} '': give a file name, or - for standard output")
     path = Path(target)
     if path.is_dir():
         raise BadInput(f"bad {option} '{target}': it is a directory; give a file name")
@@ -53,6 +73,16 @@ def check_writable(target: str | None, option: str) -> None:
         raise BadInput(f"bad {option} '{target}': folder '{parent}' does not exist")
     if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise BadInput(f"bad {option} '{target}': not writable")
+    database = sqlite_path(db or default_url())
+    if database is not None and path.resolve() == database.resolve():
+        raise BadInput(f"bad {option} '{target}': that is the results database; give another file")
+    for given in inputs or []:
+        if Path(given).is_file() and path.resolve() == Path(given).resolve():
+            raise BadInput(f"bad {option} '{target}': that is the input '{given}'; give another file")
+    if path.is_file():
+        with path.open("rb") as f:
+            if f.read(16) == SQLITE_MAGIC:
+                raise BadInput(f"bad {option} '{target}': it is an SQLite database; kvbench does not overwrite one")
 
 
 def fraction(text: str, option: str) -> float:
@@ -78,7 +108,7 @@ def documents(refs: list[str], db: str | None) -> list[dict]:
         store = store or open_store(db, read_only=True)
         return store
 
-    return [load_document(ref, store_factory) for ref in refs]
+    return [load_document(ref, store_factory, this_host_ids) for ref in refs]
 
 
 def existing_store(db: str | None):

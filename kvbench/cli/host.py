@@ -89,7 +89,7 @@ def host_merge(
     from kvbench.store import open_store
     from kvbench.this_host import host_facts
 
-    store = open_store(db)
+    store = open_store(db, existing=True)
     target = into or host_id(host_facts())
     if old == target:
         raise BadInput(f"bad merge: host '{old}' is the host to merge into")

@@ -11,7 +11,7 @@ import typer
 
 from kvbench.benches.describe import describe_params
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, check_writable, documents, err, fraction, out
+from kvbench.cli.common import DbOption, check_writable, documents, err, fraction, out, write_text
 from kvbench.errors import BadInput, CheckFailed
 
 
@@ -25,13 +25,14 @@ def accept(
     db: DbOption = None,
 ) -> None:
     """Run the acceptance suite and judge it against the rules: PASS / FAIL / SKIP per rule. Exit 1 on a FAIL."""
-    from kvbench.analyze.accept import judge, junit_xml, load_rules, rules_for_host
+    from kvbench.analyze.accept import judge, load_rules, rules_for_host
+    from kvbench.analyze.junit import junit_xml
     from kvbench.cli.run import run_and_show
     from kvbench.report.table import verdicts_table
     from kvbench.suite_run import RunRequest
 
     rules_files = [load_rules(Path(rules))] if rules else None  # bad rules fail before anything runs
-    check_writable(junit, "--junit")
+    check_writable(junit, "--junit", db, [run_ref] if run_ref else [])
     cases_failed = None
     if run_ref is None:
         try:
@@ -43,11 +44,11 @@ def accept(
     verdicts = judge(doc, rules_files or rules_for_host(gpus))
     out.print(verdicts_table(verdicts, f"acceptance of run {doc['run']['id']}"))
     if junit:
-        Path(junit).write_text(junit_xml(verdicts))
-        err.print(f"wrote {junit}")
+        write_text(junit_xml(verdicts, doc), junit)
     failed = [v for v in verdicts if v.verdict == "FAIL"]
     if failed:
-        raise CheckFailed(f"{len(failed)} acceptance rule(s) failed: {', '.join(sorted({v.rule for v in failed}))}")
+        rules_failed = sorted({v.rule for v in failed})
+        raise CheckFailed(f"{len(failed)} case(s) failed {len(rules_failed)} acceptance rule(s): {', '.join(rules_failed)}")
     if cases_failed:
         raise cases_failed
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, check_writable, documents, err, write_text
+from kvbench.cli.common import DbOption, check_writable, documents, write_text
 from kvbench.errors import BadInput
 
 
@@ -27,7 +27,7 @@ def report(
 
     if fmt not in ("html", "markdown"):
         raise BadInput(f"bad --format '{fmt}': choose html or markdown")
-    check_writable(output, "--output")
+    check_writable(output, "--output", db, [*(runs or []), *([baseline] if baseline else [])])
     docs = documents(runs or ["latest"], db)
     base = documents([baseline], db)[0] if baseline else None
     built = content.build(docs, base, model=model, tokens=tokens)
@@ -46,13 +46,12 @@ def plot(
 
     if not output.endswith((".png", ".svg")):
         raise BadInput(f"bad --output '{output}': use a .png or .svg file")
-    check_writable(output, "--output")
+    check_writable(output, "--output", db, [run_ref])
     (doc,) = documents([run_ref], db)
     fig = plots.kv_strategies(doc["results"]) if bench == "kv.restore" else plots.bandwidth_vs_size(doc["results"], bench)
     if fig is None:
         raise BadInput(f"run {doc['run']['id']} has nothing to draw for {bench} (needs a size or block_tokens sweep)")
-    plots.save(fig, output)
-    err.print(f"wrote {output}")
+    write_text(plots.figure_bytes(fig, output.rsplit(".", 1)[-1]), output)
 
 
 @app.command()
@@ -69,6 +68,6 @@ def export(
               "pytest-benchmark": exporters.pytest_benchmark, "json": lambda d: d}
     if fmt not in makers:
         raise BadInput(f"bad --format '{fmt}': choose {', '.join(makers)}")
-    check_writable(output, "--output")
+    check_writable(output, "--output", db, [run_ref])
     (doc,) = documents([run_ref], db)
     write_text(json.dumps(makers[fmt](doc), indent=2, default=str) + "\n", output)

@@ -10,7 +10,7 @@ import typer
 
 from kvbench.benches.describe import describe_params
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, check_writable, documents, err, out, pairs, write_text
+from kvbench.cli.common import DbOption, check_writable, documents, err, out, pairs, this_host_ids, write_text
 from kvbench.errors import BadInput, CheckFailed
 
 
@@ -60,7 +60,7 @@ def run(
     from kvbench.benches.params import coerce_text
     from kvbench.suite_run import RunRequest
 
-    check_writable(json_out, "--json")
+    check_writable(json_out, "--json", db)
     request = RunRequest(suite=suite, benches=tuple(bench or ()), tags=pairs(tag, "--tag"), samples=samples, db=db,
                          overrides={k: coerce_text(v) for k, v in pairs(set_, "--set").items()}, max_cases=max_cases)
     run_and_show(request, json_out)
@@ -96,12 +96,19 @@ def tag(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id or 'latest'")],
     key: Annotated[str, typer.Argument(help="tag name, e.g. baseline")],
     value: Annotated[str, typer.Argument(help="tag value")] = "1",
+    remove: Annotated[bool, typer.Option("--remove", help="remove the tag from the run instead")] = False,
     db: DbOption = None,
 ) -> None:
-    """Tag a stored run (a run tagged `baseline` is what `compare baseline` and reports compare with)."""
+    """Tag a stored run, or remove a tag. The run tagged `baseline` last (this host's where it has one)
+    is what `compare baseline` and `report --baseline baseline` compare with."""
     from kvbench.store import open_store
 
-    store = open_store(db)
-    run_id = store.resolve_run(run_ref)
+    store = open_store(db, existing=True)
+    run_id = store.resolve_run(run_ref, this_host_ids(store))
+    if remove:
+        if not store.remove_tag(run_id, key):
+            raise BadInput(f"run {run_id} has no tag '{key}'")
+        out.print(f"run {run_id}: {key} removed")
+        return
     store.set_tag(run_id, key, value)
     out.print(f"run {run_id}: {key}={value}")

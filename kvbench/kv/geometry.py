@@ -7,11 +7,11 @@ on every tensor-parallel rank.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from kvbench.errors import BadInput, unknown_name
+from kvbench.json_input import read_json_file
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 
@@ -82,14 +82,7 @@ def read_hf_config(path: Path) -> ModelGeometry:
     """Geometry from a Hugging Face `config.json`; every field is checked (present, a positive
     integer, heads dividing evenly), and a bad one is named in a one-line `BadInput`."""
     where = f"model config '{path}'"
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInput(f"{where} does not exist") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadInput(f"{where} is not valid JSON: {exc}") from None
-    except OSError as exc:
-        raise BadInput(f"{where} cannot be read: {exc.strerror}") from None
+    config = read_json_file(path, where)
     if not isinstance(config, dict):
         raise BadInput(f"{where} is a JSON {type(config).__name__}, not an object")
     config = config.get("text_config", config)

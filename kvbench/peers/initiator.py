@@ -126,7 +126,7 @@ class ProcessPeer:
                 self.process.wait(timeout=5)
         if self.process.stderr:
             self.process.stderr.close()
-        # The peer inherited UCX_LOG_FILE (kvbench-ucx-%p.log in the temp folder): its own log goes too.
+        # The peer inherited UCX_LOG_FILE (kvbench-ucx-<our pid>-%p.log in the temp folder): its own log goes too.
         template = os.environ.get("UCX_LOG_FILE", "")
         if "%p" in template and template.startswith(tempfile.gettempdir()):
             Path(template.replace("%p", str(self.process.pid))).unlink(missing_ok=True)

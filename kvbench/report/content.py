@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvbench.analyze.accept import Verdict, judge, rules_for_host
-from kvbench.analyze.compare import Comparison, compare_runs
+from kvbench.analyze.compare import Comparison, compare_runs, differences
 from kvbench.analyze.fit import fit_results
 from kvbench.analyze.numa_ratio import NearFar, near_far
 from kvbench.analyze.pinned_ratio import PageableVsPinned, pageable_vs_pinned
@@ -50,6 +50,22 @@ class ReportContent:
     verdicts: list[Verdict] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
     baseline: str | None = None
+    baseline_differences: list[str] = field(default_factory=list)  # host or software that changed since
+    no_gpu: str | None = None  # the one line a report of a host without GPUs gives in place of the GPU questions
+
+    def verdict_counts(self) -> dict[str, int]:
+        """PASS / FAIL / SKIP counts of the acceptance rules: the report's first line."""
+        return {kind: sum(v.verdict == kind for v in self.verdicts) for kind in ("PASS", "FAIL", "SKIP")}
+
+    def failures(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.verdict == "FAIL"]
+
+    def comparison_counts(self) -> dict[str, int]:
+        kinds = ("slower", "missing", "faster", "same", "ambiguous", "new", "not-ok")
+        return {kind: n for kind in kinds if (n := sum(x.verdict == kind for x in self.comparisons))}
+
+    def regressions(self) -> list[Comparison]:
+        return [x for x in self.comparisons if x.verdict in ("slower", "missing")]
 
 
 def _figure(fig) -> Figure | None:
@@ -79,7 +95,11 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
             drawn[key] = True
     content.numa = near_far(results)
     content.pageable = pageable_vs_pinned(results)
-    content.missing = [(question, why) for key, (question, why) in GPU_QUESTIONS.items() if not drawn.get(key)]
+    facts = (host or {}).get("facts") or {}
+    if host is not None and facts and not facts.get("gpus"):
+        content.no_gpu = f"GPU paths were not measured: this host has no GPU ({facts.get('gpu_reason') or 'none found'})."
+    else:
+        content.missing = [(question, why) for key, (question, why) in GPU_QUESTIONS.items() if not drawn.get(key)]
     stored_rows = [{"bench": r["bench"], "status": r["status"], "params": r["params"], "bytes_per_op": r["bytes"],
                     "median_s": (r.get("seconds") or {}).get("median"), "extra": r.get("metadata") or {}}
                    for r in results]
@@ -94,5 +114,8 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     content.verdicts = judge({"results": results}, rules_for_host(gpus))
     if baseline is not None:
         content.baseline = f"run {baseline['run']['id']}"
-        content.comparisons = compare_runs(baseline, docs[-1])
+        # Across a driver upgrade or onto another box too: the report is most needed that day, so it
+        # compares anyway and states what differs rather than refusing.
+        content.baseline_differences = differences(baseline, docs[-1])
+        content.comparisons = compare_runs(baseline, docs[-1], cross_host=True)
     return content

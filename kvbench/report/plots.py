@@ -101,10 +101,12 @@ def png_bytes(fig: plt.Figure) -> bytes:
     return buffer.getvalue()
 
 
-def save(fig: plt.Figure, path: str) -> None:
-    """PNG or SVG by the file's extension."""
-    fig.savefig(path, dpi=150)
+def figure_bytes(fig: plt.Figure, fmt: str) -> bytes:
+    """The figure as a `png` or `svg` file's bytes (closed after)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=fmt, dpi=150)
     plt.close(fig)
+    return buffer.getvalue()
 
 
 def numa_heatmap(results: list[dict[str, Any]]) -> plt.Figure | None:

@@ -19,6 +19,7 @@ import sqlite3
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import sqlalchemy as sa
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
@@ -35,11 +36,32 @@ def default_url() -> str:
     return os.environ.get("KVBENCH_DB") or f"sqlite:///{DEFAULT_PATH}"
 
 
+def sqlite_path(url: str) -> Path | None:
+    """The file of an SQLite URL (None for another database, an in-memory one, or a URL that does
+    not parse: the store says why when it opens)."""
+    try:
+        parsed = parse_url(url)
+    except BadInput:
+        return None
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    return Path(parsed.database)
+
+
+_SECRET_KEYS = {"password", "passwd", "pwd", "sslpassword"}
+
+
 def redact(url: str) -> str:
-    """The URL with any password replaced by *** (in the authority, even one holding '@' or '%',
-    and in a `password=` query parameter)."""
-    text = re.sub(r"://([^:/@?#]+):.*@(?=[^@]*$)", r"://\1:***@", str(url))
-    return re.sub(r"([?&](?:password|passwd|pwd)=)[^&#]*", r"\1***", text, flags=re.I)
+    """The URL with any password replaced by *** — in the authority (even an empty user, a password
+    holding '@' or '%'), in a query parameter (its name percent-encoded too), and in a libpq
+    `key=value` string."""
+    text = re.sub(r"://([^:/@?#]*):.*@(?=[^@]*$)", r"://\1:***@", str(url))
+
+    def hide(match: re.Match) -> str:
+        lead, key = match.group(1), match.group(2)
+        return f"{lead}{key}=***" if unquote(key).strip().lower() in _SECRET_KEYS else match.group(0)
+
+    return re.sub(r"(^|[?&;\s])([^=&?;\s]+)\s*=\s*('[^']*'|[^&;\s]*)", hide, text)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -74,9 +96,14 @@ def read_only_uri(path: Path) -> str:
     return f"file:{path.resolve()}?mode=ro{'' if os.access(path.parent, os.W_OK) else '&immutable=1'}"
 
 
-def check_sqlite_file(path: Path, shown: str) -> bool:
+QUICK_CHECK_MAX_BYTES = 64 << 20  # integrity-checked before a write up to this size (~0.3 s); larger: too slow
+
+
+def check_sqlite_file(path: Path, shown: str, before_writing: bool = False) -> bool:
     """True when `path` holds a kvbench database, False when there is none yet (absent or empty);
-    `BadInput` for anything else, found without writing a byte to it."""
+    `BadInput` for anything else, found without writing a byte to it. A file with no table, and one
+    about to be written (up to QUICK_CHECK_MAX_BYTES), pass SQLite's quick_check first: a damaged
+    page is refused rather than written around."""
     if not path.exists() or path.stat().st_size == 0:
         return False
     if path.is_dir():
@@ -90,9 +117,17 @@ def check_sqlite_file(path: Path, shown: str) -> bool:
         con = sqlite3.connect(read_only_uri(path), uri=True, timeout=30)
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables or (before_writing and path.stat().st_size <= QUICK_CHECK_MAX_BYTES):
+                verdict = con.execute("PRAGMA quick_check(1)").fetchone()[0]
+                if verdict != "ok":  # "*** in database main ***\nPage 3: btreeInitPage() returns error code 11"
+                    raise sqlite3.DatabaseError("; ".join(x for x in verdict.splitlines() if "***" not in x))
         finally:
             con.close()
     except sqlite3.DatabaseError as exc:
+        if "disk i/o error" in str(exc).lower():  # the file may be fine: its folder has no room for -wal/-shm
+            full = os.statvfs(path.parent).f_bavail == 0
+            raise BadInput(f"database '{shown}' cannot be opened: "
+                           + ("the filesystem holding it is full; free some space" if full else f"{exc}")) from None
         raise BadInput(f"database '{shown}' is a damaged SQLite file ({exc}): kvbench leaves it as it is") from None
     if not tables:
         return False  # SQLite's header but no table yet: a database being created, by kvbench or just now
@@ -127,8 +162,10 @@ def _connect_waiting_for_a_slot(dialect, _record, cargs, cparams):
             pause = min(2 * pause, 2.0)
 
 
-def open_store(url: str | None = None, read_only: bool = False):
-    """Connect, check, and (unless `read_only`) create or migrate the schema. `BadInput` on failure."""
+def open_store(url: str | None = None, read_only: bool = False, existing: bool = False):
+    """Connect, check, and (unless `read_only`) create or migrate the schema. `existing`: the database
+    must already hold kvbench's schema (a command that changes stored runs creates no database).
+    `BadInput` on failure."""
     from kvbench.store.database import Store
 
     url = url or default_url()
@@ -138,10 +175,13 @@ def open_store(url: str | None = None, read_only: bool = False):
     connect_args: dict[str, Any] = {}
     if backend == "sqlite" and parsed.database and parsed.database != ":memory:":
         path = Path(parsed.database)
-        exists = check_sqlite_file(path, shown)
-        if read_only:
+        exists = check_sqlite_file(path, shown, before_writing=not read_only)
+        if exists and not read_only:  # a newer kvbench's file: refused before any pragma touches it
+            migrate.refuse_newer(migrate.file_version(path), shown)
+        if read_only or existing:
             if not exists:
                 raise BadInput(f"no kvbench database at '{shown}' (run 'kvbench run' first, or give --db)")
+        if read_only:
             if migrate.file_version(path) < schema.SCHEMA_VERSION and os.access(path, os.W_OK):
                 open_store(url).dispose()  # an older kvbench's database: upgraded in place once, then read
             # mode=ro reads a live database; immutable=1 one on a read-only mount, where no -shm can be made
@@ -169,6 +209,8 @@ def open_store(url: str | None = None, read_only: bool = False):
         if read_only:
             migrate.check_version(engine, shown)
         else:
+            if existing:
+                migrate.check_version(engine, shown, upgradable=True)
             _with_retries(lambda: migrate.ensure_schema(engine, shown))
     except DBAPIError as exc:
         engine.dispose()

@@ -64,7 +64,8 @@ class Store:
             return int(conn.execute(schema.run.insert().values(
                 host_id=host_id, context_id=context_id, started_at=_now(), status="running", suite=suite,
                 suite_hash=suite_hash, kvbench_version=kvbench_version, git_sha=git_sha, git_dirty=git_dirty,
-                tags=tags, system_state=system_state, cases_planned=cases_planned, heartbeat_at=_now(),
+                tags=tags, tags_at={key: _now().isoformat() for key in tags}, system_state=system_state,
+                cases_planned=cases_planned, heartbeat_at=_now(),
                 pid=owner.get("pid"), boot_id=owner.get("boot_id"), machine=owner.get("machine"),
             )).inserted_primary_key[0])
 
@@ -100,18 +101,22 @@ class Store:
             return ids
 
     def set_tag(self, run_id: int, key: str, value: str) -> None:
+        """Tag a run (again: the tag's time moves to now, so the run named last is the one `key` picks)."""
         with self.engine.begin() as conn:
-            tags = conn.execute(sa.select(schema.run.c.tags).where(schema.run.c.id == run_id)).scalar_one()
-            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(tags={**(tags or {}), key: value}))
+            row = conn.execute(sa.select(schema.run.c.tags, schema.run.c.tags_at).where(schema.run.c.id == run_id)).one()
+            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(
+                tags={**(row.tags or {}), key: value}, tags_at={**(row.tags_at or {}), key: _now().isoformat()}))
 
     def remove_tag(self, run_id: int, key: str) -> bool:
         """Drop tag `key` from a run; False when it had none."""
         with self.engine.begin() as conn:
-            tags = dict(conn.execute(sa.select(schema.run.c.tags).where(schema.run.c.id == run_id)).scalar_one() or {})
+            row = conn.execute(sa.select(schema.run.c.tags, schema.run.c.tags_at).where(schema.run.c.id == run_id)).one()
+            tags, tags_at = dict(row.tags or {}), dict(row.tags_at or {})
             if key not in tags:
                 return False
             del tags[key]
-            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(tags=tags))
+            tags_at.pop(key, None)
+            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(tags=tags, tags_at=tags_at))
             return True
 
     def mark_crashed(self, run_ids: list[int], reason: str) -> None:
@@ -144,15 +149,20 @@ class Store:
             raise BadInput(f"database {self.url} holds no runs yet; start one with 'kvbench run'")
         return int(newest)
 
-    def resolve_run(self, ref: str | int = "latest") -> int:
+    def resolve_run(self, ref: str | int = "latest", prefer_hosts: list[str] | None = None) -> int:
         """A run id from `latest` (the newest whole run: not running, aborted or crashed, nor short of
-        its cases) or a number; `BadInput` when there is no such run."""
+        its cases — of `prefer_hosts` where they have one, else of any host) or a number; `BadInput`
+        when there is no such run."""
         with self.engine.connect() as conn:
             newest = self._newest(conn)
             if str(ref) == "latest":
-                for row in conn.execute(sa.select(schema.run.c.id).order_by(schema.run.c.id.desc())):
-                    if self._partial(conn, row.id) is None:
-                        return int(row.id)
+                for hosts in ([prefer_hosts] if prefer_hosts else []) + [None]:
+                    query = sa.select(schema.run.c.id).order_by(schema.run.c.id.desc())
+                    if hosts is not None:
+                        query = query.where(schema.run.c.host_id.in_(hosts))
+                    for row in conn.execute(query):
+                        if self._partial(conn, row.id) is None:
+                            return int(row.id)
                 raise BadInput(f"database {self.url} holds no whole run (every run was interrupted): give a run id")
             try:
                 run_id = int(ref)
@@ -201,14 +211,20 @@ class Store:
                                                          .group_by(schema.run.c.host_id))}
 
     def tagged_run(self, tag: str, host_ids: list[str] | None = None) -> int | None:
-        """The newest whole run carrying `tag` (on one of `host_ids` where given), None if none does."""
-        query = (sa.select(schema.run.c.id).where(schema.run.c.tags[tag].as_string().is_not(None),
-                                                  schema.run.c.status.in_(WHOLE))
-                 .order_by(schema.run.c.id.desc()))
+        """The whole run that was tagged `tag` last (on one of `host_ids` where given), None if none is:
+        tagging a run again makes it the newest so tagged, whatever its age."""
+        query = (sa.select(schema.run.c.id, schema.run.c.tags_at, schema.run.c.started_at)
+                 .where(schema.run.c.tags[tag].as_string().is_not(None), schema.run.c.status.in_(WHOLE)))
         if host_ids is not None:
             query = query.where(schema.run.c.host_id.in_(host_ids))
         with self.engine.connect() as conn:
-            for row in conn.execute(query):
+            rows = conn.execute(query).all()
+
+            def tagged_at(row) -> datetime:
+                when = (row.tags_at or {}).get(tag)
+                return datetime.fromisoformat(when) if when else row.started_at
+
+            for row in sorted(rows, key=lambda r: (tagged_at(r), r.id), reverse=True):
                 if self._partial(conn, row.id) is None:
                     return int(row.id)
         return None
@@ -217,6 +233,11 @@ class Store:
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(schema.host).where(schema.host.c.id == host_id)).mappings().first()
             return dict(row) if row else None
+
+    def context(self, context_id: str) -> dict | None:
+        """A context's facts (driver, CUDA, library versions), None if unknown."""
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(schema.context.c.facts).where(schema.context.c.id == context_id)).scalar()
 
     def hosts(self, hostname: str | None = None) -> dict[str, dict]:
         """Every host (or those with `hostname`), by id, with its facts."""

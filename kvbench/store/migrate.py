@@ -33,7 +33,7 @@ def file_version(path: Path) -> int:
     return int(row[0]) if row else schema.SCHEMA_VERSION
 
 
-def _refuse_newer(version: int | None, shown: str) -> None:
+def refuse_newer(version: int | None, shown: str) -> None:
     if version is not None and version > schema.SCHEMA_VERSION:
         raise BadInput(f"database {shown} has schema version {version}; this kvbench uses {schema.SCHEMA_VERSION}: "
                        "use a newer kvbench or a new database")
@@ -49,9 +49,16 @@ def ensure_schema(engine: sa.Engine, shown: str) -> None:
         if engine.dialect.name == "postgresql":
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_SCHEMA_LOCK})
         version = _version(conn)
-        _refuse_newer(version, shown)
+        refuse_newer(version, shown)
         if version == schema.SCHEMA_VERSION:
             return
+        if version is None and engine.dialect.name == "postgresql":
+            # kvbench makes its schema in one transaction under the lock: tables without it are not ours
+            # (an SQLite file's are refused when it is opened, see connect.check_sqlite_file)
+            theirs = sorted(set(sa.inspect(conn).get_table_names()) & set(schema.metadata.tables))
+            if theirs:
+                raise BadInput(f"database {shown} holds another program's tables ({', '.join(theirs)}) and no "
+                               "kvbench schema: kvbench leaves it as it is; give another database")
         schema.meta.create(conn, checkfirst=True)  # first: a file with tables but no kvbench_meta is not ours
         schema.metadata.create_all(conn)
         if version is not None and version < schema.SCHEMA_VERSION:
@@ -63,31 +70,36 @@ def ensure_schema(engine: sa.Engine, shown: str) -> None:
 
 
 def _upgrade(conn: sa.Connection, version: int) -> None:
-    """Version 1 → 2: the columns and indexes a shared database needs (create_all made host_alias)."""
+    """From `version` to this one: each later version's added columns and indexes (create_all made
+    its new tables), then what a version's data needs (2: result rows carry their run's host)."""
     inspector = sa.inspect(conn)
-    for table_name, names in schema.ADDED_IN_2.items():
-        table = schema.metadata.tables[table_name]
-        have = {c["name"] for c in inspector.get_columns(table_name)}
-        for name in names:
-            if name not in have:
-                kind = table.c[name].type.compile(dialect=conn.dialect)
-                conn.execute(sa.text(f"ALTER TABLE {table_name} ADD COLUMN {name} {kind}"))
-        indexes = {ix["name"] for ix in inspector.get_indexes(table_name)}
+    for added in (schema.ADDED_IN[v] for v in sorted(schema.ADDED_IN) if v > version):
+        for table_name, names in added.items():
+            table = schema.metadata.tables[table_name]
+            have = {c["name"] for c in inspector.get_columns(table_name)}
+            for name in names:
+                if name not in have:
+                    kind = table.c[name].type.compile(dialect=conn.dialect)
+                    conn.execute(sa.text(f"ALTER TABLE {table_name} ADD COLUMN {name} {kind}"))
+    for table in schema.metadata.tables.values():
+        indexes = {ix["name"] for ix in inspector.get_indexes(table.name)}
         for index in table.indexes:
             if index.name not in indexes:
                 index.create(conn)
-    conn.execute(schema.result.update().values(host_id=sa.select(schema.run.c.host_id)
-                                               .where(schema.run.c.id == schema.result.c.run_id)
-                                               .scalar_subquery()))
+    if version < 2:
+        conn.execute(schema.result.update().values(host_id=sa.select(schema.run.c.host_id)
+                                                   .where(schema.run.c.id == schema.result.c.run_id)
+                                                   .scalar_subquery()))
 
 
-def check_version(engine: sa.Engine, shown: str) -> None:
-    """For a read-only opening: a kvbench database of this version."""
+def check_version(engine: sa.Engine, shown: str, upgradable: bool = False) -> None:
+    """A kvbench database of this version (or an older one, when it may be `upgradable`): for a
+    read-only opening, and for a command that changes stored runs."""
     with engine.connect() as conn:
         version = _version(conn)
     if version is None:
         raise BadInput(f"database {shown} holds no kvbench schema yet (run 'kvbench run' first)")
-    _refuse_newer(version, shown)
-    if version < schema.SCHEMA_VERSION:
+    refuse_newer(version, shown)
+    if version < schema.SCHEMA_VERSION and not upgradable:
         raise BadInput(f"database {shown} has schema version {version} and cannot be upgraded here (read-only): "
                        "open it once where it is writable with any kvbench command")

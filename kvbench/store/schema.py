@@ -3,18 +3,42 @@
 Version 2 added what a shared, long-lived database needs: the process that owns a run (pid, boot
 id, machine) and its heartbeat, so a later kvbench can tell a crashed run from a running one; the
 number of cases a run planned, so a partial run is never taken for a whole one; and host aliases,
-so history recorded under an older host id stays this host's.
+so history recorded under an older host id stays this host's. Version 3 added when each tag was
+set, so the baseline is the run the user named last.
+
+Every moment is stored in UTC and read back with its time zone on every database (SQLite keeps
+none: `UtcDateTime` adds it back).
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
 from kvbench.records import STATS
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = sa.MetaData()
+
+
+class UtcDateTime(sa.types.TypeDecorator):
+    """A moment, stored in UTC and always read back time-zone aware (UTC), whatever the database."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
 
 meta = sa.Table(
     "kvbench_meta", metadata,
@@ -27,14 +51,14 @@ host = sa.Table(
     sa.Column("id", sa.String(64), primary_key=True),  # sha256 of the stable identity (or KVBENCH_HOST_ID)
     sa.Column("hostname", sa.String(256), nullable=False),
     sa.Column("facts", sa.JSON, nullable=False),
-    sa.Column("first_seen", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("first_seen", UtcDateTime(), nullable=False),
 )
 
 host_alias = sa.Table(
     "host_alias", metadata,
     sa.Column("old_id", sa.String(64), primary_key=True),  # an id this host had before (an older kvbench's)
     sa.Column("host_id", sa.String(64), nullable=False),
-    sa.Column("merged_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("merged_at", UtcDateTime(), nullable=False),
     sa.Column("old_facts", sa.JSON),
 )
 
@@ -49,8 +73,8 @@ run = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("host_id", sa.String(64), sa.ForeignKey("host.id"), nullable=False, index=True),
     sa.Column("context_id", sa.String(64), sa.ForeignKey("context.id"), nullable=False),
-    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("ended_at", sa.DateTime(timezone=True)),
+    sa.Column("started_at", UtcDateTime(), nullable=False),
+    sa.Column("ended_at", UtcDateTime()),
     sa.Column("status", sa.String(16), nullable=False, index=True),  # running | complete | aborted | failed | crashed
     sa.Column("suite", sa.String(256)),
     sa.Column("suite_hash", sa.String(64)),
@@ -65,7 +89,9 @@ run = sa.Table(
     sa.Column("pid", sa.Integer),
     sa.Column("boot_id", sa.String(64)),
     sa.Column("machine", sa.String(256)),  # the hostname the owning process ran on
-    sa.Column("heartbeat_at", sa.DateTime(timezone=True)),
+    sa.Column("heartbeat_at", UtcDateTime()),
+    # version 3
+    sa.Column("tags_at", sa.JSON),  # tag → when it was set (ISO 8601, UTC); a tag given at the start: started_at
 )
 
 result = sa.Table(
@@ -104,4 +130,6 @@ sample = sa.Table(
 )
 
 # Columns and indexes version 2 added to tables version 1 had (the migration adds them in place).
-ADDED_IN_2 = {"run": ("cases_planned", "pid", "boot_id", "machine", "heartbeat_at"), "result": ("host_id",)}
+# The columns each version added to a table that already existed (new tables: create_all makes them).
+ADDED_IN = {2: {"run": ("cases_planned", "pid", "boot_id", "machine", "heartbeat_at"), "result": ("host_id",)},
+            3: {"run": ("tags_at",)}}

@@ -27,11 +27,40 @@ def test_report_answers_each_question_it_has_data_for(built):
     questions = [f.question for f in built.figures]
     assert "How fast does dram.copy move bytes, by transfer size?" in questions
     assert "How close does each KV strategy get to one contiguous copy, by block size?" in questions
-    assert len(built.missing) == 4 and all(why.startswith("no ") for _, why in built.missing)
+    assert built.missing == [] and built.no_gpu.startswith("GPU paths were not measured: this host has no GPU")
     assert any(fit and fit.alpha_us > 0 for _, fit in built.fits)
     assert built.plan and built.plan[0].tier == "DRAM → DRAM" and built.plan[0].measured_gbps > 0
     assert {v.verdict for v in built.verdicts} >= {"PASS", "SKIP"}
-    assert any(c.verdict == "unchanged" for c in built.comparisons)
+    assert built.comparison_counts() == {"missing": 10, "same": 2, "new": 38}
+
+
+def test_a_gpu_host_s_report_names_each_gpu_question_its_runs_leave_open():
+    quick, kv = docs()
+    for doc in (quick, kv):
+        doc["host"]["facts"]["gpus"] = [{"name": "NVIDIA H200", "uuid": None}]
+    built = content.build([quick, kv])
+    assert built.no_gpu is None
+    assert len(built.missing) == 4 and all(why.startswith("no ") for _, why in built.missing)
+
+
+def test_the_report_opens_with_its_verdict(built):
+    html = render.html(built)
+    assert html.index("<h2>Verdict") < html.index("<h2>Host")
+    assert "PASS 4</span> · <span class=\"\">FAIL 0</span> · <span class=\"skip\">SKIP 9" in html
+    assert "10 missing" in html and "GPU paths were not measured" in html
+    no_baseline = render.html(content.build(docs()))
+    assert "kvbench tag RUN baseline" in no_baseline
+
+
+def test_a_report_across_a_driver_upgrade_compares_and_says_what_changed():
+    quick, kv = docs()
+    newer = json.loads(json.dumps(quick))
+    newer["run"]["id"], newer["run"]["context_id"] = 7, "f" * 64
+    quick["context"] = {"id": quick["run"]["context_id"], "facts": {"nvidia_driver": "570.86", "numpy": "2.1"}}
+    newer["context"] = {"id": "f" * 64, "facts": {"nvidia_driver": "580.65", "numpy": "2.1"}}
+    built = content.build([newer], baseline=quick)
+    assert built.baseline_differences == ["nvidia_driver: 570.86 → 580.65"]
+    assert built.comparisons and "nvidia_driver: 570.86 → 580.65" in render.html(built)
 
 
 def test_html_is_self_contained(built):
@@ -39,7 +68,7 @@ def test_html_is_self_contained(built):
     images = re.findall(r'<img alt="[^"]+" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
     assert len(images) == len(built.figures) == 2
     assert "http://" not in html and "https://" not in html  # nothing to fetch
-    for section in ("Host", "Figures", "Per-fragment cost", "Restore 8192 tokens", "Acceptance", "Regressions"):
+    for section in ("Verdict", "Host", "Figures", "Per-fragment cost", "Restore 8192 tokens", "Acceptance", "Regressions"):
         assert f"<h2>{section}" in html
 
 
@@ -51,9 +80,10 @@ def test_markdown_has_the_tables(built):
 
 def test_single_figure_for_a_slide(tmp_path):
     quick = docs()[0]
-    for name in ("fig.png", "fig.svg"):
-        plots.save(plots.bandwidth_vs_size(quick["results"], "dram.copy"), str(tmp_path / name))
-        assert (tmp_path / name).stat().st_size > 10_000
+    png = plots.figure_bytes(plots.bandwidth_vs_size(quick["results"], "dram.copy"), "png")
+    svg = plots.figure_bytes(plots.bandwidth_vs_size(quick["results"], "dram.copy"), "svg")
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    assert b"<svg" in svg[:1000] and len(svg) > 10_000
     assert plots.bandwidth_vs_size(quick["results"], "hbm.read") is None
 
 

@@ -81,3 +81,39 @@ def test_unreachable_database_is_one_clear_line():
 def test_malformed_url_is_bad_input():
     with pytest.raises(BadInput, match="bad database URL"):
         open_store("not a url")
+
+
+def _whole_run(store, host="h" * 64) -> int:
+    run_id = _begin(store, host)
+    store.finish_run(run_id, "complete")
+    return run_id
+
+
+def test_the_baseline_is_the_run_tagged_last_and_a_removed_tag_is_gone(db_url):
+    store = open_store(db_url)
+    first, _second, third = (_whole_run(store) for _ in range(3))
+    store.set_tag(third, "baseline", "1")
+    store.set_tag(first, "baseline", "1")  # named last, though older
+    assert store.tagged_run("baseline") == first
+    assert store.remove_tag(first, "baseline") and not store.remove_tag(first, "baseline")
+    assert store.tagged_run("baseline") == third
+    assert "baseline" not in store.run(first)["tags"]
+
+
+def test_latest_and_baseline_prefer_this_host_s_runs(db_url):
+    store = open_store(db_url)
+    mine, other = "a" * 64, "b" * 64
+    my_run = _whole_run(store, mine)
+    store.set_tag(my_run, "baseline", "1")
+    other_run = _whole_run(store, other)
+    store.set_tag(other_run, "baseline", "1")
+    assert store.resolve_run("latest") == other_run and store.resolve_run("latest", [mine]) == my_run
+    assert store.tagged_run("baseline", [mine]) == my_run and store.tagged_run("baseline") == other_run
+    assert store.resolve_run("latest", ["c" * 64]) == other_run  # a host with no runs: the newest of any
+
+
+def test_every_stored_moment_comes_back_in_utc_with_its_time_zone(db_url):
+    store = open_store(db_url)
+    run = store.run(_whole_run(store))
+    for moment in (run["started_at"], run["ended_at"], run["heartbeat_at"]):
+        assert moment.utcoffset() is not None and moment.utcoffset().total_seconds() == 0

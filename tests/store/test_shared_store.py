@@ -121,6 +121,9 @@ def test_an_older_kvbench_s_database_is_upgraded_in_place_and_keeps_its_runs(tmp
     ("postgresql+psycopg://kv:s3cret@127.0.0.1:1/x", "s3cret"),
     ("postgresql+psycopg://kv:p@ss%40w0rd@127.0.0.1:1/x", "w0rd"),
     ("postgresql+psycopg://kv@127.0.0.1:1/x?password=hunter2", "hunter2"),
+    ("postgresql://:s3cret@127.0.0.1:1/x", "s3cret"),  # no user name
+    ("postgresql://u:x@127.0.0.1:1/x?%70assword=hunter2", "hunter2"),  # the key percent-encoded
+    ("host=127.0.0.1 port=1 password=hunter2", "hunter2"),  # a libpq string, not a URL
 ])
 def test_a_password_never_appears_in_any_output(url, secret):
     assert secret not in redact(url)
@@ -169,3 +172,33 @@ def _drop_role(engine: sa.Engine, role: str) -> None:
             conn.execute(sa.text(f"REASSIGN OWNED BY {role} TO CURRENT_USER"))
             conn.execute(sa.text(f"DROP OWNED BY {role}"))
             conn.execute(sa.text(f"DROP ROLE {role}"))
+
+
+def test_a_database_with_a_damaged_page_is_one_line_and_never_written(tmp_path):
+    path = tmp_path / "k.sqlite"
+    url = f"sqlite:///{path}"
+    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", url).returncode == 0
+    page = int.from_bytes(path.read_bytes()[16:18], "big")
+    with path.open("r+b") as f:  # one b-tree page overwritten, as a failing disk or a bad copy leaves it
+        f.seek(2 * page)
+        f.write(b"\xff" * 8)
+    before = _digest(path)
+    for args in (["run", "--suite", "tests/fixtures/tiny.toml"], ["tag", "1", "x"], ["results"]):
+        proc = run_cli(*args, "--db", url)
+        assert proc.returncode == 2 and "damaged" in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert _digest(path) == before
+
+
+def test_a_postgresql_database_with_another_program_s_tables_is_left_as_it_is(pg_url):
+    engine = sa.create_engine(pg_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE run (id integer primary key, note text)"))
+    try:
+        proc = run_cli("run", "--bench", "dram.copy", "--set", "size=64KiB", "--db", pg_url)
+        assert proc.returncode == 2 and "another program's tables (run)" in proc.stderr, proc.stderr
+        assert sa.inspect(engine).get_table_names() == ["run"]
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE run"))
+        engine.dispose()

@@ -1,0 +1,60 @@
+"""Acceptance verdicts as JUnit XML, the report every CI system shows: one testsuite for the run,
+with its time, start, host and what it ran on; one testcase per verdict, with the measured value
+on passing cases too."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from datetime import datetime
+from typing import Any
+
+from kvbench.analyze.accept import Verdict
+from kvbench.analyze.runs import RunDocument
+
+
+def _seconds(run: dict[str, Any]) -> float:
+    try:
+        return max(0.0, (datetime.fromisoformat(str(run["ended_at"])) -
+                         datetime.fromisoformat(str(run["started_at"]))).total_seconds())
+    except (KeyError, TypeError, ValueError):
+        return 0.0
+
+
+def properties(doc: RunDocument) -> dict[str, str]:
+    """What the run was, for a CI page: run and host ids, GPUs, driver, kvbench version, suite."""
+    run, host = doc["run"], doc.get("host") or {}
+    facts, context = host.get("facts") or {}, (doc.get("context") or {}).get("facts") or {}
+    gpus = sorted({g.get("name") or "?" for g in facts.get("gpus") or []})
+    found = {
+        "run_id": run["id"], "host_id": run["host_id"], "hostname": host.get("hostname") or facts.get("hostname"),
+        "gpu": ", ".join(gpus) or "none", "driver": context.get("nvidia_driver") or "none",
+        "cuda_driver": context.get("cuda_driver"), "kvbench_version": run.get("kvbench_version"),
+        "suite": run.get("suite"),
+    }
+    return {k: str(v) for k, v in found.items() if v is not None}
+
+
+def junit_xml(verdicts: list[Verdict], doc: RunDocument, name: str = "kvbench accept") -> str:
+    """One testsuite (time: the run's wall seconds; timestamp: its start, UTC) holding one testcase
+    per verdict; FAIL as <failure>, SKIP as <skipped>, and every case's measured value and threshold
+    in its <system-out>. Class names keep a benchmark id whole when split at their last dot
+    (`kvbench.accept.dram_copy`)."""
+    run, props = doc["run"], properties(doc)
+    suite = ET.Element("testsuite", name=name, tests=str(len(verdicts)),
+                       failures=str(sum(v.verdict == "FAIL" for v in verdicts)),
+                       skipped=str(sum(v.verdict == "SKIP" for v in verdicts)), errors="0",
+                       time=f"{_seconds(run):.3f}", timestamp=str(run.get("started_at") or ""),
+                       hostname=props.get("hostname", "unknown"))
+    listed = ET.SubElement(suite, "properties")
+    for key, value in props.items():
+        ET.SubElement(listed, "property", name=key, value=value)
+    for v in verdicts:
+        case = ET.SubElement(suite, "testcase", classname=f"kvbench.accept.{v.bench.replace('.', '_')}",
+                             name=f"{v.rule} [{v.case}]", time="0")
+        text = f"measured {v.measured}, threshold {v.threshold}; {v.why}".strip("; ")
+        if v.verdict == "FAIL":
+            ET.SubElement(case, "failure", message=text, type="below threshold")
+        elif v.verdict == "SKIP":
+            ET.SubElement(case, "skipped", message=text)
+        ET.SubElement(case, "system-out").text = text
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True)
