@@ -137,3 +137,51 @@ def test_analysis_bad_input_on_an_empty_database(tmp_path, args, message):
     proc = run_cli(*args, "--db", url)
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_every_answer_comes_as_json_too(tmp_path):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    for _ in range(2):
+        assert run_cli("run", "--suite", "tests/fixtures/kv-sweep.toml", "--db", db).returncode == 0
+    accepted = run_cli("accept", "--run", "latest", "--json", "-", "--db", db)
+    doc = json.loads(accepted.stdout)
+    assert set(doc["counts"]) == {"PASS", "FAIL", "SKIP"} and doc["verdicts"][0]["verdict"] in doc["counts"]
+    hist = json.loads(run_cli("history", "kv.restore", "--json", "-", "--db", db).stdout)
+    assert hist["bench"] == "kv.restore" and all(len(c["runs"]) == 2 for c in hist["cases"])
+    assert hist["cases"][0]["runs"][0]["started_at"].endswith("+00:00")
+    fleet = json.loads(run_cli("fleet", "--json", "-", "--db", db).stdout)
+    assert fleet["outliers"] == 0 and {r["bench"] for r in fleet["rows"]} == {"kv.restore"}
+    fits = json.loads(run_cli("fit", "--json", "-", "--db", db).stdout)
+    assert any(f["fit"] and f["fit"]["alpha_us"] > 0 for f in fits["fits"])
+    figure = tmp_path / "history.svg"
+    assert run_cli("history", "kv.restore", "--plot", str(figure), "--db", db).returncode == 0
+    assert figure.read_text().lstrip().startswith("<?xml")
+
+
+def test_the_baseline_is_the_run_named_last_and_a_tag_can_be_removed(tmp_path):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    for _ in range(3):
+        assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db).returncode == 0
+    assert run_cli("tag", "2", "baseline", "--db", db).returncode == 0
+    assert run_cli("tag", "1", "baseline", "--db", db).returncode == 0
+    assert "run 1 → run 3" in run_cli("compare", "baseline", "latest", "--db", db).stdout
+    assert "baseline removed" in run_cli("tag", "1", "baseline", "--remove", "--db", db).stdout
+    assert "run 2 → run 3" in run_cli("compare", "baseline", "latest", "--db", db).stdout
+    proc = run_cli("tag", "1", "baseline", "--remove", "--db", db)
+    assert proc.returncode == 2 and "has no tag 'baseline'" in proc.stderr
+
+
+def test_a_report_across_contexts_is_written_and_says_what_changed(tmp_path):
+    old = json.loads(QUICK.read_text())
+    new = copy.deepcopy(old)
+    new["run"]["id"], new["run"]["context_id"] = 99, "f" * 64
+    old["context"] = {"id": old["run"]["context_id"], "facts": {"nvidia_driver": "570.86"}}
+    new["context"] = {"id": "f" * 64, "facts": {"nvidia_driver": "580.65"}}
+    paths = []
+    for name, doc in (("old.json", old), ("new.json", new)):
+        paths.append(tmp_path / name)
+        paths[-1].write_text(json.dumps(doc))
+    page = tmp_path / "r.html"
+    proc = run_cli("report", str(paths[1]), "--baseline", str(paths[0]), "-o", str(page))
+    assert proc.returncode == 0, proc.stderr
+    assert "nvidia_driver: 570.86 → 580.65" in page.read_text()

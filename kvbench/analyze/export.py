@@ -14,11 +14,15 @@ import numpy as np
 
 from kvbench import __version__
 from kvbench.analyze.runs import RunDocument, ok_results
+from kvbench.benches.describe import describe_params
 
 
 def case_name(result: dict[str, Any]) -> str:
-    params = ",".join(f"{k}={v}" for k, v in sorted(result["params"].items()))
-    return f"{result['bench']}[{params}]"
+    """`pcie.h2d[size=256MiB]`: the benchmark and only the parameters not at their default, sizes in
+    binary units — short on a dashboard, and unchanged when a later kvbench adds a parameter (its
+    default is left out of the name, so a series' history carries on)."""
+    described = describe_params(result["bench"], result["params"])
+    return result["bench"] if described == "(defaults)" else f"{result['bench']}[{','.join(described.split())}]"
 
 
 def github_action_benchmark(doc: RunDocument) -> list[dict[str, Any]]:

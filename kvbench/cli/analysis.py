@@ -7,7 +7,17 @@ from typing import Annotated
 import typer
 
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, documents, fraction, out, pairs, this_host_ids
+from kvbench.cli.common import (
+    DbOption,
+    JsonOption,
+    check_writable,
+    documents,
+    fraction,
+    out,
+    pairs,
+    this_host_ids,
+    write_json,
+)
 from kvbench.errors import BadInput
 
 
@@ -15,6 +25,7 @@ from kvbench.errors import BadInput
 def fit(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, 'latest', 'baseline' or a JSON export")]
     = "latest",
+    json_out: JsonOption = None,
     db: DbOption = None,
 ) -> None:
     """Per-fragment cost α (µs) and streaming bandwidth β (GB/s) of each KV strategy over a block-size sweep."""
@@ -22,11 +33,17 @@ def fit(
     from kvbench.records import result_row
     from kvbench.report.analysis_tables import fit_table
 
+    check_writable(json_out, "--json", db, [run_ref])
     (doc,) = documents([run_ref], db)
     run_id = doc["run"]["id"]
     fits = fit_results([result_row(r) for r in doc["results"]])
     if not fits:
         raise BadInput(f"run {run_id} has no kv.restore / kv.offload results to fit")
+    if json_out:
+        from kvbench.report.json_docs import fit_doc
+
+        write_json(fit_doc(run_id, fits), json_out)
+        return
     out.print(fit_table(fits, run_id))
     out.print("'-': fewer than 3 block sizes, or fragments grew in proportion to bytes — sweep block_tokens to fit")
 
@@ -61,6 +78,8 @@ def history(
     bench: Annotated[str, typer.Argument(help="benchmark id")],
     params: Annotated[list[str] | None, typer.Option("--params", help="only cases with key=value")] = None,
     threshold: Annotated[str, typer.Option(help="smallest level shift that starts a segment")] = "5%",
+    plot: Annotated[str | None, typer.Option("--plot", help="also draw the history to FILE (.png or .svg)")] = None,
+    json_out: JsonOption = None,
     db: DbOption = None,
 ) -> None:
     """Median GB/s of each case over all runs of this host, cut where the level persistently shifted."""
@@ -70,6 +89,10 @@ def history(
     from kvbench.report.analysis_tables import history_table
     from kvbench.store import open_store
 
+    check_writable(json_out, "--json", db)
+    check_writable(plot, "--plot", db)
+    if plot and not plot.endswith((".png", ".svg")):
+        raise BadInput(f"bad --plot '{plot}': use a .png or .svg file")
     get_bench(bench)  # an unknown id is bad input, with the closest one suggested
     wanted = canonical_subset(bench, pairs(params, "--params"))
     floor = fraction(threshold, "--threshold")
@@ -81,14 +104,26 @@ def history(
     cases: dict[str, list[dict]] = {}
     for r in rows:
         cases.setdefault(r["case_hash"], []).append(r)
-    for series in cases.values():
-        out.print(history_table(bench, series, segments([r["gbps_median"] for r in series], floor)))
+    found = [(series, segments([r["gbps_median"] for r in series], floor)) for series in cases.values()]
+    if plot:
+        from kvbench.cli.common import write_text
+        from kvbench.report.plots import figure_bytes, history_figure
+
+        write_text(figure_bytes(history_figure(bench, found), plot.rsplit(".", 1)[-1]), plot)
+    if json_out:
+        from kvbench.report.json_docs import history_doc
+
+        write_json(history_doc(bench, found), json_out)
+        return
+    for series, segs in found:
+        out.print(history_table(bench, series, segs))
 
 
 @app.command("fleet")
 def fleet_cmd(
     bench: Annotated[list[str] | None, typer.Option("--bench", help="only these benchmarks")] = None,
     outliers_only: Annotated[bool, typer.Option("--outliers", help="show only the hosts that stand out")] = False,
+    json_out: JsonOption = None,
     db: DbOption = None,
 ) -> None:
     """Every host's latest result per case side by side; hosts far from their SKU's median are flagged."""
@@ -96,10 +131,16 @@ def fleet_cmd(
     from kvbench.report.analysis_tables import fleet_table
     from kvbench.store import open_store
 
+    check_writable(json_out, "--json", db)
     store = open_store(db, read_only=True)
     rows = store.latest_ok_results(bench or None)
     if not rows:
         raise BadInput(f"no results in {store.url}{' for ' + ', '.join(bench) if bench else ''}")
     found = fleet(rows, store.hosts())
+    if json_out:
+        from kvbench.report.json_docs import fleet_doc
+
+        write_json(fleet_doc([r for r in found if r.outlier or not outliers_only]), json_out)
+        return
     out.print(fleet_table(found, f"fleet · {store.url}", outliers_only))
     out.print(f"{sum(r.outlier for r in found)} outlier(s)")

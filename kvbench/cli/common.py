@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -19,6 +19,18 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 DbOption = Annotated[str | None, typer.Option("--db", help="SQLAlchemy URL; default $KVBENCH_DB or "
                                                            "sqlite:///results/kvbench.sqlite")]
+
+
+JsonOption = Annotated[str | None, typer.Option("--json", help="write the answer as JSON to FILE, or - for stdout "
+                                                              "(shapes: docs/json-outputs.md)")]
+
+
+def write_json(doc: Any, target: str) -> None:
+    """A command's `--json` document to `target` (`-`: standard output), indented, times as ISO 8601."""
+    import json
+
+    write_text(json.dumps(doc, indent=2, default=lambda x: x.isoformat() if hasattr(x, "isoformat") else str(x))
+               + "\n", target)
 
 
 def pairs(items: list[str] | None, option: str) -> dict[str, str]:

@@ -11,7 +11,17 @@ import typer
 
 from kvbench.benches.describe import describe_params
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, check_writable, documents, err, fraction, out, write_text
+from kvbench.cli.common import (
+    DbOption,
+    JsonOption,
+    check_writable,
+    documents,
+    err,
+    fraction,
+    out,
+    write_json,
+    write_text,
+)
 from kvbench.errors import BadInput, CheckFailed
 
 
@@ -20,6 +30,7 @@ def accept(
     suite: Annotated[str, typer.Option(help="suite to run")] = "acceptance",
     rules: Annotated[str | None, typer.Option(help="rules TOML (default: suites/rules matching this host)")] = None,
     junit: Annotated[str | None, typer.Option(help="write JUnit XML here")] = None,
+    json_out: JsonOption = None,
     run_ref: Annotated[str | None, typer.Option("--run", help="judge a stored run (id, latest, baseline) or a JSON "
                                                              "export instead of running the suite")] = None,
     db: DbOption = None,
@@ -33,6 +44,7 @@ def accept(
 
     rules_files = [load_rules(Path(rules))] if rules else None  # bad rules fail before anything runs
     check_writable(junit, "--junit", db, [run_ref] if run_ref else [])
+    check_writable(json_out, "--json", db, [run_ref] if run_ref else [])
     cases_failed = None
     if run_ref is None:
         try:
@@ -42,7 +54,12 @@ def accept(
     (doc,) = documents([run_ref], db)
     gpus = ((doc.get("host") or {}).get("facts") or {}).get("gpus") or []
     verdicts = judge(doc, rules_files or rules_for_host(gpus))
-    out.print(verdicts_table(verdicts, f"acceptance of run {doc['run']['id']}"))
+    if json_out:
+        from kvbench.report.json_docs import accept_doc
+
+        write_json(accept_doc(doc, verdicts), json_out)
+    if json_out != "-":
+        out.print(verdicts_table(verdicts, f"acceptance of run {doc['run']['id']}"))
     if junit:
         write_text(junit_xml(verdicts, doc), junit)
     failed = [v for v in verdicts if v.verdict == "FAIL"]

@@ -52,7 +52,7 @@ def history_table(bench: str, series: list[dict[str, Any]], segments: list[Any])
                                                                               "segment"))
     for n, seg in enumerate(segments):
         for r in series[seg.start:seg.end]:
-            table.add_row(str(r["run_id"]), f"{r['started_at']:%Y-%m-%d %H:%M}", format_gbps(r["gbps_median"]),
+            table.add_row(str(r["run_id"]), f"{r['started_at']:%Y-%m-%d %H:%M %Z}", format_gbps(r["gbps_median"]),
                           f"{n + 1} (median {format_gbps(seg.median)})")
     return table
 

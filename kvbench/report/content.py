@@ -71,7 +71,7 @@ class ReportContent:
 def _figure(fig) -> Figure | None:
     if fig is None:
         return None
-    title = fig.axes[0].get_title()
+    title = fig.get_suptitle() or fig.axes[0].get_title()  # a figure of panels asks its question above them
     return Figure(title, base64.b64encode(plots.png_bytes(fig)).decode())
 
 

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from kvbench.metadata import DIRECTIONS_GBPS, PER_GPU_GBPS  # noqa: E402
+from kvbench.metadata import DIRECTIONS_GBPS, FRAGMENT_BYTES, PER_GPU_GBPS  # noqa: E402
 from kvbench.units import format_size  # noqa: E402
 
 
@@ -70,26 +70,75 @@ def bandwidth_vs_size(results: list[dict[str, Any]], bench: str) -> plt.Figure |
     return fig
 
 
+def kv_ratio_frame(results: list[dict[str, Any]]) -> pd.DataFrame:
+    """Each non-contiguous kv.restore result as a fraction of the contiguous copy of the same bytes
+    (same parameters but the strategy): median, p10 and p90 over the contiguous median, with the
+    fragment size. Empty when no result has its contiguous twin."""
+    rows = [r for r in results if r["status"] == "ok" and r["bench"] == "kv.restore"]
+
+    def key(r: dict[str, Any]) -> str:
+        return repr(sorted((k, v) for k, v in r["params"].items() if k != "strategy"))
+
+    ceiling = {key(r): r["gbps"]["median"] for r in rows if r["params"].get("strategy") == "contiguous"}
+    out = []
+    for r in rows:
+        base = ceiling.get(key(r))
+        if r["params"].get("strategy") == "contiguous" or not base:
+            continue
+        g = r["gbps"]
+        out.append({**r["params"], "fragment_bytes": (r.get("metadata") or {}).get(FRAGMENT_BYTES),
+                    "ratio": g["median"] / base, "p10": (g.get("p10") or g["median"]) / base,
+                    "p90": (g.get("p90") or g["median"]) / base})
+    return pd.DataFrame(out)
+
+
 def kv_strategies(results: list[dict[str, Any]]) -> plt.Figure | None:
-    """KV restore rate per strategy against block size, the contiguous ceiling dashed."""
-    frame = results_frame(results)
-    if frame.empty or "kv.restore" not in set(frame["bench"]):
+    """Each KV strategy's rate as a fraction of one contiguous copy of the same bytes, by fragment
+    size: one panel per model, one line per strategy (and other varying parameter), p10–p90 shaded."""
+    frame = kv_ratio_frame(results)
+    if frame.empty or frame["block_tokens"].nunique() < 2:
         return None
-    frame = frame[frame["bench"] == "kv.restore"].dropna(axis=1, how="all").copy()
-    if frame["block_tokens"].nunique() < 2:
-        return None
-    frame["series"] = _label(frame, _varying(frame, {"block_tokens", "strategy"}))
+    models = sorted(frame["model"].unique())
+    fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models) + 1, 4.5), squeeze=False, sharey=True)
+    for ax, model in zip(axes[0], models, strict=True):
+        panel = frame[frame["model"] == model].copy()
+        panel["series"] = _label(panel, ["strategy", *_varying(panel, {"block_tokens", "strategy", "model",
+                                                                        "fragment_bytes", "ratio"})])
+        for series, line in panel.groupby("series"):
+            line = line.sort_values("block_tokens")
+            x = line["fragment_bytes"] if line["fragment_bytes"].notna().all() else line["block_tokens"]
+            ax.plot(x, line["ratio"], marker="o", label=series)
+            ax.fill_between(x, line["p10"], line["p90"], alpha=0.2)
+        ax.axhline(1.0, color="black", ls="--", lw=1, label="one contiguous copy")
+        ax.set_xscale("log", base=2)
+        if panel["fragment_bytes"].notna().all():
+            ticks = sorted(panel["fragment_bytes"].unique())
+            ax.set_xticks(ticks, [format_size(int(t)) for t in ticks], rotation=30)
+            ax.set_xlabel("KV fragment (one layer's tensor for one block)")
+        else:
+            ax.set_xlabel("tokens per KV block")
+        ax.set_title(model, fontsize=10)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("fraction of one contiguous copy (median; band p10–p90)")
+    fig.suptitle("How close does each KV strategy get to one contiguous copy, by fragment size?")
+    fig.tight_layout()
+    return fig
+
+
+def history_figure(bench: str, found: list[tuple[list[dict[str, Any]], list[Any]]]) -> plt.Figure:
+    """Median GB/s of each case over its runs (by start time), each level segment's median drawn flat."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    strategies = sorted(frame["strategy"].unique(), key=lambda s: (s == "contiguous", s))
-    sns.lineplot(frame, x="block_tokens", y="gbps", hue="series", style="strategy", style_order=strategies,
-                 dashes=[(4, 2) if s == "contiguous" else "" for s in strategies], marker="o", ax=ax, errorbar=None)
-    ax.set_xscale("log", base=2)
-    ticks = sorted(frame["block_tokens"].unique())
-    ax.set_xticks(ticks, [str(int(t)) for t in ticks])
-    ax.set_xlabel("tokens per KV block (fragment size grows with it)")
-    ax.set_ylabel("GB/s (1e9 B/s), median")
-    ax.set_title("How close does each KV strategy get to one contiguous copy, by block size?")
+    for series, segments in found:
+        label = " ".join(f"{k}={_text(v)}" for k, v in sorted(series[0]["params"].items()))[:60]
+        times = [r["started_at"] for r in series]
+        line = ax.plot(times, [r["gbps_median"] for r in series], marker="o", label=label)[0]
+        for seg in segments:
+            ax.hlines(seg.median, times[seg.start], times[seg.end - 1], color=line.get_color(), lw=3, alpha=0.35)
+    ax.set_xlabel("run started (UTC)")
+    ax.set_ylabel("GB/s (1e9 B/s), median per run; bars: level segments")
+    ax.set_title(f"Has {bench} held its level on this host, run after run?")
     ax.legend(fontsize=7)
+    fig.autofmt_xdate()
     fig.tight_layout()
     return fig
 

@@ -47,15 +47,24 @@ def _short_source(row: dict[str, Any]) -> str:
 
 
 CSV_COLUMNS = ["run_id", "bench", "params", "case_hash", "bytes_per_op", "gbps_median", "gbps_p10", "gbps_p90",
-               "median_s", "p10_s", "p90_s", "peak_gbps", "peak_source", "efficiency", "verified", "status", "reason"]
+               "median_s", "p10_s", "p90_s", "samples", "peak_gbps", "peak_source", "efficiency", "verified", "status",
+               "reason", "warnings"]
 
 
 def results_csv(rows: list[dict[str, Any]], describe: Callable[[str, dict], str]) -> str:
+    """One line per result: the columns above (`params` described, `samples` counted, `warnings`
+    joined by '; '), then one `param.NAME` column per parameter any result has, in its canonical
+    value (sizes in bytes), empty where a benchmark does not take it."""
+    names = sorted({name for row in rows for name in row["params"]})
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS + [f"param.{n}" for n in names], extrasaction="ignore")
     writer.writeheader()
     for row in rows:
-        writer.writerow({**row, "params": describe(row["bench"], row["params"])})
+        samples = row.get("samples")
+        writer.writerow({**row, "params": describe(row["bench"], row["params"]),
+                         "samples": len(samples) if isinstance(samples, list) else samples,
+                         "warnings": "; ".join(row.get("warnings") or []),
+                         **{f"param.{n}": row["params"][n] for n in names if n in row["params"]}})
     return out.getvalue()
 
 

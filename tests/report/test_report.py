@@ -26,7 +26,7 @@ def built():
 def test_report_answers_each_question_it_has_data_for(built):
     questions = [f.question for f in built.figures]
     assert "How fast does dram.copy move bytes, by transfer size?" in questions
-    assert "How close does each KV strategy get to one contiguous copy, by block size?" in questions
+    assert "How close does each KV strategy get to one contiguous copy, by fragment size?" in questions
     assert built.missing == [] and built.no_gpu.startswith("GPU paths were not measured: this host has no GPU")
     assert any(fit and fit.alpha_us > 0 for _, fit in built.fits)
     assert built.plan and built.plan[0].tier == "DRAM → DRAM" and built.plan[0].measured_gbps > 0
@@ -76,6 +76,29 @@ def test_markdown_has_the_tables(built):
     md = render.markdown(built)
     assert "| rule | case | verdict |" in md and "## Regressions vs baseline run" in md
     assert "&#39;" not in md  # no HTML escaping in Markdown
+
+
+def test_the_kv_figure_plots_each_strategy_as_a_fraction_of_the_contiguous_copy_per_model():
+    _, kv = docs()
+    frame = plots.kv_ratio_frame(kv["results"])
+    assert set(frame["strategy"]) == {"host"} and set(frame["model"]) == {"Llama-3.1-70B", "DeepSeek-V3"}
+    assert ((frame["p10"] <= frame["ratio"]) & (frame["ratio"] <= frame["p90"])).all()
+    fig = plots.kv_strategies(kv["results"])
+    assert [ax.get_title() for ax in fig.axes] == ["DeepSeek-V3", "Llama-3.1-70B"]
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert all(label.endswith("iB") or label.endswith("B") for label in labels)  # sizes as the tables write them
+    assert len(fig.axes[0].collections) >= 1  # the p10–p90 band
+
+
+def test_history_draws_each_case_with_its_levels():
+    from datetime import UTC, datetime, timedelta
+
+    from kvbench.analyze.history import segments
+
+    series = [{"run_id": i, "started_at": datetime(2026, 11, 1, tzinfo=UTC) + timedelta(days=i), "gbps_median": v,
+               "params": {"size": 1 << 20}, "case_hash": "c"} for i, v in enumerate([10, 10.1, 9.9, 7, 7.1, 6.9])]
+    fig = plots.history_figure("dram.copy", [(series, segments([r["gbps_median"] for r in series]))])
+    assert len(fig.axes[0].lines) == 1 and len(fig.axes[0].collections) == 2  # the runs; two levels
 
 
 def test_single_figure_for_a_slide(tmp_path):

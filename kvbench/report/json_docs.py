@@ -1,0 +1,41 @@
+"""The `--json` documents of the answering commands (accept, history, fleet, fit): plain JSON of
+what their tables show, numbers in the units their keys name, times in ISO 8601 with their zone.
+Shapes are documented in docs/json-outputs.md."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+def accept_doc(doc: dict[str, Any], verdicts: list[Any]) -> dict[str, Any]:
+    counts = {kind: sum(v.verdict == kind for v in verdicts) for kind in ("PASS", "FAIL", "SKIP")}
+    return {"run": doc["run"]["id"], "host_id": doc["run"]["host_id"], "counts": counts,
+            "verdicts": [dataclasses.asdict(v) for v in verdicts]}
+
+
+def history_doc(bench: str, series_by_case: list[tuple[list[dict[str, Any]], list[Any]]]) -> dict[str, Any]:
+    """Each case: its runs oldest first (run id, start, median GB/s, segment number from 1) and its
+    level segments (first and last run, median GB/s)."""
+    cases = []
+    for series, segments in series_by_case:
+        runs, levels = [], []
+        for n, seg in enumerate(segments, start=1):
+            members = series[seg.start:seg.end]
+            levels.append({"segment": n, "first_run": members[0]["run_id"], "last_run": members[-1]["run_id"],
+                           "median_gbps": seg.median})
+            runs += [{"run_id": r["run_id"], "started_at": r["started_at"].isoformat(),
+                      "gbps_median": r["gbps_median"], "segment": n} for r in members]
+        cases.append({"case": series[0]["case_hash"], "params": series[0]["params"], "runs": runs, "segments": levels})
+    return {"bench": bench, "cases": cases}
+
+
+def fleet_doc(rows: list[Any]) -> dict[str, Any]:
+    return {"rows": [dataclasses.asdict(r) for r in rows], "outliers": sum(r.outlier for r in rows)}
+
+
+def fit_doc(run_id: int, fits: list[tuple[dict[str, Any], Any]]) -> dict[str, Any]:
+    """Each series (its parameters but block_tokens) with α in µs per fragment and β in GB/s, or
+    `fit: null` where it cannot be fitted."""
+    return {"run": run_id, "fits": [{"series": params, "fit": dataclasses.asdict(fit) if fit else None}
+                                    for params, fit in fits]}
