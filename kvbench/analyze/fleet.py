@@ -7,6 +7,7 @@ deviations (1.4826 × MAD) away — the one server of a hundred whose GPU traine
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -61,4 +62,5 @@ def fleet(rows: list[dict[str, Any]], hosts: dict[str, dict[str, Any]], k: float
             outlier = len(members) >= 3 and abs(deviation) >= floor and robust_far
             out.append(FleetRow(m["bench"], m["params"], case, m["host_id"], hosts[m["host_id"]]["hostname"], sku,
                                 float(rate), median, deviation, outlier))
-    return out
+    # Read as a person scans it: by benchmark, then case, then SKU, then host name.
+    return sorted(out, key=lambda r: (r.bench, json.dumps(r.params, sort_keys=True, default=str), r.sku, r.hostname))

@@ -46,3 +46,13 @@ def test_latest_result_per_host_wins(db_url):
 def test_sku_names():
     assert sku_of(h200_box("x")) == "8x NVIDIA H200"
     assert sku_of({"cpu_model": "EPYC", "sockets": 2}) == "2x EPYC"
+
+
+def test_rows_come_sorted_by_benchmark_case_sku_and_host():
+    hosts = {f"h{i}": {"hostname": f"node{9 - i}", "facts": {"gpus": []}} for i in range(4)}
+    rows = [{"bench": bench, "params": {"size": size}, "case_hash": f"{bench}{size}", "host_id": f"h{i}",
+             "run_id": 1, "gbps_median": 10.0, "status": "ok"}
+            for bench in ("pcie.h2d", "dram.copy") for size in (2, 1) for i in range(4)]
+    found = fleet(rows, hosts)
+    keys = [(r.bench, r.params["size"], r.hostname) for r in found]
+    assert keys == sorted(keys)
