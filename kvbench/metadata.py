@@ -39,6 +39,11 @@ _KEYS = (
     Key("selection", "", "which pool blocks: random (seeded) or sequential"),
     Key("tokens_per_s", "tokens/s", "KV tokens moved per second (median sample)"),
     Key("us_per_fragment", "µs", "median seconds per operation over the fragments submitted"),
+    Key("request_ms", "ms", "one whole restore timed alone, again and again: p50, p90, p99, max (ms) and n"),
+    # compute
+    Key("tflops", "TFLOP/s", "dense matrix-multiply rate (1e12 multiply-add pairs × 2 per second), median sample"),
+    Key("matmul_flops", "FLOP", "floating-point operations of one product: 2 × m × n × k"),
+    Key("max_rel_error", "fraction", "largest relative error of the checked slice against its fp32 reference"),
     # GPU
     Key("gpu", "", "CUDA device number"),
     Key("gpu_bus_id", "", "the GPU's PCI bus id (stable across CUDA_VISIBLE_DEVICES)"),
@@ -97,6 +102,8 @@ GPU_NUMA_NODE = "gpu_numa_node"
 HOST_NUMA_NODE = "host_numa_node"
 LINK = "link"
 PCIE_REPLAY_DELTA = "pcie_replay_delta"
+REQUEST_MS = "request_ms"
+TFLOPS = "tflops"
 PER_GPU_GBPS = "per_gpu_gbps"
 PER_GPU_LINK = "per_gpu_link"
 WARNING = "warning"

@@ -22,9 +22,11 @@ def _start(db: str, workdir, *args):
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for_files(workdir, timeout=120) -> list[str]:
+def _wait_for_files(workdir, proc, timeout=300) -> list[str]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended ({proc.returncode}) before its files were made: {proc.stderr.read()}")
         names = [n for n in os.listdir(workdir) if n.startswith("kvbench-")]
         if len(names) == 4:
             time.sleep(0.5)  # into the measurement
@@ -47,7 +49,7 @@ def test_sigterm_aborts_the_run_and_removes_its_temporary_files(tmp_path):
     work.mkdir()
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
     proc = _start(db, work, *STORAGE)
-    _wait_for_files(work)
+    _wait_for_files(work, proc)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
@@ -61,7 +63,7 @@ def test_a_run_killed_outright_is_marked_crashed_and_swept_by_the_next_kvbench(t
     work.mkdir()
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
     proc = _start(db, work, *STORAGE)
-    _wait_for_files(work)
+    _wait_for_files(work, proc)
     proc.kill()  # SIGKILL: nothing runs in the process any more
     proc.communicate(timeout=60)
     assert len(os.listdir(work)) == 4 and _run_row(db)[0] == "running"

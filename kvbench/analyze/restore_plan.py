@@ -8,14 +8,15 @@ extrapolated past them: outside the sweep the answer is "no measurement".
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from kvbench.analyze.recompute import MFU, ComputeRate, break_even, prefill_flops, recompute_seconds
 from kvbench.kv.geometry import ModelGeometry
 from kvbench.kv.strategies import is_ceiling
-from kvbench.metadata import FRAGMENT_BYTES
+from kvbench.metadata import FRAGMENT_BYTES, REQUEST_MS
 
 HOST_KINDS = ("pageable", "numa", "pinned")
 
@@ -43,6 +44,21 @@ class TierPlan:
     measured_s: float | None
     strategy: str | None
     note: str
+    request_ms: dict[str, Any] | None = None  # one request's time (p50/p90/p99/max ms, n, tokens), as measured
+    faster: str | None = None  # restore | recompute, where both sides are known
+    break_even_tokens: int | None = None  # the fewest tokens from which restoring wins
+
+
+@dataclass(frozen=True)
+class PlanAnswer:
+    """`plan`: restore or recompute, tier by tier."""
+
+    model: str
+    tokens: int
+    kv_bytes: int
+    recompute: dict[str, Any] | None  # seconds, flops, tflops, mfu, source; None when no rate is known
+    recompute_note: str
+    tiers: list[TierPlan]
 
 
 def latest_per_case(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -70,7 +86,7 @@ def interpolate(points: dict[int, tuple[float, str]], fragment_bytes: int) -> tu
 def restore_plan(model: ModelGeometry, tokens: int, dtype: str, tp: int, block_tokens: int,
                  rows: list[dict[str, Any]]) -> list[TierPlan]:
     """One line per tier that has kv.restore results among `rows`."""
-    kv_bytes = tokens * model.bytes_per_token(dtype, tp)
+    kv_bytes = model.kv_bytes(tokens, dtype, tp)
     fragment = block_tokens * model.unit_bytes_per_token(dtype, tp)
     by_tier: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in latest_per_case(rows):
@@ -81,6 +97,7 @@ def restore_plan(model: ModelGeometry, tokens: int, dtype: str, tp: int, block_t
         peak = next((r["peak_gbps"] for r in members if r["peak_gbps"]), None)
         peak_note = next((r["peak_source"] for r in members if not r["peak_gbps"] and r["peak_source"]), None)
         best: dict[int, tuple[float, str]] = {}
+        best_row: dict[int, dict[str, Any]] = {}
         for r in members:
             if is_ceiling(r["params"].get("strategy")):
                 continue  # a one-copy ceiling is not a way to restore fragmented KV
@@ -90,6 +107,7 @@ def restore_plan(model: ModelGeometry, tokens: int, dtype: str, tp: int, block_t
             size = int(size)
             if size not in best or r["gbps_median"] > best[size][0]:
                 best[size] = (r["gbps_median"], r["params"].get("strategy", "?"))
+                best_row[size] = r
         measured = interpolate(best, fragment)
         notes = []
         if measured is None:
@@ -102,5 +120,48 @@ def restore_plan(model: ModelGeometry, tokens: int, dtype: str, tp: int, block_t
             measured_gbps=measured[0] if measured else None,
             measured_s=kv_bytes / (measured[0] * 1e9) if measured else None,
             strategy=measured[1] if measured else None, note="; ".join(notes),
+            request_ms=_request_at(best_row, fragment),
         ))
     return plans
+
+
+def _request_at(rows_by_size: dict[int, dict[str, Any]], fragment: int) -> dict[str, Any] | None:
+    """One request's measured time at the swept fragment size nearest `fragment` (its best strategy),
+    with the tokens and fragment size it was measured at: a latency is never rescaled."""
+    timed = {size: r for size, r in rows_by_size.items() if (r.get("extra") or {}).get(REQUEST_MS)}
+    if not timed:
+        return None
+    size = min(timed, key=lambda s: abs(np.log(s) - np.log(fragment)))
+    return {**timed[size]["extra"][REQUEST_MS], "tokens": timed[size]["params"].get("tokens"), "fragment_bytes": size}
+
+
+def decide(model: ModelGeometry, tokens: int, dtype: str, tp: int, tiers: list[TierPlan], rate: ComputeRate | None,
+           mfu: float = MFU, active_params: float | None = None) -> PlanAnswer:
+    """Each tier's restore time beside recomputing the same tokens: which is faster, and from how
+    many tokens on restoring wins (at the tier's measured rate; none where it was not measured)."""
+    kv_bytes = model.kv_bytes(tokens, dtype, tp)
+    if rate is None:
+        note = ("no compute rate: no gpu.matmul result on this host and no GPU with a datasheet figure; "
+                "give --tflops or --gpu NAME")
+        return PlanAnswer(model.name, tokens, kv_bytes, None, note, tiers)
+    flops = prefill_flops(model, tokens, active_params)
+    seconds = recompute_seconds(model, tokens, rate, mfu, tp, active_params)
+    recompute = {"seconds": seconds, "flops": flops, "tflops": rate.tflops, "mfu": mfu, "tp": tp,
+                 "source": rate.source, "kind": rate.kind}
+
+    def recompute_s(n: int) -> float:
+        return recompute_seconds(model, n, rate, mfu, tp, active_params)
+
+    decided = []
+    for tier in tiers:
+        if not tier.measured_gbps:
+            decided.append(tier)
+            continue
+        gbps = tier.measured_gbps
+
+        def restore_s(n: int, gbps: float = gbps) -> float:
+            return model.kv_bytes(n, dtype, tp) / (gbps * 1e9)
+
+        faster = "restore" if tier.measured_s < seconds else "recompute"
+        decided.append(replace(tier, faster=faster, break_even_tokens=break_even(restore_s, recompute_s)))
+    return PlanAnswer(model.name, tokens, kv_bytes, recompute, "", decided)

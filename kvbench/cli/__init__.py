@@ -8,7 +8,7 @@ import sys
 import typer
 
 # Each module adds its commands, which `kvbench --help` lists in this order.
-from kvbench.cli import host, run, judge, analysis, reports, crosscheck  # noqa: F401
+from kvbench.cli import host, run, judge, analysis, decide, reports, crosscheck  # noqa: F401
 from kvbench.cli.app import app
 from kvbench.cli.common import err
 from kvbench.errors import BadInput, CheckFailed, one_line

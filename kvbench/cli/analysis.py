@@ -1,4 +1,4 @@
-"""`kvbench fit`, `kvbench plan`, `kvbench history`, `kvbench fleet`: answers from stored results."""
+"""`kvbench fit`, `kvbench history`, `kvbench fleet`: answers from stored results."""
 
 from __future__ import annotations
 
@@ -46,31 +46,6 @@ def fit(
         return
     out.print(fit_table(fits, run_id))
     out.print("'-': fewer than 3 block sizes, or fragments grew in proportion to bytes — sweep block_tokens to fit")
-
-
-@app.command("plan")
-def plan_cmd(
-    model: Annotated[str, typer.Option(help="model preset or config.json path")],
-    tokens: Annotated[int, typer.Option(min=1, help="tokens to restore")],
-    tp: Annotated[int, typer.Option(min=1, help="tensor-parallel degree")] = 1,
-    dtype: Annotated[str, typer.Option(help="bf16 | fp16 | fp8")] = "bf16",
-    block_tokens: Annotated[int, typer.Option("--block-tokens", min=1, help="tokens per KV block")] = 16,
-    db: DbOption = None,
-) -> None:
-    """Restore time of a model's KV from each tier measured on this host: at the spec peak and as measured."""
-    from kvbench.analyze.restore_plan import restore_plan
-    from kvbench.kv.geometry import get_model
-    from kvbench.report.analysis_tables import plan_table
-    from kvbench.store import open_store
-
-    geometry = get_model(model)
-    store = open_store(db, read_only=True)
-    plans = restore_plan(geometry, tokens, dtype, tp, block_tokens, store.host_results(this_host_ids(store), "kv.restore"))
-    if not plans:
-        raise BadInput(f"no kv.restore results for this host in {store.url}; run 'kvbench run --suite kv-restore' first")
-    fragment = block_tokens * geometry.unit_bytes_per_token(dtype, tp)
-    out.print(plan_table(plans, f"restore {tokens} tokens of {geometry.name} ({dtype}, tp={tp}, {block_tokens}-token "
-                                f"blocks, {fragment} B fragments)"))
 
 
 @app.command()

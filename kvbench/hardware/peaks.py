@@ -58,6 +58,14 @@ def hbm_spec_peak(gpu_name: str) -> Peak | None:
     return None
 
 
+def bf16_spec_tflops(gpu_name: str) -> tuple[float, str] | None:
+    """(dense bf16 TFLOP/s, source) from the datasheet of the GPU named `gpu_name`, None if unknown."""
+    for entry in peak_data()["bf16"]:
+        if entry["match"].lower() in gpu_name.lower():
+            return float(entry["tflops"]), entry["source"]
+    return None
+
+
 def hbm_nvml_peak(gpu: Gpu) -> Peak | None:
     """bus width × max memory clock × 2 (double data rate), from NVML's own answers."""
     if not gpu.bus_width_bits or not gpu.max_memory_clock_mhz:

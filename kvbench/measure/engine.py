@@ -54,6 +54,7 @@ class Workload:
     check: Callable[[], None]
     timer: Timer = field(default_factory=MonotonicTimer)
     verify: Callable[[], None] | None = None
+    requests: int = 0  # single operations to time one by one after the samples: the latency one request sees
 
 
 def verify(workload: Workload) -> None:
@@ -126,6 +127,8 @@ def measure(workload: Workload, settings: Settings = Settings(), progress: Calla
                 raise IntegrityError(f"bytes wrong after the timed operations: {exc}") from exc
         if progress:
             progress()
+    # One request alone, again and again: what a request waits, not what a stream of them moves.
+    requests = tuple(timer.time(workload.run, 1) for _ in range(workload.requests))
     try:
         verify(workload)
     except IntegrityError as exc:
@@ -139,5 +142,5 @@ def measure(workload: Workload, settings: Settings = Settings(), progress: Calla
         warnings.append(f"timer overhead {overhead:.1%} of a sample")
     return Measurement(
         samples_s=tuple(samples), loops=loops, bytes_per_op=workload.bytes_per_op, timer=timer.name,
-        overhead_fraction=overhead, verified=True, warnings=tuple(warnings),
+        overhead_fraction=overhead, verified=True, warnings=tuple(warnings), request_s=requests,
     )

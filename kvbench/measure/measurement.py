@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from kvbench.measure.stats import Summary, summarize
 
 
@@ -22,6 +24,15 @@ class Measurement:
     verified: bool
     warnings: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict)
+    request_s: tuple[float, ...] = ()  # single operations timed one by one (Workload.requests), seconds
+
+    def request_ms(self) -> dict[str, float] | None:
+        """p50, p90, p99 and max of the single operations in ms, with their count; None if none were timed."""
+        if not self.request_s:
+            return None
+        ms = np.asarray(self.request_s) * 1e3
+        p50, p90, p99 = np.percentile(ms, [50, 90, 99])
+        return {"p50": float(p50), "p90": float(p90), "p99": float(p99), "max": float(ms.max()), "n": len(ms)}
 
     @property
     def summary(self) -> Summary:

@@ -8,7 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from kvbench.benches.describe import describe_params
-from kvbench.units import format_gbps
+from kvbench.units import format_gbps, format_size
 
 
 def _table(title: str, columns: Iterable[str]) -> Table:
@@ -39,11 +39,25 @@ def fit_table(fits: list[tuple[dict[str, Any], Any]], run_id: int | str) -> Tabl
 
 def plan_table(plans: list[Any], title: str) -> Table:
     table = _table(title, ("tier", "KV bytes", "spec GB/s", "at spec", "measured GB/s", "at measured",
-                           "best strategy", "note"))
+                           "one request p99", "best strategy", "faster", "restore wins from", "note"))
     for p in plans:
+        request = p.request_ms
+        p99 = (f"{request['p99']:.2f} ms ({request['tokens']} tok, {format_size(request['fragment_bytes'])})"
+               if request else "-")
+        wins = f"{p.break_even_tokens:,} tokens" if p.break_even_tokens else ("never (≤16M)" if p.faster else "-")
         table.add_row(p.tier, f"{p.kv_bytes / 1e9:.3f} GB", format_gbps(p.peak_gbps), ms(p.peak_s),
-                      format_gbps(p.measured_gbps), ms(p.measured_s, "no measurement"), p.strategy or "-", p.note)
+                      format_gbps(p.measured_gbps), ms(p.measured_s, "no measurement"), p99, p.strategy or "-",
+                      p.faster or "-", wins, p.note)
     return table
+
+
+def plan_answer_lines(answer: Any) -> list[str]:
+    """What recomputing costs, said under the plan's table."""
+    r = answer.recompute
+    if r is None:
+        return [f"recompute: {answer.recompute_note}"]
+    return [f"recompute: {r['seconds'] * 1e3:.1f} ms to prefill {answer.tokens:,} tokens ({r['flops'] / 1e12:.1f} "
+            f"TFLOP over tp={r['tp']} at {r['tflops']:.0f} TFLOP/s × MFU {r['mfu']:.2f}; {r['source']})"]
 
 
 def history_table(bench: str, series: list[dict[str, Any]], segments: list[Any]) -> Table:

@@ -39,3 +39,15 @@ def fit_doc(run_id: int, fits: list[tuple[dict[str, Any], Any]]) -> dict[str, An
     `fit: null` where it cannot be fitted."""
     return {"run": run_id, "fits": [{"series": params, "fit": dataclasses.asdict(fit) if fit else None}
                                     for params, fit in fits]}
+
+
+def plan_doc(answer: Any) -> dict[str, Any]:
+    """`plan --json`: {"model", "tokens", "kv_bytes", "recompute": {"seconds", "flops", "tflops", "mfu", "tp",
+    "source", "kind"} or null, "tiers": [{"tier", "kv_bytes", "restore_s", "measured_gbps", "strategy", "faster",
+    "break_even_tokens", "peak_gbps", "peak_s", "request_ms", "note"}]}."""
+    return {"model": answer.model, "tokens": answer.tokens, "kv_bytes": answer.kv_bytes,
+            "recompute": answer.recompute, **({"recompute_note": answer.recompute_note} if answer.recompute_note else {}),
+            "tiers": [{"tier": t.tier, "kv_bytes": t.kv_bytes, "restore_s": t.measured_s,
+                       "measured_gbps": t.measured_gbps, "strategy": t.strategy, "faster": t.faster,
+                       "break_even_tokens": t.break_even_tokens, "peak_gbps": t.peak_gbps, "peak_s": t.peak_s,
+                       "request_ms": t.request_ms, "note": t.note} for t in answer.tiers]}

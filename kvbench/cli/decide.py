@@ -1,0 +1,70 @@
+"""`kvbench plan`, `kvbench policy`: decisions from this host's measurements — restore a model's KV
+or recompute it, and which strategy moves it at which fragment size."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kvbench.cli.app import app
+from kvbench.cli.common import DbOption, JsonOption, check_writable, out, this_host_ids, write_json
+from kvbench.errors import BadInput
+
+
+def _positive(value: float | None, option: str) -> float | None:
+    if value is not None and not (value > 0 and value < float("inf")):
+        raise BadInput(f"bad {option} {value}: must be a finite number above 0")
+    return value
+
+
+@app.command("plan")
+def plan_cmd(
+    model: Annotated[str, typer.Option(help="model preset or config.json path")],
+    tokens: Annotated[int, typer.Option(min=1, help="tokens to restore")],
+    tp: Annotated[int, typer.Option(min=1, help="tensor-parallel degree (divides KV heads and prefill alike)")] = 1,
+    dtype: Annotated[str, typer.Option(help="bf16 | fp16 | fp8")] = "bf16",
+    block_tokens: Annotated[int, typer.Option("--block-tokens", min=1, help="tokens per KV block")] = 16,
+    mfu: Annotated[float, typer.Option(help="fraction of the compute rate a real prefill reaches")] = 0.5,
+    tflops: Annotated[float | None, typer.Option(help="dense bf16 TFLOP/s per GPU to assume (else measured "
+                                                      "gpu.matmul, else the GPU's datasheet)")] = None,
+    gpu: Annotated[str | None, typer.Option(help="price recompute at this GPU's datasheet rate, e.g. H200")] = None,
+    params: Annotated[float | None, typer.Option("--params", help="active parameters per token, e.g. 37e9 "
+                                                                  "(for a config.json kvbench cannot count)")] = None,
+    json_out: JsonOption = None,
+    db: DbOption = None,
+) -> None:
+    """Restore or recompute: each tier's restore time (spec and measured, one request's p99) beside
+    the prefill that would recompute the same KV, and the break-even token count."""
+    from kvbench.analyze.recompute import compute_rate
+    from kvbench.analyze.restore_plan import decide, restore_plan
+    from kvbench.kv.geometry import get_model
+    from kvbench.report.analysis_tables import plan_answer_lines, plan_table
+    from kvbench.store import open_store
+    from kvbench.this_host import host_facts
+
+    if not 0 < mfu <= 1:
+        raise BadInput(f"bad --mfu {mfu}: a fraction above 0 and at most 1")
+    _positive(tflops, "--tflops")
+    _positive(params, "--params")
+    check_writable(json_out, "--json", db)
+    geometry = get_model(model)
+    store = open_store(db, read_only=True)
+    mine = this_host_ids(store)
+    tiers = restore_plan(geometry, tokens, dtype, tp, block_tokens, store.host_results(mine, "kv.restore"))
+    if not tiers:
+        raise BadInput(f"no kv.restore results for this host in {store.url}; run 'kvbench run --suite kv-restore' first")
+    gpus = [g.name for g in host_facts(dram=False).gpus]
+    rate = compute_rate(store.host_results(mine, "gpu.matmul"), gpus, tflops, gpu)
+    answer = decide(geometry, tokens, dtype, tp, tiers, rate, mfu, params)
+    if json_out:
+        from kvbench.report.json_docs import plan_doc
+
+        write_json(plan_doc(answer), json_out)
+        if json_out == "-":
+            return
+    fragment = block_tokens * geometry.unit_bytes_per_token(dtype, tp)
+    out.print(plan_table(answer.tiers, f"restore {tokens} tokens of {geometry.name} ({dtype}, tp={tp}, "
+                                       f"{block_tokens}-token blocks, {fragment} B fragments)"))
+    for line in plan_answer_lines(answer):
+        out.print(line)
