@@ -42,13 +42,15 @@ run: setup
 test: setup-test
 	$(BIN)/python -m pytest -q
 
-# Benchmarks print figures (never asserted): descriptor generation, then a small fleet database
-# filled through the store API and the fleet commands timed on it (benchmarks/fleet_scale.py).
+# Benchmarks print figures (never asserted): descriptor generation, a small fleet database filled
+# through the store API with the fleet commands timed on it (benchmarks/fleet_scale.py), and plan's
+# interpolation against restores it did not see (benchmarks/plan_interpolation.py).
 FLEET_DB ?= $(or $(TMPDIR),/tmp)/kvbench-fleet-bench.sqlite
 bench: setup-test
 	$(BIN)/python -m pytest -q benchmarks --benchmark-only
 	rm -f $(FLEET_DB) $(FLEET_DB)-wal $(FLEET_DB)-shm
 	$(BIN)/python benchmarks/fleet_scale.py --db sqlite:///$(FLEET_DB) --hosts 100 --runs 5 --cases 40 --writers 4
+	$(BIN)/python benchmarks/plan_interpolation.py
 	rm -f $(FLEET_DB) $(FLEET_DB)-wal $(FLEET_DB)-shm
 
 crosscheck: setup

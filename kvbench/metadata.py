@@ -44,6 +44,9 @@ _KEYS = (
     Key("tflops", "TFLOP/s", "dense matrix-multiply rate (1e12 multiply-add pairs × 2 per second), median sample"),
     Key("matmul_flops", "FLOP", "floating-point operations of one product: 2 × m × n × k"),
     Key("max_rel_error", "fraction", "largest relative error of the checked slice against its fp32 reference"),
+    Key("spec_tflops", "TFLOP/s", "the GPU's datasheet dense rate for this element type (spec, not measured)"),
+    Key("spec_tflops_source", "", "where spec_tflops comes from"),
+    Key("gpu_name", "", "the GPU's name as the CUDA runtime gives it"),
     # GPU
     Key("gpu", "", "CUDA device number"),
     Key("gpu_bus_id", "", "the GPU's PCI bus id (stable across CUDA_VISIBLE_DEVICES)"),

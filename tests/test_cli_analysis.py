@@ -185,3 +185,20 @@ def test_a_report_across_contexts_is_written_and_says_what_changed(tmp_path):
     proc = run_cli("report", str(paths[1]), "--baseline", str(paths[0]), "-o", str(page))
     assert proc.returncode == 0, proc.stderr
     assert "nvidia_driver: 570.86 → 580.65" in page.read_text()
+
+
+def test_plan_weighs_restore_against_recompute_and_policy_names_a_strategy(tmp_path):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    assert run_cli("run", "--suite", "tests/fixtures/kv-sweep.toml", "--db", db).returncode == 0
+    plan = run_cli("plan", "--model", "Llama-3.1-70B", "--tokens", "8192", "--gpu", "H200", "--json", "-", "--db", db)
+    doc = json.loads(plan.stdout)
+    assert doc["recompute"]["kind"] == "spec" and doc["recompute"]["source"].startswith("spec: NVIDIA H200")
+    (tier,) = doc["tiers"]
+    assert tier["tier"] == "DRAM → DRAM" and tier["faster"] in ("restore", "recompute")
+    assert tier["request_ms"]["n"] == 30 and tier["request_ms"]["p50"] <= tier["request_ms"]["p99"]
+    no_rate = run_cli("plan", "--model", "Llama-3.1-70B", "--tokens", "8192", "--db", db)
+    assert no_rate.returncode == 0 and "give --tflops or --gpu NAME" in no_rate.stdout
+    policy = json.loads(run_cli("policy", "--json", "-", "--db", db).stdout)
+    assert policy["policies"] and policy["policies"][0]["path"] == "pageable → pageable"
+    bad = run_cli("plan", "--model", "Llama-3.1-70B", "--tokens", "16", "--mfu", "1.5", "--db", db)
+    assert bad.returncode == 2 and "bad --mfu 1.5" in bad.stderr

@@ -68,3 +68,29 @@ def plan_cmd(
                                        f"{block_tokens}-token blocks, {fragment} B fragments)"))
     for line in plan_answer_lines(answer):
         out.print(line)
+
+
+@app.command("policy")
+def policy_cmd(
+    json_out: JsonOption = None,
+    db: DbOption = None,
+) -> None:
+    """Which KV strategy to use at which fragment size: the fastest over each range of swept sizes,
+    per path, with its GB/s, α and β (from this host's kv.restore block-size sweeps)."""
+    from kvbench.analyze.policy import policies
+    from kvbench.report.analysis_tables import policy_table
+    from kvbench.store import open_store
+
+    check_writable(json_out, "--json", db)
+    store = open_store(db, read_only=True)
+    found = policies(store.host_results(this_host_ids(store), "kv.restore"))
+    if not found:
+        raise BadInput(f"no kv.restore results with fragment sizes for this host in {store.url}; run "
+                       "'kvbench run --suite kv-restore' first")
+    if json_out:
+        from kvbench.report.json_docs import policy_doc
+
+        write_json(policy_doc(found), json_out)
+        if json_out == "-":
+            return
+    out.print(policy_table(found))

@@ -60,6 +60,19 @@ def plan_answer_lines(answer: Any) -> list[str]:
             f"TFLOP over tp={r['tp']} at {r['tflops']:.0f} TFLOP/s × MFU {r['mfu']:.2f}; {r['source']})"]
 
 
+def policy_table(found: list[Any]) -> Table:
+    table = _table("fastest KV strategy by fragment size (swept sizes only)",
+                   ("path", "fragments", "strategy", "GB/s (lowest in range)", "α µs/fragment", "β GB/s", "note"))
+    for p in found:
+        lo, hi = p.fragment_bytes
+        span = format_size(lo) if lo == hi else f"{format_size(lo)}–{format_size(hi)}"
+        table.add_row(p.path, span, p.strategy, format_gbps(p.gbps),
+                      f"{p.alpha_us:.3f}" if p.alpha_us is not None else "-",
+                      format_gbps(p.beta_gbps) if p.beta_gbps else ("∞" if p.alpha_us is not None else "-"),
+                      f"within noise of {p.tie_with}" if p.tie_with else "")
+    return table
+
+
 def history_table(bench: str, series: list[dict[str, Any]], segments: list[Any]) -> Table:
     """One case over its runs (oldest first), each run labelled with its level segment."""
     table = _table(f"{bench} {describe_params(bench, series[0]['params'])}", ("run", "started", "median GB/s",

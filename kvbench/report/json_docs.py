@@ -51,3 +51,9 @@ def plan_doc(answer: Any) -> dict[str, Any]:
                        "measured_gbps": t.measured_gbps, "strategy": t.strategy, "faster": t.faster,
                        "break_even_tokens": t.break_even_tokens, "peak_gbps": t.peak_gbps, "peak_s": t.peak_s,
                        "request_ms": t.request_ms, "note": t.note} for t in answer.tiers]}
+
+
+def policy_doc(found: list[Any]) -> dict[str, Any]:
+    """`policy --json`: {"policies": [{"path", "fragment_bytes": [lo, hi], "strategy", "gbps", "alpha_us",
+    "beta_gbps", "tie_with", "sizes"}]} — gbps the strategy's lowest median over the range."""
+    return {"policies": [{**dataclasses.asdict(p), "fragment_bytes": list(p.fragment_bytes)} for p in found]}

@@ -102,3 +102,13 @@ def test_torch_and_cupy_agree_within_three_percent(facts):
     ours = run(facts, "pcie.h2d", memory="pinned", size="256MiB")
     theirs = run(facts, "pcie.h2d", memory="pinned", size="256MiB", backend="torch")
     assert theirs.gbps["median"] == pytest.approx(ours.gbps["median"], rel=0.03)
+
+
+@pytest.mark.parametrize("m,n,k", [(4096, 4096, 4096), (8192, 3 * 8192, 8192)])  # square; a prefill's MLP shape
+def test_matmul_is_checked_in_fp32_and_reports_tflops(facts, m, n, k):
+    result = run(facts, "gpu.matmul", m=m, n=n, k=k)
+    tflops = result.metadata["tflops"]
+    assert 1 < tflops < 5000 and result.metadata["max_rel_error"] <= 2e-2
+    spec = result.metadata.get("spec_tflops")
+    if spec:
+        assert tflops < 1.02 * spec, "above the datasheet's dense rate is a measurement bug"
