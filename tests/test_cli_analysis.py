@@ -112,7 +112,7 @@ def test_report_and_plot_from_the_database(tmp_path):
     page = tmp_path / "r.html"
     assert run_cli("report", "latest", "-o", str(page), "--db", db).returncode == 0
     html = page.read_text()
-    assert "data:image/png;base64," in html and "Restore 8192 tokens of Llama-3.1-70B" in html
+    assert "data:image/png;base64," in html and "Restore or recompute 8192 tokens of Llama-3.1-70B" in html
     md = run_cli("report", "latest", "--format", "markdown", "-o", "-", "--db", db)
     assert "| rule | case | verdict |" in md.stdout
     fig = tmp_path / "kv.svg"
@@ -197,7 +197,7 @@ def test_plan_weighs_restore_against_recompute_and_policy_names_a_strategy(tmp_p
     assert tier["tier"] == "DRAM → DRAM" and tier["faster"] in ("restore", "recompute")
     assert tier["request_ms"]["n"] == 30 and tier["request_ms"]["p50"] <= tier["request_ms"]["p99"]
     no_rate = run_cli("plan", "--model", "Llama-3.1-70B", "--tokens", "8192", "--db", db)
-    assert no_rate.returncode == 0 and "give --tflops or --gpu NAME" in no_rate.stdout
+    assert no_rate.returncode == 0 and "--tflops X or --gpu NAME" in no_rate.stdout
     policy = json.loads(run_cli("policy", "--json", "-", "--db", db).stdout)
     assert policy["policies"] and policy["policies"][0]["path"] == "pageable → pageable"
     bad = run_cli("plan", "--model", "Llama-3.1-70B", "--tokens", "16", "--mfu", "1.5", "--db", db)

@@ -141,8 +141,8 @@ def decide(model: ModelGeometry, tokens: int, dtype: str, tp: int, tiers: list[T
     many tokens on restoring wins (at the tier's measured rate; none where it was not measured)."""
     kv_bytes = model.kv_bytes(tokens, dtype, tp)
     if rate is None:
-        note = ("no compute rate: no gpu.matmul result on this host and no GPU with a datasheet figure; "
-                "give --tflops or --gpu NAME")
+        note = ("no compute rate: no gpu.matmul result on this host and no GPU with a datasheet figure "
+                "(kvbench plan --tflops X or --gpu NAME gives one)")
         return PlanAnswer(model.name, tokens, kv_bytes, None, note, tiers)
     flops = prefill_flops(model, tokens, active_params)
     seconds = recompute_seconds(model, tokens, rate, mfu, tp, active_params)

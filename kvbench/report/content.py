@@ -11,10 +11,13 @@ from kvbench.analyze.compare import Comparison, compare_runs, differences
 from kvbench.analyze.fit import fit_results
 from kvbench.analyze.numa_ratio import NearFar, near_far
 from kvbench.analyze.pinned_ratio import PageableVsPinned, pageable_vs_pinned
-from kvbench.analyze.restore_plan import TierPlan, restore_plan
+from kvbench.analyze.recompute import compute_rate
+from kvbench.analyze.restore_plan import TierPlan, decide, restore_plan
 from kvbench.analyze.runs import RunDocument
 from kvbench.kv.geometry import get_model
+from kvbench.records import result_row
 from kvbench.report import plots
+from kvbench.report.analysis_tables import plan_answer_lines
 
 # Questions whose figures need GPU results; listed with the reason when the runs lack them.
 GPU_QUESTIONS = {
@@ -47,6 +50,7 @@ class ReportContent:
     pageable: list[PageableVsPinned] = field(default_factory=list)
     plan: list[TierPlan] = field(default_factory=list)
     plan_title: str = ""
+    plan_recompute: list[str] = field(default_factory=list)  # what recomputing the same tokens costs, in words
     verdicts: list[Verdict] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
     baseline: str | None = None
@@ -105,12 +109,14 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
                    for r in results]
     content.fits = fit_results(stored_rows)
     geometry = get_model(model)
-    plan_rows = [{"bench": r["bench"], "status": r["status"], "case_hash": r["case"], "params": r["params"],
-                  "gbps_median": (r.get("gbps") or {}).get("median"), "peak_gbps": r["peak_gbps"],
-                  "peak_source": r.get("peak_source"), "extra": r.get("metadata") or {}} for r in results]
-    content.plan = restore_plan(geometry, tokens, "bf16", 1, block_tokens, plan_rows)
-    content.plan_title = f"Restore {tokens} tokens of {geometry.name} (bf16, {block_tokens}-token blocks)"
+    plan_rows = [{**result_row(r), "run_id": r["run_id"]} for r in results]
     gpus = ((host or {}).get("facts") or {}).get("gpus") or []
+    rate = compute_rate([r for r in plan_rows if r["bench"] == "gpu.matmul"], [g.get("name") or "" for g in gpus],
+                        None, None)
+    answer = decide(geometry, tokens, "bf16", 1, restore_plan(geometry, tokens, "bf16", 1, block_tokens, plan_rows),
+                    rate)
+    content.plan, content.plan_recompute = answer.tiers, plan_answer_lines(answer)
+    content.plan_title = f"Restore or recompute {tokens} tokens of {geometry.name} (bf16, {block_tokens}-token blocks)"
     content.verdicts = judge({"results": results}, rules_for_host(gpus))
     if baseline is not None:
         content.baseline = f"run {baseline['run']['id']}"

@@ -68,7 +68,7 @@ def test_html_is_self_contained(built):
     images = re.findall(r'<img alt="[^"]+" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
     assert len(images) == len(built.figures) == 2
     assert "http://" not in html and "https://" not in html  # nothing to fetch
-    for section in ("Verdict", "Host", "Figures", "Per-fragment cost", "Restore 8192 tokens", "Acceptance", "Regressions"):
+    for section in ("Verdict", "Host", "Figures", "Per-fragment cost", "Restore or recompute 8192 tokens", "Acceptance", "Regressions"):
         assert f"<h2>{section}" in html
 
 
