@@ -44,13 +44,15 @@ test: setup-test
 
 # Benchmarks print figures (never asserted): descriptor generation, a small fleet database filled
 # through the store API with the fleet commands timed on it (benchmarks/fleet_scale.py), and plan's
-# interpolation against restores it did not see (benchmarks/plan_interpolation.py).
+# interpolation against restores it did not see (benchmarks/plan_interpolation.py), and two-hop
+# restores against their legs (benchmarks/two_hop.py).
 FLEET_DB ?= $(or $(TMPDIR),/tmp)/kvbench-fleet-bench.sqlite
 bench: setup-test
 	$(BIN)/python -m pytest -q benchmarks --benchmark-only
 	rm -f $(FLEET_DB) $(FLEET_DB)-wal $(FLEET_DB)-shm
 	$(BIN)/python benchmarks/fleet_scale.py --db sqlite:///$(FLEET_DB) --hosts 100 --runs 5 --cases 40 --writers 4
 	$(BIN)/python benchmarks/plan_interpolation.py
+	$(BIN)/python benchmarks/two_hop.py
 	rm -f $(FLEET_DB) $(FLEET_DB)-wal $(FLEET_DB)-shm
 
 crosscheck: setup

@@ -39,6 +39,12 @@ _KEYS = (
     Key("selection", "", "which pool blocks: random (seeded) or sequential"),
     Key("tokens_per_s", "tokens/s", "KV tokens moved per second (median sample)"),
     Key("us_per_fragment", "µs", "median seconds per operation over the fragments submitted"),
+    Key("legs", "s", "two-hop: each leg of one restore timed alone (read_s: into staging; scatter_s: into dst)"),
+    Key("overlap", "fraction", "two-hop: the shorter leg's share hidden behind the longer, (read + scatter - total) "
+        "/ min(read, scatter)"),
+    Key("chunks", "count", "two-hop: staging reads per restore"),
+    Key("chunk_bytes", "bytes", "two-hop: bytes of one staging read (whole blocks)"),
+    Key("staging_buffers", "count", "two-hop: staging buffers chunks rotate through"),
     Key("request_ms", "ms", "one whole restore timed alone, again and again: p50, p90, p99, max (ms) and n"),
     # compute
     Key("tflops", "TFLOP/s", "dense matrix-multiply rate (1e12 multiply-add pairs × 2 per second), median sample"),

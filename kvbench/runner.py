@@ -67,6 +67,7 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
                       metadata={"traceback": traceback.format_exc(limit=5)})
     try:
         measurement = measure(prepared.workload, settings, on_sample)
+        derived = prepared.derive(measurement)  # while the case's buffers and requests still exist
     except IntegrityError as exc:
         return Result(**base, status="failed", reason=f"integrity check failed: {exc}", metadata=prepared.metadata)
     except Exception as exc:
@@ -74,7 +75,7 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
                       metadata={**prepared.metadata, "traceback": traceback.format_exc(limit=5)})
     finally:
         prepared.close()
-    metadata = result_metadata(prepared.metadata, prepared.derive(measurement))
+    metadata = result_metadata(prepared.metadata, derived)
     # The peak is taken after the copies: a GPU link read while they ran replaces its max gen/width.
     try:
         peak = path_peak(bench.path(case.params), facts, links_under_load(case.params, metadata))

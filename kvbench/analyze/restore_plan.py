@@ -22,7 +22,8 @@ HOST_KINDS = ("pageable", "numa", "pinned")
 
 
 def tier_of(params: dict[str, Any]) -> str:
-    """`DRAM → GPU`, `HBM → GPU`, `file → GPU`, `remote → GPU`, `DRAM → DRAM`, … from the memory kinds."""
+    """`DRAM → GPU`, `HBM → GPU`, `file → GPU`, `remote → GPU`, `DRAM → DRAM`, `file → DRAM (pinned staging)
+    → GPU`, … from the memory kinds (and the staging of a two-hop restore)."""
     def name(kind: str) -> str:
         if kind.startswith(HOST_KINDS):
             return "DRAM"
@@ -31,7 +32,9 @@ def tier_of(params: dict[str, Any]) -> str:
         return kind.split(":")[0]
 
     src, dst = name(str(params.get("src", ""))), name(str(params.get("dst", "")))
-    return f"{src} → {'GPU' if dst == 'HBM' else dst}"
+    via = params.get("via") or "none"
+    hop = f" → DRAM ({via} staging)" if via != "none" else ""  # a two-hop restore is a tier of its own
+    return f"{src}{hop} → {'GPU' if dst == 'HBM' else dst}"
 
 
 @dataclass(frozen=True)

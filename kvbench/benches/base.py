@@ -22,7 +22,7 @@ class Prepared:
     workload: Workload
     metadata: dict[str, Any] = field(default_factory=dict)
     close: Callable[[], None] = lambda: None
-    derive: Callable[[Measurement], dict[str, Any]] = lambda m: {}  # figures computed from the samples
+    derive: Callable[[Measurement], dict[str, Any]] = lambda m: {}  # figures from the samples, before close
 
 
 class Benchmark(ABC):

@@ -22,6 +22,9 @@ class Param:
     choices: tuple[str, ...] = ()
     minimum: int | None = None
     maximum: int | None = None
+    # A parameter added after results were first stored: at its default it is left out of a case's
+    # identity, so the cases measured before it existed stay the same cases (history, compare).
+    added: bool = False
 
     def parse(self, name: str, value: Any) -> Any:
         """The canonical value: sizes and ints as int, memory kinds and choices as str."""
@@ -58,9 +61,12 @@ def coerce_text(value: str) -> Any:
         return value
 
 
-def case_hash(bench_id: str, params: dict) -> str:
-    """Identity of a case: sha256 of the bench id and its canonical params (first 16 hex digits)."""
-    blob = json.dumps({"bench": bench_id, "params": params}, sort_keys=True, separators=(",", ":"))
+def case_hash(bench_id: str, params: dict, specs: dict[str, Param] | None = None) -> str:
+    """Identity of a case: sha256 of the bench id and its canonical params (first 16 hex digits),
+    without the `added` parameters (per `specs`) that are at their default."""
+    kept = {name: value for name, value in params.items()
+            if not (specs and name in specs and specs[name].added and specs[name].parse(name, specs[name].default) == value)}
+    blob = json.dumps({"bench": bench_id, "params": kept}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -23,7 +23,7 @@ class Case:
 
     @property
     def case_hash(self) -> str:
-        return case_hash(self.bench, self.params)
+        return case_hash(self.bench, self.params, get_bench(self.bench).params)
 
 
 def _as_list(value: Any, name: str = "") -> list[Any]:

@@ -80,3 +80,11 @@ def test_plan_and_report_read_what_every_strategy_records(strategy, params):
     run = {"id": 1, "host_id": "h", "context_id": "c"}
     content = build([{"run": run, "results": [ResultRecord.from_row(row, [1.0] * 5).to_json()]}])
     assert content.plan and content.plan[0].tier == plans[0].tier
+
+
+def test_a_two_hop_restore_is_a_tier_beside_the_direct_one():
+    from kvbench.analyze.restore_plan import tier_of
+
+    assert tier_of({"src": "file", "dst": "pageable", "via": "none"}) == "file → DRAM"
+    assert tier_of({"src": "file", "dst": "device:0", "via": "pinned"}) == "file → DRAM (pinned staging) → GPU"
+    assert tier_of({"src": "remote", "dst": "pageable"}) == "remote → DRAM"  # stored before via= existed

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from kvbench.benches.base import Benchmark, Prepared
-from kvbench.benches.kv import cuda, host, nixl
+from kvbench.benches.kv import cuda, host, nixl, twohop
 from kvbench.benches.kv.case import KVCase, layout_metadata
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
@@ -58,13 +58,20 @@ class _KVTransfer(Benchmark):
         "file_layout": Param("choice", "single", "src=file: one file for the pool, or one file per block",
                              choices=("single", "per_block")),
         "peer": Param("choice", "inproc", "src=remote: the agent holding the pool", choices=("inproc", "local")),
-        "src": Param("memory", "pageable", "source memory kind"),
+        "src": Param("memory", "pageable", "source memory kind (file, remote: the pool behind NIXL)"),
         "dst": Param("memory", "pageable", "destination memory kind"),
         "concurrency": Param("int", 1, "copy threads", minimum=1),
         "selection": Param("choice", "random", "which pool blocks: random (seeded) or sequential",
                            choices=("random", "sequential")),
         "pool_blocks": Param("int", 0, "blocks in the source pool (0: 4 x the blocks moved)", minimum=0),
         "seed": Param("int", 0, "seed of the random block selection", minimum=0),
+        "via": Param("choice", "none", "src=file | remote: none reads fragments straight into dst; pageable or "
+                     "pinned stages whole blocks through host memory, then the strategy scatters them",
+                     choices=("none", "pageable", "pinned"), added=True),
+        "chunk": Param("size", "16MiB", "via: bytes read into a staging buffer at a time (whole blocks, at least "
+                       "one)", minimum=4096, added=True),
+        "pipeline": Param("choice", "on", "via: read chunk k+1 while chunk k is scattered (on), or one after the "
+                          "other (off)", choices=("on", "off"), added=True),
     }
 
     def _shape(self, params: dict[str, Any]) -> KVShape:
@@ -84,7 +91,9 @@ class _KVTransfer(Benchmark):
         blocks, pool = self._blocks(params)
         if blocks > pool:
             raise BadInput(f"bad pool_blocks={pool}: too small for {blocks} blocks of {block_tokens} tokens")
-        if self._family(params) is nixl:
+        if params["via"] != "none":
+            twohop.check_params(params)
+        elif self._family(params) is nixl:
             nixl.check_params(params)
         if params["strategy"] == "staged" and params["dst_layout"] not in ("page_first", "contiguous"):
             raise BadInput(f"bad strategy=staged with dst_layout={params['dst_layout']}: staging copies whole chunks, "
@@ -101,6 +110,8 @@ class _KVTransfer(Benchmark):
                 check_gpu(kind.index or 0, sizes[key], given=f"{key}={params[key]}")
 
     def _family(self, params: dict[str, Any]) -> ModuleType:
+        if params["via"] != "none":
+            return twohop  # NIXL reads into staging, the strategy scatters: a family of its own
         return FAMILIES[get_executor(params["strategy"]).family]
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
@@ -117,7 +128,7 @@ class _KVTransfer(Benchmark):
         descriptors = restore_descriptors(shape, params["src_layout"], params["dst_layout"], picked, pool)
         case = KVCase(params, self.direction, shape, descriptors, region_bytes(params["src_layout"], shape, pool),
                       region_bytes(params["dst_layout"], shape, blocks),
-                      layout_metadata(shape, blocks, pool, len(descriptors), selection))
+                      layout_metadata(shape, blocks, pool, len(descriptors), selection), picked)
         prepared = self._family(params).prepare(case)
         if self.direction != "restore":
             return prepared

@@ -23,6 +23,7 @@ class KVCase:
     pool_bytes: int
     moved_bytes: int
     layout: dict[str, Any]  # layout_metadata(...)
+    src_blocks: Any = None  # the pool blocks restored, slot by slot (numpy int64); two-hop reads them whole
 
 
 def layout_metadata(shape: KVShape, blocks: int, pool_blocks: int, layout_fragments: int, selection: str) -> dict[str, Any]:

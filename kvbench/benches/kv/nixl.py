@@ -67,7 +67,7 @@ def prepare(case: KVCase) -> Prepared:
         mem_type, base, device = nixl_memory(dst)
         whole_dst = desc_array(np.array([base]), np.array([case.moved_bytes]), device)
         from_file = parse_kind(params["src"]).name == "file"
-        source, meta = (_from_file if from_file else _from_peer)(case, expected, stack, lambda a: a.register_memory(
+        source, meta = (file_source if from_file else peer_source)(case, expected, stack, lambda a: a.register_memory(
             whole_dst, mem_type))
         run = get_executor("nixl").bind(source, dst, descriptors)
         stack.callback(run.close)
@@ -87,9 +87,12 @@ def prepare(case: KVCase) -> Prepared:
     return Prepared(Workload(descriptors.total_bytes, run, dst.poison, check), metadata, cleanup.close, derive)
 
 
-def _from_file(case: KVCase, expected: np.ndarray, stack: ExitStack, register_dst) -> tuple[NixlSource, dict]:
+def file_source(case: KVCase, expected: np.ndarray, stack: ExitStack, register_dst,
+                reads: DescriptorList | None = None) -> tuple[NixlSource, dict]:
+    """The pool in a file (or one per block), filled with the pattern `expected` receives; `reads`:
+    the pieces that will be read from it (default: the case's fragments), for O_DIRECT alignment."""
     per_block = case.params["file_layout"] == "per_block"
-    direct = _aligned(case.descriptors)  # O_DIRECT needs 4 KiB-aligned offsets and lengths
+    direct = _aligned(reads if reads is not None else case.descriptors)  # O_DIRECT: 4 KiB-aligned offsets, lengths
     count, size = (case.pool_bytes // case.shape.block_bytes, case.shape.block_bytes) if per_block else (1, case.pool_bytes)
     files = stack.enter_context(create_files(None, count, size, direct=direct, writable=False))
     for i in range(count):
@@ -111,7 +114,9 @@ def _from_file(case: KVCase, expected: np.ndarray, stack: ExitStack, register_ds
     return NixlSource(agent, "FILE", agent.name, ("POSIX",), rows), meta
 
 
-def _from_peer(case: KVCase, expected: np.ndarray, stack: ExitStack, register_dst) -> tuple[NixlSource, dict]:
+def peer_source(case: KVCase, expected: np.ndarray, stack: ExitStack, register_dst,
+                reads: DescriptorList | None = None) -> tuple[NixlSource, dict]:
+    """The pool in another agent's memory (in this process, or a peer process on loopback)."""
     fill_pattern(expected, seed=PATTERN_SEED)
     listen = free_port() if case.params["peer"] == "local" else None
     agent = make_agent(f"kvbench-kvremote-{id(expected)}", ["UCX"], listen_port=listen)

@@ -1,0 +1,76 @@
+"""Two-hop restores (`via=`): whole blocks read through a staging buffer, then scattered into the
+serving layout — pipelined or not, verified byte for byte, legs and overlap recorded."""
+
+import pytest
+
+from kvbench.backends.nixl import backend_unavailable_reason
+from kvbench.benches import get_bench
+from kvbench.benches.kv import twohop
+from kvbench.errors import BadInput
+from kvbench.measure import Settings
+from kvbench.plan.cases import Case
+from kvbench.runner import run_case
+
+pytestmark = pytest.mark.skipif(backend_unavailable_reason("POSIX") or backend_unavailable_reason("UCX"),
+                                reason="NIXL POSIX/UCX unavailable")
+FAST = Settings(samples=5, min_sample_s=0.002, warmup_s=0)
+
+
+def case(**params):
+    spec = get_bench("kv.restore")
+    return Case("kv.restore", spec.canonical_params({"model": "Qwen2.5-32B", "tokens": 256, "src": "file",
+                                                     "src_layout": "page_first", "via": "pageable",
+                                                     "chunk": "2MiB", **params}))
+
+
+@pytest.mark.parametrize("params", [
+    {}, {"pipeline": "off"}, {"file_layout": "per_block"}, {"src": "remote"}, {"dst_layout": "chunk"},
+    {"strategy": "host-numpy"}, {"chunk": "64MiB"},  # one chunk: nothing to overlap, still right
+])
+def test_a_two_hop_restore_lands_every_fragment_and_records_its_legs(facts, params):
+    result = run_case(case(**params), facts, FAST)
+    assert result.status == "ok", result.reason
+    assert result.measurement.verified
+    legs = result.metadata["legs"]
+    assert legs["read_s"] > 0 and legs["scatter_s"] > 0 and 0 <= result.metadata["overlap"] <= 1
+    blocks = 256 // 16  # of 4 MiB each: one per 2 MiB chunk, all 16 in one 64 MiB chunk
+    assert result.metadata["chunks"] == (1 if params.get("chunk") == "64MiB" else blocks)
+
+
+def test_chunks_hold_whole_blocks():
+    assert [len(c) for c in twohop.chunk_blocks(5 << 20, 16 << 20, 10)] == [3, 3, 3, 1]
+    assert [len(c) for c in twohop.chunk_blocks(5 << 20, 1 << 20, 2)] == [1, 1]  # smaller than a block: one
+
+
+def test_a_restore_whose_reads_did_not_happen_fails_its_check(facts, monkeypatch):
+    class Idle(twohop.PreparedTransfer):  # the requests are prepared, never posted
+        def post(self):
+            self._state = "DONE"
+
+        def wait(self):
+            return None
+
+    monkeypatch.setattr(twohop, "PreparedTransfer", Idle)
+    result = run_case(case(), facts, FAST)
+    assert result.status == "failed" and "integrity check failed" in result.reason
+
+
+@pytest.mark.parametrize("params,message", [
+    ({"src": "pageable"}, "two-hop restores read from src=file or src=remote"),
+    ({"src_layout": "layer_first"}, "keep each block in one piece"),
+    ({"strategy": "contiguous"}, "scatters each chunk"),
+    ({"strategy": "nixl"}, "scatters each chunk"),
+])
+def test_what_a_two_hop_restore_needs_is_checked(params, message):
+    with pytest.raises(BadInput, match=message):
+        get_bench("kv.restore").validate(case(**params).params)
+
+
+def test_the_new_parameters_keep_older_cases_the_same_cases():
+    spec = get_bench("kv.restore")
+    plain = Case("kv.restore", spec.canonical_params({"src": "file", "strategy": "nixl"}))
+    older = {k: v for k, v in plain.params.items() if k not in ("via", "chunk", "pipeline")}
+    from kvbench.benches.params import case_hash
+
+    assert plain.case_hash == case_hash("kv.restore", older)  # as a kvbench before via= hashed it
+    assert case(pipeline="off").case_hash != case().case_hash
