@@ -69,7 +69,7 @@ def test_what_a_two_hop_restore_needs_is_checked(params, message):
 def test_the_new_parameters_keep_older_cases_the_same_cases():
     spec = get_bench("kv.restore")
     plain = Case("kv.restore", spec.canonical_params({"src": "file", "strategy": "nixl"}))
-    older = {k: v for k, v in plain.params.items() if k not in ("via", "chunk", "pipeline")}
+    older = {k: v for k, v in plain.params.items() if k not in ("via", "chunk", "pipeline", "load")}
     from kvbench.benches.params import case_hash
 
     assert plain.case_hash == case_hash("kv.restore", older)  # as a kvbench before via= hashed it

@@ -112,3 +112,15 @@ def test_matmul_is_checked_in_fp32_and_reports_tflops(facts, m, n, k):
     spec = result.metadata.get("spec_tflops")
     if spec:
         assert tflops < 1.02 * spec, "above the datasheet's dense rate is a measurement bug"
+
+
+@pytest.mark.parametrize("bench,params", [
+    ("pcie.h2d", {"load": "hbm", "size": "256MiB"}), ("pcie.d2h", {"load": "gemm", "size": "256MiB"}),
+    ("kv.restore", {"load": "gemm", "model": "Llama-3.1-70B", "tokens": 1024, "src": "pinned", "dst": "device",
+                    "strategy": "ce-batch"}),
+])
+def test_copies_under_load_report_both_sides(facts, bench, params):
+    result = run(facts, bench, **params)
+    load = result.metadata["load"]
+    assert load["kind"] == params["load"] and load["launches"] > 0
+    assert load["kernel_alone_ms"] > 0 and load["kernel_slowdown"] >= 0.8  # a kernel does not speed up under load

@@ -19,6 +19,7 @@ from kvbench.benches.kv import cuda, host, nixl, twohop
 from kvbench.benches.kv.case import KVCase, layout_metadata
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
+from kvbench.benches.under_load import LOAD, refuse_load, with_load
 from kvbench.errors import BadInput
 from kvbench.executors.registry import all_executors, get_executor
 from kvbench.hardware.path import Segment
@@ -70,6 +71,7 @@ class _KVTransfer(Benchmark):
                      choices=("none", "pageable", "pinned"), added=True),
         "chunk": Param("size", "16MiB", "via: bytes read into a staging buffer at a time (whole blocks, at least "
                        "one)", minimum=4096, added=True),
+        "load": LOAD,
         "pipeline": Param("choice", "on", "via: read chunk k+1 while chunk k is scattered (on), or one after the "
                           "other (off)", choices=("on", "off"), added=True),
     }
@@ -91,6 +93,9 @@ class _KVTransfer(Benchmark):
         blocks, pool = self._blocks(params)
         if blocks > pool:
             raise BadInput(f"bad pool_blocks={pool}: too small for {blocks} blocks of {block_tokens} tokens")
+        refuse_load(params, None if self.direction == "restore" and self._family(params) is cuda
+                    and parse_kind(params["dst"]).name == "device"
+                    else "it runs beside kv.restore's CUDA strategy copies into GPU memory (dst=device)")
         if params["via"] != "none":
             twohop.check_params(params)
         elif self._family(params) is nixl:
@@ -130,6 +135,8 @@ class _KVTransfer(Benchmark):
                       region_bytes(params["dst_layout"], shape, blocks),
                       layout_metadata(shape, blocks, pool, len(descriptors), selection), picked)
         prepared = self._family(params).prepare(case)
+        if params["load"] != "none":
+            prepared = with_load(prepared, params["load"], parse_kind(params["dst"]).index or 0)
         if self.direction != "restore":
             return prepared
         # A restore is also one request a serving engine waits on: REQUESTS of them timed one by one.

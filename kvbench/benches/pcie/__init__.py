@@ -28,6 +28,7 @@ from kvbench.backends.cuda import (
 from kvbench.benches.base import Benchmark, Prepared, prepared_on_gpu
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
+from kvbench.benches.under_load import LOAD, refuse_load, with_load
 from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.path import Segment
 from kvbench.measure.cuda_timer import CudaEventTimer
@@ -65,6 +66,7 @@ class _Pcie(Benchmark):
         "backend": Param("choice", "cupy", "CUDA stack: cupy, or torch to compare with", choices=("cupy", "torch")),
         "gpus": Param("choice", "one", "one: the `gpu`; all: every GPU at once (pinned, copy engine)",
                       choices=("one", "all")),
+        "load": LOAD,
     }
 
     def unavailable_reason(self) -> str | None:
@@ -101,6 +103,8 @@ class _Pcie(Benchmark):
             raise BadInput("bad gpus=all: all GPUs at once runs pcie.h2d / pcie.d2h with memory=pinned engine=ce")
         if self.direction == "bidir" and kind.name == "pageable":
             raise BadInput("bad memory=pageable for pcie.bidir: synchronous pageable copies cannot overlap")
+        refuse_load(params, "it runs beside the cupy copies of one GPU (backend=cupy, gpus=one)"
+                    if params["backend"] != "cupy" or params["gpus"] != "one" else None)
         check_gpu(params["gpu"], (2 if self.direction == "bidir" else 1) * params["size"])
         lanes = (device_count() or 1) if params["gpus"] == "all" else 1
         check_fits((2 if self.direction == "bidir" else 1) * params["size"] * lanes, f"host side ({kind})")
@@ -120,7 +124,7 @@ class _Pcie(Benchmark):
             from kvbench.benches.pcie.torch_backend import prepare_torch
 
             return prepare_torch(self.direction, params["memory"], params["size"], params["gpu"])
-        return prepared_on_gpu(params["gpu"], lambda: self._build(params))
+        return prepared_on_gpu(params["gpu"], lambda: with_load(self._build(params), params["load"], params["gpu"]))
 
     def _build(self, params: dict[str, Any]) -> Prepared:
         cp = cupy_module()

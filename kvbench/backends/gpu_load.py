@@ -1,0 +1,102 @@
+"""A kernel kept running beside timed copies: what a serving engine's compute does to its KV
+loads, and what the loads do to its compute.
+
+`GpuLoad(kind, gpu)` times its kernel alone first, then `start()` keeps launching it on its own
+non-blocking stream (a few launches in flight, each bracketed by CUDA events) until `stop()`,
+which returns the kernel's median time alone and under load and their ratio. `hbm`: a 16-byte
+vector copy over 2 × 256 MiB (HBM-bound); `gemm`: an fp16 4096³ matrix product (cuBLAS,
+tensor cores).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from kvbench.backends.cuda import cupy_module, kernel_module, launch_shape
+
+KINDS = ("hbm", "gemm")
+HBM_BYTES = 256 << 20
+GEMM_N = 4096
+ALONE_LAUNCHES = 20
+IN_FLIGHT = 4
+
+
+class GpuLoad:
+    def __init__(self, kind: str, gpu: int) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown load '{kind}'")
+        cp = cupy_module()
+        self.cp, self.kind, self.gpu = cp, kind, gpu
+        with cp.cuda.Device(gpu):
+            self.stream = cp.cuda.Stream(non_blocking=True)
+            if kind == "hbm":
+                src, dst = cp.ones(HBM_BYTES, dtype=cp.uint8), cp.empty(HBM_BYTES, dtype=cp.uint8)
+                copy = kernel_module("hbm", gpu).get_function("vector_copy")
+                grid, block = launch_shape(gpu)
+
+                def launch() -> None:
+                    copy((grid,), (block,), (src, dst, cp.uint64(HBM_BYTES // 16)), stream=self.stream)
+            else:
+                a = cp.ones((GEMM_N, GEMM_N), dtype=cp.float16)
+                b = cp.ones((GEMM_N, GEMM_N), dtype=cp.float16)
+                c = cp.empty((GEMM_N, GEMM_N), dtype=cp.float16)
+
+                def launch() -> None:
+                    with self.stream:
+                        cp.matmul(a, b, out=c)
+            self._launch = launch
+            self._launch()  # compiled / planned before anything is timed
+            self.stream.synchronize()
+            self.alone_ms = [self._timed_once() for _ in range(ALONE_LAUNCHES)]
+        self._under_ms: list[float] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def _bracketed(self):
+        start, end = self.cp.cuda.Event(), self.cp.cuda.Event()
+        start.record(self.stream)
+        self._launch()
+        end.record(self.stream)
+        return start, end
+
+    def _timed_once(self) -> float:
+        start, end = self._bracketed()
+        end.synchronize()
+        return float(self.cp.cuda.get_elapsed_time(start, end))
+
+    def start(self) -> None:
+        """Keep the kernel running until `stop()`, in a thread of its own."""
+        def loop() -> None:
+            try:
+                with self.cp.cuda.Device(self.gpu):
+                    pending = []
+                    while not self._stop.is_set():
+                        pending.append(self._bracketed())
+                        if len(pending) >= IN_FLIGHT:
+                            start, end = pending.pop(0)
+                            end.synchronize()
+                            self._under_ms.append(float(self.cp.cuda.get_elapsed_time(start, end)))
+                    for start, end in pending:
+                        end.synchronize()
+            except BaseException as exc:  # reported by stop(), which the case's thread calls
+                self._error = exc
+
+        self._thread = threading.Thread(target=loop, name="kvbench-gpu-load", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> dict[str, Any]:
+        """End the load; its kernel's median time alone and under load (ms), and the slowdown."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            raise RuntimeError(f"the {self.kind} load failed: {self._error}") from self._error
+        alone = float(np.median(self.alone_ms))
+        under = float(np.median(self._under_ms)) if self._under_ms else None
+        return {"kind": self.kind, "kernel_alone_ms": alone, "kernel_under_load_ms": under,
+                "kernel_slowdown": under / alone if under and alone else None, "launches": len(self._under_ms)}
