@@ -51,6 +51,8 @@ class ReportContent:
     plan: list[TierPlan] = field(default_factory=list)
     plan_title: str = ""
     plan_recompute: list[str] = field(default_factory=list)  # what recomputing the same tokens costs, in words
+    under_load: list[dict[str, Any]] = field(default_factory=list)  # copies with a kernel beside them: both sides
+    two_hop: list[dict[str, Any]] = field(default_factory=list)  # staged restores: rate, legs, overlap
     verdicts: list[Verdict] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
     baseline: str | None = None
@@ -108,6 +110,8 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
                     "median_s": (r.get("seconds") or {}).get("median"), "extra": r.get("metadata") or {}}
                    for r in results]
     content.fits = fit_results(stored_rows)
+    content.under_load = [r for r in results if r["status"] == "ok" and (r.get("metadata") or {}).get("load")]
+    content.two_hop = [r for r in results if r["status"] == "ok" and (r.get("metadata") or {}).get("legs")]
     geometry = get_model(model)
     plan_rows = [{**result_row(r), "run_id": r["run_id"]} for r in results]
     gpus = ((host or {}).get("facts") or {}).get("gpus") or []

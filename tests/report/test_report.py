@@ -130,3 +130,16 @@ def test_the_page_loads_in_chromium_with_every_image(built, tmp_path):
     shot = tmp_path / "report.png"
     subprocess.run([*common, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+def test_two_hop_restores_and_copies_under_load_get_their_own_tables():
+    quick, _ = docs()
+    staged = {**quick["results"][0], "bench": "kv.restore", "params": {"src": "file", "via": "pageable"},
+              "metadata": {"legs": {"read_s": 0.15, "scatter_s": 0.04}, "overlap": 1.0}}
+    loaded = {**quick["results"][0], "bench": "pcie.h2d", "params": {"memory": "pinned", "engine": "ce", "size": 1 << 28,
+                                                                  "gpu": 0, "gpus": "one", "load": "gemm"},
+              "metadata": {"load": {"kind": "gemm", "kernel_alone_ms": 0.3, "kernel_under_load_ms": 0.36,
+                                    "kernel_slowdown": 1.2, "launches": 400}}}
+    html = render.html(content.build([{**quick, "results": [staged, loaded]}]))
+    assert "Two-hop restores" in html and "100%" in html
+    assert "Copies under load" in html and "1.20 x" in html
