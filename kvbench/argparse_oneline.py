@@ -15,34 +15,28 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def _checked(text: str, convert, what: str, expected: str, valid, rule: str):
+    """`convert(text)` when it converts and `valid` holds, else argparse's type error, one line."""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad {what} '{text}': expected {expected}") from None
+    if not valid(value):
+        raise argparse.ArgumentTypeError(f"bad {what} {text}: must be {rule}")
+    return value
+
+
 def port(text: str) -> int:
     """A TCP port number, 1 to 65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"bad port '{text}': expected a number from 1 to 65535") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"bad port {value}: must be from 1 to 65535")
-    return value
+    return _checked(text, int, "port", "a number from 1 to 65535", lambda v: 1 <= v <= 65535, "from 1 to 65535")
 
 
 def positive_int(text: str) -> int:
     """A whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"bad number '{text}': expected a whole number of at least 1") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"bad number {value}: must be at least 1")
-    return value
+    return _checked(text, int, "number", "a whole number of at least 1", lambda v: v >= 1, "at least 1")
 
 
 def seconds(text: str) -> float:
     """A finite, positive number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"bad seconds '{text}': expected a number such as 120") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"bad seconds '{text}': must be a finite number above 0")
-    return value
+    return _checked(text, float, "seconds", "a number such as 120", lambda v: math.isfinite(v) and v > 0,
+                    "a finite number above 0")

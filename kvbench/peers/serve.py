@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from kvbench.backends.nixl import desc_array, make_agent
+from kvbench.errors import BadInput
 from kvbench.memory.kinds import allocate
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.peers.protocol import fill_region, region_crc, wait_for_metadata
@@ -30,8 +31,15 @@ def serve(name: str, port: int, initiator: str, initiator_addr: str | None, init
     started by a launcher) and serves one session per benchmark case, until none comes for
     `timeout_s` seconds.
     """
-    agent = make_agent(name, ["UCX"], listen_port=port, telemetry=False)
-    region = allocate(memory, size)
+    region = allocate(memory, size)  # a bad memory kind is refused before a port is taken
+    try:
+        agent = make_agent(name, ["UCX"], listen_port=port, telemetry=False)
+    except RuntimeError as exc:
+        region.close()
+        if "bind" in str(exc).lower():
+            raise BadInput(f"port {port} is taken on this host (NIXL could not listen on it): give another --port") \
+                from None
+        raise
     fill_region(region, seed)
     mem_type, base, device = nixl_memory(region)
     agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
