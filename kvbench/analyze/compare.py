@@ -155,3 +155,37 @@ def compare_runs(base: RunDocument, new: RunDocument, threshold: float = THRESHO
 def has_regression(comparisons: list[Comparison]) -> bool:
     """Whether CI should fail: a case slower beyond its noise, or a case the new run is missing."""
     return any(c.verdict in GATING for c in comparisons)
+
+
+@dataclass(frozen=True)
+class RepeatSpread:
+    """How far one case's median moved over runs of the same selection (`kvbench run --repeat`)."""
+
+    bench: str
+    params: dict[str, Any]
+    medians: list[float]  # GB/s, one per run where the case was ok, in run order
+    low: float
+    high: float
+    between_run: float | None  # relative robust sd over the runs; None with fewer than MIN_HISTORY
+    allowance: float  # the |change| a later compare must see to call the case slower or faster
+
+
+def repeat_spread(runs: list[list[dict[str, Any]]], threshold: float = THRESHOLD) -> list[RepeatSpread]:
+    """Per case (in the first run's order) of `runs` (each a run's result rows), its medians across
+    the runs and the between-run noise they show."""
+    medians: dict[str, list[float]] = {}
+    heads: dict[str, tuple[str, dict[str, Any]]] = {}
+    for results in runs:
+        for r in results:
+            heads.setdefault(r["case"], (r["bench"], r["params"]))
+            if r["status"] == "ok" and r["gbps"] and r["gbps"].get("median"):
+                medians.setdefault(r["case"], []).append(float(r["gbps"]["median"]))
+    out = []
+    for case, (bench, params) in heads.items():
+        values = medians.get(case, [])
+        if not values:
+            continue
+        noise = between_run_noise(values)
+        allowance = max(threshold, NOISE_MULTIPLE * noise) if noise is not None else max(threshold, ASSUMED_BETWEEN_RUN)
+        out.append(RepeatSpread(bench, params, values, min(values), max(values), noise, allowance))
+    return out

@@ -20,28 +20,42 @@ def write_run_json(store, run_id: int, target: str) -> None:
     write_text(json.dumps(run_document(store, run_id), indent=2, default=str) + "\n", target)
 
 
-def run_and_show(request, json_out: str | None) -> int:
-    """Run `request` (suite_run.RunRequest), print its table, write its JSON; returns the run id.
-    A signal ends the process with the shell's status for it; failed cases raise CheckFailed."""
+def run_and_show(request, json_out: str | None, repeat: int = 1) -> int:
+    """Run `request` (suite_run.RunRequest) `repeat` times, print the last run's table (and the
+    spread between the runs), write its JSON; returns its run id. A signal ends the process with
+    the shell's status for it; failed cases raise CheckFailed."""
     from kvbench.interrupts import Interrupted
     from kvbench.report.table import results_table
+    from kvbench.suite_repeat import run_repeated
     from kvbench.suite_run import run_suite
 
     try:
-        outcome = run_suite(request, err)
+        outcomes = [run_suite(request, err)] if repeat == 1 else run_repeated(request, repeat, err)
     except Interrupted as exc:
         err.print(f"kvbench: interrupted ({exc.name}); the run is marked aborted and its finished results are kept")
         raise typer.Exit(exc.exit_code) from None
-    store, run_id = outcome.store, outcome.run_id
+    store, run_id = outcomes[-1].store, outcomes[-1].run_id
     show = err if json_out == "-" else out
     run_row = store.run(run_id)
     show.print(results_table(store.results(run_id), describe_params,
                              title=f"run {run_id} · {run_row['suite'] or 'ad hoc'} · {store.url} · GB/s = 1e9 B/s"))
+    if repeat > 1:
+        show_repeats(store, [o.run_id for o in outcomes], show)
     if json_out:
         write_run_json(store, run_id, json_out)
-    if outcome.failed:
-        raise CheckFailed(f"run {run_id}: {outcome.failed} case(s) failed")
+    failed = sum(o.failed for o in outcomes)
+    if failed:
+        runs = ", ".join(str(o.run_id) for o in outcomes if o.failed)
+        raise CheckFailed(f"run {runs}: {failed} case(s) failed")
     return run_id
+
+
+def show_repeats(store, run_ids: list[int], show) -> None:
+    from kvbench.analyze.compare import repeat_spread
+    from kvbench.analyze.runs import run_document
+    from kvbench.report.analysis_tables import repeat_table
+
+    show.print(repeat_table(repeat_spread([run_document(store, i)["results"] for i in run_ids]), run_ids))
 
 
 @app.command()
@@ -55,6 +69,9 @@ def run(
     samples: Annotated[int | None, typer.Option("--samples", min=5, help="samples per case (default from the suite)")] = None,
     max_cases: Annotated[int, typer.Option("--max-cases", min=1, help="refuse a selection of more cases than this")]
     = 10_000,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, max=100, help="run the selection N times, each in a fresh "
+                                        "process, as N runs; shows the spread between them (--json: the last run)")]
+    = 1,
 ) -> None:
     """Run a suite (or some benchmarks) and store every sample."""
     from kvbench.benches.params import coerce_text
@@ -63,7 +80,7 @@ def run(
     check_writable(json_out, "--json", db)
     request = RunRequest(suite=suite, benches=tuple(bench or ()), tags=pairs(tag, "--tag"), samples=samples, db=db,
                          overrides={k: coerce_text(v) for k, v in pairs(set_, "--set").items()}, max_cases=max_cases)
-    run_and_show(request, json_out)
+    run_and_show(request, json_out, repeat)
 
 
 @app.command()

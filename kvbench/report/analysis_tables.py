@@ -99,3 +99,16 @@ def hosts_table(hosts: list[dict[str, Any]], title: str) -> Table:
     for h in hosts:
         table.add_row(h["id"], h["hostname"], h["first_seen"] or "-", str(h["runs"]), "this box" if h["this_box"] else "")
     return table
+
+
+def repeat_table(spreads: list[Any], run_ids: list[int]) -> Table:
+    """Each case's median over the runs of `kvbench run --repeat` and the noise between them."""
+    table = _table(f"runs {', '.join(map(str, run_ids))}: between-run spread (GB/s = 1e9 B/s)",
+                   ("benchmark", "case", "runs ok", "median GB/s low–high", "range", "between-run noise",
+                    "compare's allowance"))
+    for s in spreads:
+        noise = f"±{s.between_run:.1%}" if s.between_run is not None else "- (fewer than 3 runs)"
+        table.add_row(s.bench, describe_params(s.bench, s.params), str(len(s.medians)),
+                      f"{format_gbps(s.low)}–{format_gbps(s.high)}", f"{s.high / s.low - 1:.1%}", noise,
+                      f"±{s.allowance:.1%}")
+    return table

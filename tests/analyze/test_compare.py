@@ -5,7 +5,7 @@ noise fails, and what lies between is shown as ambiguous."""
 import numpy as np
 import pytest
 
-from kvbench.analyze.compare import between_run_noise, compare_case, compare_runs, has_regression
+from kvbench.analyze.compare import between_run_noise, compare_case, compare_runs, has_regression, repeat_spread
 from kvbench.errors import BadInput
 
 
@@ -82,3 +82,20 @@ def test_a_run_is_not_compared_with_itself_nor_across_hosts_or_contexts_unless_a
 def test_between_run_noise_needs_three_runs():
     assert between_run_noise([10.0, 11.0]) is None
     assert between_run_noise([10.0, 10.0, 10.0]) == 0.0
+
+
+def test_repeat_spread_shows_each_case_s_medians_over_the_runs_and_what_compare_will_allow():
+    runs = [[result(m, seed=i), result(5.0, seed=i, case="c2", status="failed" if i == 1 else "ok")]
+            for i, m in enumerate((10.0, 11.0, 9.0, 10.5))]
+    spreads = repeat_spread(runs)
+    assert [s.bench for s in spreads] == ["dram.copy", "dram.copy"]
+    first, second = spreads
+    assert len(first.medians) == 4 and first.low < 9.5 and first.high > 10.5
+    assert first.between_run == pytest.approx(between_run_noise(first.medians))
+    assert first.allowance == pytest.approx(max(0.05, 3 * first.between_run))
+    assert len(second.medians) == 3  # the failed run is not a median
+
+
+def test_repeat_spread_of_two_runs_assumes_the_allowance_as_compare_does():
+    (spread,) = repeat_spread([[result(10.0)], [result(10.2, seed=1)]])
+    assert spread.between_run is None and spread.allowance == pytest.approx(0.15)

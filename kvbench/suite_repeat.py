@@ -1,0 +1,113 @@
+"""`kvbench run --repeat N`: the same selection run N times, each in a fresh process, as N runs.
+
+One run's samples show only the noise within that run; back-to-back runs of a case differ by much
+more (asv repeats across processes for this reason). N runs give `compare` the case's between-run
+noise at once, instead of the allowance it assumes while a host has fewer than 3 earlier runs.
+
+Each repeat is `python -m kvbench.suite_repeat` with the request as JSON on its stdin; it answers
+one JSON line on stdout. A signal the parent receives (SIGTERM from `timeout` or a CI cancel,
+SIGHUP, SIGINT) is passed on to the running repeat, which ends its run as `aborted` with its
+finished results kept; the parent then stops too, with the same status.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+
+from rich.console import Console
+
+from kvbench.errors import BadInput, CheckFailed, one_line
+from kvbench.interrupts import SIGNALS, Interrupted, signals_end_runs
+from kvbench.store import open_store
+from kvbench.suite_run import RunOutcome, RunRequest, plan_request, run_suite
+
+MAX_REPEAT = 100
+
+
+def run_repeated(request: RunRequest, times: int, progress: Console) -> list[RunOutcome]:
+    """Run `request` `times` times, one fresh process each, every run tagged `repeat=i/times`.
+
+    Bad input raises `BadInput` before any process starts; a signal raises `Interrupted` once the
+    running repeat has ended its run; a repeat that dies otherwise raises `CheckFailed`.
+    """
+    if not 1 <= times <= MAX_REPEAT:
+        raise BadInput(f"bad --repeat {times}: choose 1 to {MAX_REPEAT}")
+    plan_request(request)
+    outcomes = []
+    with signals_end_runs():  # between repeats; while one runs, signals go on to it
+        for i in range(1, times + 1):
+            repeat = dataclasses.replace(request, tags={**request.tags, "repeat": f"{i}/{times}"})
+            progress.print(f"repeat {i}/{times}: a fresh process")
+            run_id, failed = _run_in_child(repeat, f"repeat {i}/{times}")
+            outcomes.append(RunOutcome(run_id, open_store(request.db, existing=True), failed))
+    return outcomes
+
+
+def _run_in_child(request: RunRequest, label: str) -> tuple[int, int]:
+    """(run id, failed cases) of `request` run by a child process."""
+    child = subprocess.Popen([sys.executable, "-m", "kvbench.suite_repeat"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    with _passed_on(child) as received:
+        answer, _ = child.communicate(json.dumps(dataclasses.asdict(request)))
+    code = child.returncode
+    signum = received[0] if received else (-code if code < 0 else code - 128 if code - 128 in SIGNALS else None)
+    if signum in SIGNALS:
+        raise Interrupted(signum)
+    lines = [line for line in answer.splitlines() if line.startswith("{")]
+    reply = json.loads(lines[-1]) if lines else {}
+    if code == 0 and "run_id" in reply:
+        return int(reply["run_id"]), int(reply["failed"])
+    if "error" in reply:
+        raise BadInput(reply["error"])
+    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"status {code}"
+    raise CheckFailed(f"{label}: its process ended with {how}; the next kvbench marks an unfinished run crashed")
+
+
+@contextmanager
+def _passed_on(child: subprocess.Popen) -> Iterator[list[int]]:
+    """Within the block, SIGINT, SIGTERM and SIGHUP go on to `child`; yields the signals received."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def handler(signum: int, _frame) -> None:
+        received.append(signum)
+        with suppress(ProcessLookupError):
+            child.send_signal(signum)
+
+    previous = {s: signal.signal(s, handler) for s in SIGNALS}
+    try:
+        yield received
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
+
+
+def child_main() -> int:
+    """One repeat: the request from stdin, progress on stderr, `{"run_id", "failed"}` on stdout."""
+    fields = json.loads(sys.stdin.read())
+    request = RunRequest(**{**fields, "benches": tuple(fields["benches"])})
+    try:
+        outcome = run_suite(request, Console(stderr=True))
+    except Interrupted as exc:
+        return exc.exit_code
+    except BadInput as exc:
+        print(json.dumps({"error": one_line(str(exc))}))
+        return 2
+    print(json.dumps({"run_id": outcome.run_id, "failed": outcome.failed}))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(child_main())
+    except KeyboardInterrupt:
+        sys.exit(128 + signal.SIGINT)

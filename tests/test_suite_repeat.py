@@ -1,0 +1,107 @@
+"""`kvbench run --repeat N`: N runs of one selection, each in a fresh process, so `compare` has the
+case's between-run noise at once; a signal to the parent ends the running repeat as `aborted`."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import sqlalchemy as sa
+from rich.console import Console
+
+from kvbench.errors import BadInput
+from kvbench.store import open_store
+from kvbench.suite_repeat import run_repeated
+from kvbench.suite_run import RunRequest
+from tests.conftest import REPO, run_cli
+from tests.test_run_lifecycle import STORAGE, _wait_for_files
+
+SMALL = {"size": "1MiB"}
+
+
+def _runs(db: str) -> list[tuple]:
+    engine = sa.create_engine(db)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(sa.text("SELECT id, status, tags FROM run ORDER BY id")).all()
+    finally:
+        engine.dispose()
+
+
+def test_each_repeat_is_its_own_run_tagged_with_its_place(tmp_path):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    request = RunRequest(benches=("dram.copy",), overrides=SMALL, samples=5, db=db, tags={"purpose": "ci"})
+    outcomes = run_repeated(request, 3, Console(stderr=True))
+    assert [o.run_id for o in outcomes] == [1, 2, 3] and all(o.failed == 0 for o in outcomes)
+    runs = _runs(db)
+    assert [status for _, status, _ in runs] == ["complete"] * 3
+    assert [open_store(db).run(i)["tags"] for i in (1, 2, 3)] == [
+        {"purpose": "ci", "repeat": f"{i}/3"} for i in (1, 2, 3)]
+
+
+def test_the_cli_shows_the_spread_and_a_later_compare_weighs_changes_against_it(tmp_path):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    shown = run_cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--samples", "5", "--repeat", "3",
+                    "--db", db)
+    assert shown.returncode == 0, shown.stderr
+    assert "between-run spread" in shown.stdout and "runs 1, 2, 3" in shown.stdout
+    assert [line for line in shown.stderr.splitlines() if "a fresh process" in line] == [
+        f"repeat {i}/3: a fresh process" for i in (1, 2, 3)]
+    again = run_cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--samples", "5", "--db", db)
+    assert again.returncode == 0, again.stderr
+    compared = run_cli("compare", "3", "4", "--db", db)
+    assert "over 3 runs" in compared.stdout + compared.stderr  # runs 1-3 are run 4's history, not an assumption
+
+
+def test_bad_input_is_refused_before_any_repeat_starts(tmp_path):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    with pytest.raises(BadInput, match="unknown benchmark"):
+        run_repeated(RunRequest(benches=("dram.cpy",), db=db), 2, Console(stderr=True))
+    with pytest.raises(BadInput, match="--repeat 0"):
+        run_repeated(RunRequest(benches=("dram.copy",), db=db), 0, Console(stderr=True))
+    assert not (tmp_path / "k.sqlite").exists()
+
+
+def test_sigterm_to_the_parent_aborts_the_running_repeat_and_starts_no_other(tmp_path):
+    work = tmp_path / "files"
+    work.mkdir()
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    proc = subprocess.Popen([sys.executable, "-m", "kvbench", "run", *STORAGE, "--set", f"path={work}",
+                             "--repeat", "3", "--db", db], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    _wait_for_files(work, proc)
+    proc.send_signal(signal.SIGTERM)  # the parent only, as `timeout` sends it
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert "repeat 2/3" not in stderr
+    assert [status for _, status, _ in _runs(db)] == ["aborted"]
+    assert os.listdir(work) == []  # the repeat removed its files as it ended
+
+
+def _child_of(pid: int, timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        children = open(f"/proc/{pid}/task/{pid}/children").read().split()
+        if children:
+            return int(children[0])
+        time.sleep(0.05)
+    raise AssertionError("no repeat process started")
+
+
+def test_a_repeat_killed_outright_is_one_line_and_exit_1(tmp_path):
+    work = tmp_path / "files"
+    work.mkdir()
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    proc = subprocess.Popen([sys.executable, "-m", "kvbench", "run", *STORAGE, "--set", f"path={work}",
+                             "--repeat", "2", "--db", db], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    child = _child_of(proc.pid)
+    _wait_for_files(work, proc)
+    os.kill(child, signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert stderr.strip().splitlines()[-1] == ("kvbench: repeat 1/2: its process ended with signal SIGKILL; "
+                                               "the next kvbench marks an unfinished run crashed")
+    assert "Traceback" not in stderr
