@@ -7,84 +7,22 @@ did not run is SKIP with the reason, never PASS.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
+from kvbench.analyze.accept_rules import (  # noqa: F401  (load_rules, rules_for_host, applies: the rules' API)
+    ABOVE_PEAK_TOLERANCE,
+    RATE_UNITS,
+    Rule,
+    RulesFile,
+    applies,
+    load_rules,
+    rules_for_host,
+)
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import canonical_subset, describe_params
 from kvbench.benches.registry import all_benches
-from kvbench.errors import BadInput, unknown_name
 from kvbench.metadata import LINK, PCIE_REPLAY_DELTA, PER_GPU_GBPS
-from kvbench.resources import suites_dir
-
-RATE_UNITS = {"MB/s": 1e-3, "GB/s": 1.0, "TB/s": 1e3}
-# A result above its spec peak by more than this is a measurement bug, never a pass: timer
-# resolution and a datasheet's rounding stay well inside it.
-ABOVE_PEAK_TOLERANCE = 0.02
-
-
-class Threshold(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    value: float = Field(gt=0, allow_inf_nan=False)
-    unit: str
-
-
-class Ratio(BaseModel):
-    """`of` over `to`, paired on every other parameter. A list in `of` is a contest: the fastest of
-    those cases is judged (the best KV strategy). `max` bounds it from above too (two stacks that
-    must agree within 3 %: min 0.97, max 1.03)."""
-
-    model_config = ConfigDict(extra="forbid")
-    of: dict[str, Any]
-    to: dict[str, Any]
-    min: float = Field(gt=0, allow_inf_nan=False)
-    max: float | None = Field(None, gt=0, allow_inf_nan=False)
-
-    @model_validator(mode="after")
-    def ordered(self) -> Ratio:
-        if self.max is not None and self.max < self.min:
-            raise ValueError(f"min {self.min:g} is above max {self.max:g}")
-        return self
-
-
-class Spread(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    over: str  # the parameter that differs, e.g. gpu
-    max: float = Field(ge=0, lt=1)  # largest allowed shortfall from the fastest, as a fraction
-
-
-class Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    bench: str
-    params: dict[str, Any] = {}
-    min_fraction_of_peak: float | None = Field(None, gt=0, le=1)
-    min: Threshold | None = None
-    ratio: Ratio | None = None
-    spread: Spread | None = None
-    link_at_max: bool | None = None  # the result's link, read under load, at max gen and width
-    replay_unchanged: bool | None = None  # no PCIe replay-counter increase during the result
-    why: str = ""
-
-    @model_validator(mode="after")
-    def one_threshold(self) -> Rule:
-        given = [x for x in (self.min_fraction_of_peak, self.min, self.ratio, self.spread, self.link_at_max,
-                             self.replay_unchanged) if x is not None]
-        if len(given) != 1:
-            raise ValueError("give exactly one of min_fraction_of_peak, min, ratio, spread, link_at_max, "
-                             "replay_unchanged")
-        return self
-
-
-class RulesFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    match: dict[str, str] = {}  # gpu_name (substring) or pci_device_id; empty: every host
-    rule: list[Rule]
 
 
 @dataclass(frozen=True)
@@ -98,65 +36,6 @@ class Verdict:
     why: str
 
 
-def load_rules(path: Path) -> RulesFile:
-    try:
-        rules = RulesFile.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
-    except UnicodeDecodeError:
-        raise BadInput(f"rules {path}: not UTF-8 text (TOML files are UTF-8)") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"rules {path}: TOML syntax error: {exc}") from None
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise BadInput(f"rules {path}: key '{'.'.join(map(str, err['loc']))}': {err['msg']}") from None
-    except FileNotFoundError:
-        raise BadInput(f"rules file '{path}' does not exist") from None
-    except IsADirectoryError:
-        raise BadInput(f"rules file '{path}' is a folder, not a file") from None
-    except OSError as exc:
-        raise BadInput(f"rules file '{path}' cannot be read: {exc.strerror or exc}") from None
-    for rule in rules.rule:
-        _check_names(rule, path)
-        if rule.min is not None and rule.min.unit not in RATE_UNITS:
-            raise BadInput(f"rules {path}: rule '{rule.id}' gives unit '{rule.min.unit}' but {rule.bench} "
-                           f"measures a rate: use {', '.join(RATE_UNITS)}")
-    return rules
-
-
-def _check_names(rule: Rule, path: Path) -> None:
-    """A rule naming a benchmark or parameter that does not exist would SKIP forever: refused, with
-    the closest name, as a suite's would be (a ratio's sides may name another `bench`)."""
-    from kvbench.benches.registry import get_bench
-
-    try:
-        groups = [(rule.bench, rule.params)]
-        for side in (rule.ratio.of, rule.ratio.to) if rule.ratio else ():
-            named = side.get("bench", rule.bench)
-            groups += [(b, {k: v for k, v in side.items() if k != "bench"})
-                       for b in (named if isinstance(named, list) else [named])]
-        for bench_id, params in groups:
-            known = get_bench(bench_id).params
-            for name in params:
-                if name not in known:
-                    raise unknown_name(f"parameter of {bench_id}", name, known)
-    except BadInput as exc:
-        raise BadInput(f"rules {path}: rule '{rule.id}': {exc}") from None
-
-
-def applies(rules: RulesFile, gpus: list[dict[str, Any]]) -> bool:
-    if not rules.match:
-        return True
-    name, device = rules.match.get("gpu_name"), rules.match.get("pci_device_id")
-    return any((name and name.lower() in g["name"].lower()) or (device and device == g.get("pci_device_id"))
-               for g in gpus)
-
-
-def rules_for_host(gpus: list[dict[str, Any]], path: Path | None = None) -> list[RulesFile]:
-    """The rules file given, or every shipped file whose SKU matches this host (the default always)."""
-    if path is not None:
-        return [load_rules(path)]
-    return [r for r in (load_rules(p) for p in sorted((suites_dir() / "rules").glob("*.toml"))) if applies(r, gpus)]
-
-
 def _matching(doc: RunDocument, bench: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     wanted = canonical_subset(bench, params)
     return [r for r in doc["results"] if r["bench"] == bench and all(r["params"].get(k) == v for k, v in wanted.items())]
@@ -167,12 +46,20 @@ def _case(bench: str, params: dict[str, Any], skip_defaults: bool = True) -> str
     return "all" if text == "(defaults)" else text
 
 
-def _not_run(bench: str) -> str:
+def _unjudged(doc: RunDocument, bench: str, params: dict[str, Any]) -> tuple[str, str]:
+    """(verdict, why) of a rule with no ok case to judge: FAIL where a matching case failed, else SKIP
+    with the reason its cases were skipped, or why the benchmark did not run at all."""
+    not_ok = [r for r in _matching(doc, bench, params) if r["status"] != "ok"]
+    failed = [r for r in not_ok if r["status"] == "failed"]
+    if failed:
+        return "FAIL", f"{_case(bench, failed[0]['params'])} failed: {failed[0]['reason']}"
+    if not_ok:
+        return "SKIP", f"{not_ok[0]['status']}: {not_ok[0]['reason']}"
     spec = all_benches().get(bench)
     if spec is None:
-        return f"not run: benchmark {bench} is not available in this kvbench"
+        return "SKIP", f"not run: benchmark {bench} is not available in this kvbench"
     reason = spec.unavailable_reason()
-    return f"not run: {bench} is unavailable here — {reason}" if reason else "not run: the suite has no such case"
+    return "SKIP", f"not run: {bench} is unavailable here — {reason}" if reason else "not run: the suite has no such case"
 
 
 def judge_rule(rule: Rule, doc: RunDocument) -> list[Verdict]:
@@ -187,8 +74,9 @@ def judge_rule(rule: Rule, doc: RunDocument) -> list[Verdict]:
     threshold = (f"≥ {rule.min_fraction_of_peak:.0%} of peak" if rule.min_fraction_of_peak is not None
                  else f"≥ {rule.min.value:g} {rule.min.unit}")
     if not found:
-        return [Verdict(**head, case=_case(rule.bench, rule.params), verdict="SKIP", measured="-",
-                        threshold=threshold, why=_not_run(rule.bench))]
+        verdict, why = _unjudged(doc, rule.bench, rule.params)
+        return [Verdict(**head, case=_case(rule.bench, rule.params), verdict=verdict, measured="-",
+                        threshold=threshold, why=why)]
     out = []
     for r in found:
         case = _case(r["bench"], r["params"])
@@ -269,8 +157,9 @@ def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
                            threshold, rule.why))
     if not out:
         case = f"{label(of_bench, {**rule.params, **of})} / {label(to_bench, to)}"
-        missing = of_bench if not tops else to_bench
-        out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold, _not_run(missing)))
+        missing = (of_bench, {**rule.params, **of}) if not tops else (to_bench, {**rule.params, **to})
+        verdict, why = _unjudged(doc, *missing)
+        out.append(Verdict(rule.id, rule.bench, case, verdict, "-", threshold, why))
     return out
 
 
@@ -301,9 +190,10 @@ def _judge_spread(rule: Rule, doc: RunDocument) -> list[Verdict]:
         out.append(Verdict(rule.id, rule.bench, case, "PASS" if shortfall <= rule.spread.max else "FAIL",
                            f"{over}={slowest_key} {shortfall:.1%} below the fastest", threshold, rule.why))
     if not out:
-        out.append(Verdict(rule.id, rule.bench, _case(rule.bench, rule.params), "SKIP", "-", threshold,
-                           _not_run(rule.bench) if not _matching(doc, rule.bench, rule.params)
-                           else f"fewer than two values of {over} in one run"))
+        ok = [r for r in _matching(doc, rule.bench, rule.params) if r["status"] == "ok"]
+        verdict, why = _unjudged(doc, rule.bench, rule.params) if not ok else (
+            "SKIP", f"fewer than two values of {over} in one run")
+        out.append(Verdict(rule.id, rule.bench, _case(rule.bench, rule.params), verdict, "-", threshold, why))
     return out
 
 
@@ -312,8 +202,8 @@ def _judge_recorded(rule: Rule, doc: RunDocument) -> list[Verdict]:
     found = [r for r in _matching(doc, rule.bench, rule.params) if r["status"] == "ok"]
     threshold = "link at max gen/width under load" if rule.link_at_max else "replay counter unchanged"
     if not found:
-        return [Verdict(rule.id, rule.bench, _case(rule.bench, rule.params), "SKIP", "-", threshold,
-                        _not_run(rule.bench))]
+        verdict, why = _unjudged(doc, rule.bench, rule.params)
+        return [Verdict(rule.id, rule.bench, _case(rule.bench, rule.params), verdict, "-", threshold, why)]
     out = []
     for r in found:
         meta = r.get("metadata") or {}

@@ -14,7 +14,9 @@ allowance of 15 %. A case is
 * `ambiguous` — anything between: beyond the floor, but within the ranges' overlap or within what
   the case's runs vary by anyway. Shown, not gated.
 
-`slower` fails CI, and so does `missing` (a case the base had and the new run lacks). Identical
+`slower` fails CI, and so do `missing` (a case the base had and the new run lacks) and `failed`
+(the new run's case failed, e.g. its bytes did not verify); `not-ok` (a case skipped in either run,
+or failed only in the base) is shown, not gated. Identical
 back-to-back runs therefore pass; a drop whose ranges do not overlap and that exceeds the
 between-run noise fails.
 """
@@ -33,7 +35,7 @@ THRESHOLD = 0.05  # the practical floor
 ASSUMED_BETWEEN_RUN = 0.15  # allowance while a case has fewer than MIN_HISTORY earlier runs
 MIN_HISTORY = 3
 NOISE_MULTIPLE = 3.0  # a change must exceed 3 x the between-run noise (one robust standard deviation)
-GATING = ("slower", "missing")
+GATING = ("slower", "missing", "failed")
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class Comparison:
     base_gbps: float | None
     new_gbps: float | None
     change: float | None  # new / base - 1 of the median rates
-    verdict: str  # faster | slower | same | ambiguous | new | missing | not-ok
+    verdict: str  # faster | slower | same | ambiguous | new | missing | failed | not-ok
     note: str = ""  # the evidence, in words
     base_range: tuple[float, float] | None = None  # p10–p90 GB/s
     new_range: tuple[float, float] | None = None
@@ -70,7 +72,8 @@ def check_comparable(base: RunDocument, new: RunDocument, cross_host: bool = Fal
     """Refuse a run compared with itself, and runs from different hosts or contexts unless asked."""
     b, n = base["run"], new["run"]
     if b["id"] == n["id"] and b.get("host_id") == n.get("host_id"):
-        raise BadInput(f"run {b['id']} compared with itself: tag another run as baseline (kvbench tag RUN baseline)")
+        raise BadInput(f"run {b['id']} compared with itself: name two different runs (where one is 'baseline', "
+                       "tag another run: kvbench tag RUN baseline)")
     if b["host_id"] != n["host_id"] and not cross_host:
         raise BadInput(f"runs {b['id']} and {n['id']} come from different hosts ({b['host_id'][:12]}… vs "
                        f"{n['host_id'][:12]}…): a regression needs the same box; pass --cross-host to compare anyway")
@@ -105,6 +108,9 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
     """The verdict on one case; `history` holds the case's median GB/s in earlier runs (same host
     and context), which gives its between-run noise."""
     head = {"bench": new["bench"], "params": new["params"], "case": new["case"]}
+    if new["status"] == "failed":  # a transfer that did not verify is never a pass, whatever the base was
+        return Comparison(**head, base_gbps=None, new_gbps=None, change=None, verdict="failed",
+                          note=f"base {base['status']}, new failed: {new.get('reason') or 'no reason recorded'}")
     if base["status"] != "ok" or new["status"] != "ok":
         return Comparison(**head, base_gbps=None, new_gbps=None, change=None, verdict="not-ok",
                           note=f"base {base['status']}, new {new['status']}")
@@ -141,8 +147,10 @@ def compare_runs(base: RunDocument, new: RunDocument, threshold: float = THRESHO
         if case in base_by_case:
             out.append(compare_case(base_by_case[case], new_row, threshold, (history or {}).get(case)))
         else:
+            failed = new_row["status"] == "failed"
             out.append(Comparison(new_row["bench"], new_row["params"], case, None,
-                                  (new_row.get("gbps") or {}).get("median"), None, "new"))
+                                  (new_row.get("gbps") or {}).get("median"), None, "failed" if failed else "new",
+                                  f"new case, failed: {new_row.get('reason')}" if failed else ""))
     partial = new["run"].get("partial")
     for case, base_row in base_by_case.items():
         if case not in new_by_case:
@@ -153,7 +161,7 @@ def compare_runs(base: RunDocument, new: RunDocument, threshold: float = THRESHO
 
 
 def has_regression(comparisons: list[Comparison]) -> bool:
-    """Whether CI should fail: a case slower beyond its noise, or a case the new run is missing."""
+    """Whether CI should fail: a case slower beyond its noise, failed in the new run, or missing from it."""
     return any(c.verdict in GATING for c in comparisons)
 
 

@@ -104,7 +104,8 @@ def fraction(text: str, option: str) -> float:
     except ValueError:
         raise BadInput(f"bad {option} '{text}': give a percentage such as 5%") from None
     if not 0 <= value < 1:
-        raise BadInput(f"bad {option} '{text}': must be between 0% and 100%")
+        hint = f" (a bare number is a fraction: write {text}% or {value / 100:g})" if not text.endswith("%") else ""
+        raise BadInput(f"bad {option} '{text}': must be between 0% and 100%{hint}")
     return value
 
 

@@ -79,7 +79,8 @@ def compare(
     cross_host: Annotated[bool, typer.Option("--cross-host", help="allow runs of different hosts or contexts")] = False,
     db: DbOption = None,
 ) -> None:
-    """Regressions from BASE to NEW: Mann-Whitney U on the raw samples and a practical floor. Exit 1 on one."""
+    """Each case from BASE to NEW: same, slower, faster or ambiguous, weighed against its between-run noise.
+    Exit 1 on a case slower, failed or missing."""
     from kvbench.analyze.compare import compare_runs, has_regression
     from kvbench.report.table import comparisons_markdown, comparisons_table
 
@@ -101,11 +102,11 @@ def compare(
         if doc["run"].get("partial"):
             err.print(f"kvbench: note: run {doc['run']['id']} is partial: {doc['run']['partial']}")
     if has_regression(comparisons):
-        regressions = sum(c.verdict == "slower" for c in comparisons)
-        missing = sum(c.verdict == "missing" for c in comparisons)
+        count = {v: sum(c.verdict == v for c in comparisons) for v in ("slower", "failed", "missing")}
         b, n = base_doc["run"]["id"], new_doc["run"]["id"]
-        raise CheckFailed(f"{regressions} case(s) slower from run {b} to run {n}"
-                          + (f"; {missing} case(s) of run {b} missing from run {n}" if missing else ""))
+        raise CheckFailed(f"{count['slower']} case(s) slower from run {b} to run {n}"
+                          + (f"; {count['failed']} case(s) failed in run {n}" if count["failed"] else "")
+                          + (f"; {count['missing']} case(s) of run {b} missing from run {n}" if count["missing"] else ""))
 
 
 def _history(new_doc: dict, db: str | None) -> dict[str, list[float]]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvbench.analyze.accept import Verdict, judge, rules_for_host
-from kvbench.analyze.compare import Comparison, compare_runs, differences
+from kvbench.analyze.compare import GATING, Comparison, compare_runs, differences
 from kvbench.analyze.fit import fit_results
 from kvbench.analyze.numa_ratio import NearFar, near_far
 from kvbench.analyze.pinned_ratio import PageableVsPinned, pageable_vs_pinned
@@ -67,11 +67,11 @@ class ReportContent:
         return [v for v in self.verdicts if v.verdict == "FAIL"]
 
     def comparison_counts(self) -> dict[str, int]:
-        kinds = ("slower", "missing", "faster", "same", "ambiguous", "new", "not-ok")
+        kinds = ("slower", "failed", "missing", "faster", "same", "ambiguous", "new", "not-ok")
         return {kind: n for kind in kinds if (n := sum(x.verdict == kind for x in self.comparisons))}
 
     def regressions(self) -> list[Comparison]:
-        return [x for x in self.comparisons if x.verdict in ("slower", "missing")]
+        return [x for x in self.comparisons if x.verdict in GATING]
 
 
 def _figure(fig) -> Figure | None:

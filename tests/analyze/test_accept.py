@@ -236,3 +236,25 @@ min = { value = 1, unit = "GB/s" }
     assert all("measurement bug" in v.why and v.measured == "130.0% of 100.0 GB/s" for v in verdicts)
     doc["results"][0].update(efficiency=1.01, gbps={"median": 101.0})  # within the stated tolerance
     assert [v.verdict for v in judge(doc, [rules])] == ["PASS", "PASS"]
+
+
+def test_a_ratio_rule_whose_cases_were_skipped_gives_their_reason_and_a_failed_one_fails(tmp_path, quick):
+    rules = load_rules(write(tmp_path, """
+name = "t"
+[[rule]]
+id = "fragments"
+bench = "kv.restore"
+ratio = { of = { strategy = "host" }, to = { strategy = "contiguous" }, min = 0.01 }
+"""))
+    skipped = json.loads(json.dumps(quick))
+    for r in skipped["results"]:
+        if r["bench"] == "kv.restore" and r["params"].get("strategy") == "host":
+            r.update(status="skipped", reason="no CUDA device: no NVIDIA driver on this host")
+    (verdict,) = judge(skipped, [rules])
+    assert verdict.verdict == "SKIP" and verdict.why == "skipped: no CUDA device: no NVIDIA driver on this host"
+    failed = json.loads(json.dumps(skipped))
+    for r in failed["results"]:
+        if r["status"] == "skipped":
+            r.update(status="failed", reason="integrity: destination differs at byte 0")
+    (verdict,) = judge(failed, [rules])
+    assert verdict.verdict == "FAIL" and verdict.why.endswith("failed: integrity: destination differs at byte 0")

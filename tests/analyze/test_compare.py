@@ -99,3 +99,14 @@ def test_repeat_spread_shows_each_case_s_medians_over_the_runs_and_what_compare_
 def test_repeat_spread_of_two_runs_assumes_the_allowance_as_compare_does():
     (spread,) = repeat_spread([[result(10.0)], [result(10.2, seed=1)]])
     assert spread.between_run is None and spread.allowance == pytest.approx(0.15)
+
+
+def test_a_case_that_fails_in_the_new_run_gates_and_one_skipped_is_shown_only():
+    base = doc(1, [result(10.0), result(10.0, case="c2"), result(10.0, case="c3", status="skipped")])
+    new = doc(2, [result(10.0, seed=1), result(10.0, case="c2", status="failed"),
+                  result(10.0, case="c3", status="skipped"), result(10.0, case="c4", status="failed")])
+    new["results"][1]["reason"] = "integrity: destination differs at byte 0"
+    verdicts = {c.case: c for c in compare_runs(base, new)}
+    assert verdicts["c2"].verdict == "failed" and "differs at byte 0" in verdicts["c2"].note
+    assert verdicts["c3"].verdict == "not-ok" and verdicts["c4"].verdict == "failed"
+    assert has_regression([verdicts["c2"]]) and not has_regression([verdicts["c1"], verdicts["c3"]])
