@@ -15,6 +15,9 @@ from kvbench.errors import BadInput, CheckFailed, one_line
 
 # What SQLite says of a file whose pages are damaged, wherever a query first meets one.
 _DAMAGED = ("malformed", "file is not a database", "disk image")
+# What SQLite and PostgreSQL say when the user may read the database but not change it.
+_REFUSED_WRITE = ("readonly database", "read-only", "permission denied", "insufficientprivilege",
+                  "insufficient privilege")
 
 
 def main() -> None:
@@ -35,6 +38,12 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except (DatabaseError, SQLiteError) as exc:
         text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if any(s in text.lower() for s in _REFUSED_WRITE):
+            from kvbench.store.connect import redact
+
+            err.print(one_line(f"kvbench: error: the database refused the change ({redact(text)}): this command "
+                               "needs write access to it"), markup=False, highlight=False, soft_wrap=True)
+            sys.exit(2)
         if not any(s in text.lower() for s in _DAMAGED):
             raise
         err.print(one_line(f"kvbench: error: the database is damaged ({text}): kvbench cannot read it; restore it "
@@ -53,7 +62,11 @@ def main() -> None:
         if "UsageError" not in kinds:
             raise
         ctx = getattr(exc, "ctx", None)  # unknown command or option, a value typer refused
-        command = f" {ctx.info_name}" if ctx is not None and ctx.parent is not None else ""
+        names = []
+        while ctx is not None and ctx.parent is not None:  # `host merge`, not just `merge`
+            names.insert(0, ctx.info_name)
+            ctx = ctx.parent
+        command = "".join(f" {n}" for n in names)
         err.print(f"kvbench{command}: error: {exc.format_message()} (see kvbench{command} --help)", markup=False,
                   highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -85,6 +85,16 @@ def parse_url(url: str) -> sa.engine.URL:
     except (ArgumentError, ValueError):
         raise BadInput(f"bad database URL '{redact(url)}': expected e.g. sqlite:///results/kvbench.sqlite or "
                        "postgresql://user:password@host/db") from None
+    scheme = url.split(":", 1)[0]
+    if scheme.split("+")[0].lower() == "postgres" or scheme != scheme.lower():
+        fixed = "postgresql" if scheme.split("+")[0].lower() == "postgres" else scheme.lower()
+        raise BadInput(f"bad database URL '{redact(url)}': write {fixed}:// (SQLAlchemy's name for it, in lower case)")
+    if parsed.get_backend_name() == "sqlite" and parsed.host:
+        raise BadInput(f"bad database URL '{redact(url)}': a file is sqlite:///relative/path.sqlite (three slashes) "
+                       "or sqlite:////absolute/path.sqlite (four)")
+    if parsed.get_backend_name() == "sqlite" and (not parsed.database or parsed.database == ":memory:"):
+        raise BadInput(f"database '{redact(url)}' is in memory: its results would vanish when kvbench exits; "
+                       "give a file, e.g. sqlite:///results/kvbench.sqlite")
     if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed
@@ -96,14 +106,15 @@ def read_only_uri(path: Path) -> str:
     return f"file:{path.resolve()}?mode=ro{'' if os.access(path.parent, os.W_OK) else '&immutable=1'}"
 
 
-QUICK_CHECK_MAX_BYTES = 64 << 20  # integrity-checked before a write up to this size (~0.3 s); larger: too slow
+QUICK_CHECK_MAX_BYTES = 64 << 20  # integrity-checked on opening up to this size (~0.3 s); larger: too slow
 
 
-def check_sqlite_file(path: Path, shown: str, before_writing: bool = False) -> bool:
+def check_sqlite_file(path: Path, shown: str) -> bool:
     """True when `path` holds a kvbench database, False when there is none yet (absent or empty);
-    `BadInput` for anything else, found without writing a byte to it. A file with no table, and one
-    about to be written (up to QUICK_CHECK_MAX_BYTES), pass SQLite's quick_check first: a damaged
-    page is refused rather than written around."""
+    `BadInput` for anything else, found without writing a byte to it. A file up to
+    QUICK_CHECK_MAX_BYTES (and one with no table) passes SQLite's quick_check first: a damaged page
+    is refused before it is written around, and before a read would stop halfway, and the files
+    SQLite made beside it for the check are removed."""
     if not path.exists() or path.stat().st_size == 0:
         return False
     if path.is_dir():
@@ -113,17 +124,26 @@ def check_sqlite_file(path: Path, shown: str, before_writing: bool = False) -> b
     if head != SQLITE_MAGIC:
         raise BadInput(f"database '{shown}' is not an SQLite file (it starts with {head[:8]!r}): "
                        "kvbench leaves it as it is; give another path")
+    sidecars = [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm")]
+    had = [p.exists() for p in sidecars]
+    if not os.access(path.parent, os.W_OK) and sidecars[0].exists() and sidecars[0].stat().st_size:
+        raise BadInput(f"database '{shown}' has results in its write-ahead log ({sidecars[0].name}) that SQLite "
+                       "cannot read where the folder is read-only: open it once with write access, or copy "
+                       "it together with that file to a writable folder")
     try:
         con = sqlite3.connect(read_only_uri(path), uri=True, timeout=30)
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if not tables or (before_writing and path.stat().st_size <= QUICK_CHECK_MAX_BYTES):
+            if not tables or path.stat().st_size <= QUICK_CHECK_MAX_BYTES:
                 verdict = con.execute("PRAGMA quick_check(1)").fetchone()[0]
                 if verdict != "ok":  # "*** in database main ***\nPage 3: btreeInitPage() returns error code 11"
                     raise sqlite3.DatabaseError("; ".join(x for x in verdict.splitlines() if "***" not in x))
         finally:
             con.close()
     except sqlite3.DatabaseError as exc:
+        for sidecar, existed in zip(sidecars, had, strict=True):  # leave the refused file as it was found
+            if not existed and sidecar.exists():
+                sidecar.unlink(missing_ok=True)
         if "disk i/o error" in str(exc).lower():  # the file may be fine: its folder has no room for -wal/-shm
             full = os.statvfs(path.parent).f_bavail == 0
             raise BadInput(f"database '{shown}' cannot be opened: "
@@ -132,6 +152,9 @@ def check_sqlite_file(path: Path, shown: str, before_writing: bool = False) -> b
     if not tables:
         return False  # SQLite's header but no table yet: a database being created, by kvbench or just now
     if "kvbench_meta" not in tables:  # kvbench makes that table first, so this is someone else's file
+        for sidecar, existed in zip(sidecars, had, strict=True):
+            if not existed and sidecar.exists() and sidecar.stat().st_size == 0:
+                sidecar.unlink(missing_ok=True)
         raise BadInput(f"database '{shown}' is another program's SQLite file (no kvbench_meta table): "
                        "kvbench leaves it as it is; give another path")
     return True
@@ -173,9 +196,12 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
     shown = redact(url)
     backend = parsed.get_backend_name()
     connect_args: dict[str, Any] = {}
+    created: Path | None = None  # the SQLite file this call is about to make
     if backend == "sqlite" and parsed.database and parsed.database != ":memory:":
         path = Path(parsed.database)
-        exists = check_sqlite_file(path, shown, before_writing=not read_only)
+        exists = check_sqlite_file(path, shown)
+        if not read_only and not path.exists():
+            created = path
         if exists and not read_only:  # a newer kvbench's file: refused before any pragma touches it
             migrate.refuse_newer(migrate.file_version(path), shown)
         if read_only or existing:
@@ -200,6 +226,9 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
         engine = sa.create_engine(parsed, connect_args=connect_args)
     except (NoSuchModuleError, ModuleNotFoundError) as exc:
         raise BadInput(f"database URL '{shown}' needs a driver that is not installed: {exc}") from None
+    except ArgumentError as exc:  # sqlite://name.sqlite: the path needs a third slash
+        raise BadInput(f"bad database URL '{shown}' ({exc}): a file is sqlite:///relative/path.sqlite or "
+                       "sqlite:////absolute/path.sqlite") from None
     if backend == "sqlite" and not read_only:
         sa.event.listen(engine, "connect", _sqlite_pragmas)
     if backend == "postgresql":
@@ -214,6 +243,13 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
             _with_retries(lambda: migrate.ensure_schema(engine, shown))
     except DBAPIError as exc:
         engine.dispose()
+        no_room = any(w in str(exc).lower() for w in ("disk i/o error", "database or disk is full", "no space"))
+        if created is not None and no_room:  # a database that could not be made for want of room leaves nothing
+            full = os.statvfs(created.parent).f_bavail == 0
+            for leftover in (created, created.with_name(created.name + "-wal"), created.with_name(created.name + "-shm")):
+                leftover.unlink(missing_ok=True)
+            if full:
+                raise BadInput(f"cannot create database '{shown}': the filesystem holding it is full") from None
         raise BadInput(f"cannot reach database '{shown}': {redact(_one_line(exc))}") from None
     return store
 
