@@ -20,10 +20,25 @@ def older_ids(store, facts: HostFacts) -> list[str]:
 
 def adopt_older_ids(store, facts: HostFacts) -> dict[str, int]:
     """Merge this box's older ids into its id (writing); {old id: runs moved}."""
-    mine = host_id(facts)
-    return {old: store.merge_host(old, mine) for old in older_ids(store, facts)}
+    mine = stored_id(store, facts)
+    return {old: store.merge_host(old, mine) for old in older_ids(store, facts) if old != mine}
+
+
+def stored_id(store, facts: HostFacts) -> str:
+    """The id this box's runs go under: its own, or the one it was merged into (`kvbench host merge`
+    keeps a merged id as an alias; a box that still reports it, e.g. by KVBENCH_HOST_ID, must not
+    appear as a host again)."""
+    mine, aliases = host_id(facts), store.aliases()
+    seen = set()
+    while mine in aliases and mine not in seen:
+        seen.add(mine)
+        mine = aliases[mine]
+    return mine
 
 
 def this_host_ids(store, facts: HostFacts) -> list[str]:
-    """Every id this box's runs are stored under: its own, and older ones not merged yet."""
-    return [host_id(facts), *older_ids(store, facts)]
+    """Every id this box's runs are stored under (the one it writes to, older ones not merged yet), and
+    the ids merged into it, which an exported run may still carry."""
+    ids = [stored_id(store, facts), *older_ids(store, facts)]
+    ids += [old for old, into in store.aliases().items() if into in ids]
+    return list(dict.fromkeys(ids))

@@ -20,6 +20,7 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+        self.run_id: int | None = None  # the run it ended, once one had begun
 
     @property
     def name(self) -> str:

@@ -21,7 +21,7 @@ from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware import fingerprint
 from kvbench.hardware.facts import HostFacts
 from kvbench.hardware.path import PathPeak, links_under_load, path_peak
-from kvbench.hosts import adopt_older_ids
+from kvbench.hosts import adopt_older_ids, stored_id
 from kvbench.interrupts import Interrupted
 from kvbench.lifecycle import owner, pid_namespace, reap
 from kvbench.measure.engine import Settings, measure
@@ -121,6 +121,8 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
     except KeyboardInterrupt as exc:
         name = exc.name if isinstance(exc, Interrupted) else "SIGINT"
         _finish(store, run_id, "aborted", f"interrupted ({name})", fingerprint.end_state())
+        if isinstance(exc, Interrupted):
+            exc.run_id = run_id
         raise
     except DBAPIError as exc:  # the database filled up, or went away: one line, the run marked where it can be
         why = _first_line(exc)
@@ -138,7 +140,7 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
 
 def _begin(cases: list[Case], store: Store, facts: HostFacts, info: RunInfo) -> int:
     adopt_older_ids(store, facts)  # this box's runs under an older kvbench's id become this id's
-    host_id = fingerprint.host_id(facts)
+    host_id = stored_id(store, facts)
     reap(store, [host_id])  # runs a SIGKILL or the OOM killer left `running` become `crashed`, their files removed
     ctx = fingerprint.context()
     ctx_id = fingerprint.context_id(ctx)

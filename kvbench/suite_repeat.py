@@ -58,10 +58,12 @@ def _run_in_child(request: RunRequest, label: str) -> tuple[int, int]:
         answer, _ = child.communicate(json.dumps(dataclasses.asdict(request)))
     code = child.returncode
     signum = received[0] if received else (-code if code < 0 else code - 128 if code - 128 in SIGNALS else None)
-    if signum in SIGNALS:
-        raise Interrupted(signum)
     lines = [line for line in answer.splitlines() if line.startswith("{")]
     reply = json.loads(lines[-1]) if lines else {}
+    if signum in SIGNALS:
+        interrupted = Interrupted(signum)
+        interrupted.run_id = reply.get("aborted_run", reply.get("run_id"))
+        raise interrupted
     if code == 0 and "run_id" in reply:
         return int(reply["run_id"]), int(reply["failed"])
     if "error" in reply:
@@ -98,6 +100,7 @@ def child_main() -> int:
     try:
         outcome = run_suite(request, Console(stderr=True))
     except Interrupted as exc:
+        print(json.dumps({"aborted_run": exc.run_id}))
         return exc.exit_code
     except BadInput as exc:
         print(json.dumps({"error": one_line(str(exc))}))

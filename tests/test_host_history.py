@@ -49,7 +49,36 @@ def test_an_older_id_of_this_box_is_read_as_this_box_and_merged_by_the_next_run(
 
 def test_host_merge_joins_two_ids_by_hand(tmp_path):
     url = _legacy_database(tmp_path / "k.sqlite")
-    merged = run_cli("host", "merge", "0ld" + "0" * 61, "rack7-node03", "--db", url)
+    typo = run_cli("host", "merge", "0ld" + "0" * 61, "rack7-nod03", "--db", url)
+    assert typo.returncode == 2 and "no host 'rack7-nod03'" in typo.stderr  # no phantom host made
+    merged = run_cli("host", "merge", "0ld" + "0" * 61, "--db", url, env={"KVBENCH_HOST_ID": "rack7-node03"})
     assert merged.returncode == 0 and "1 run(s) moved" in merged.stdout
     again = run_cli("host", "merge", "0ld" + "0" * 61, "--db", url)
     assert again.returncode == 2 and "no host '0ld" in again.stderr
+
+
+def test_a_merged_id_still_reported_writes_to_the_host_it_was_merged_into(tmp_path):
+    url = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    tiny = ("run", "--bench", "dram.copy", "--set", "size=1MiB", "--samples", "5", "--db", url)
+    assert run_cli(*tiny, env={"KVBENCH_HOST_ID": "rack7-node03"}).returncode == 0
+    assert run_cli(*tiny, env={"KVBENCH_HOST_ID": "node03"}).returncode == 0
+    merged = run_cli("host", "merge", "rack7-node03", "node03", "--db", url)
+    assert merged.returncode == 0, merged.stderr
+    assert run_cli(*tiny, env={"KVBENCH_HOST_ID": "rack7-node03"}).returncode == 0  # a box still labelled the old way
+    listing = json.loads(run_cli("host", "list", "--json", "--db", url).stdout)
+    assert [(h["id"], h["runs"]) for h in listing["hosts"]] == [("node03", 3)]
+    compared = run_cli("compare", "1", "3", "--db", url, env={"KVBENCH_HOST_ID": "rack7-node03"})
+    assert "different hosts" not in compared.stderr
+
+
+def test_compare_takes_an_older_id_of_this_box_as_this_box(tmp_path):
+    url = _legacy_database(tmp_path / "k.sqlite")
+    assert run_cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--set", "primitive=memcpy",
+                   "--samples", "5", "--db", url).returncode == 0
+    # the run merged the old id; a copy of the old run exported beforehand still names it
+    exported = tmp_path / "old.json"
+    doc = json.loads(run_cli("results", "1", "--format", "json", "--db", url).stdout)
+    doc["run"]["host_id"] = "0ld" + "0" * 61
+    exported.write_text(json.dumps(doc))
+    compared = run_cli("compare", str(exported), "2", "--db", url)
+    assert "different hosts" not in compared.stderr, compared.stderr

@@ -75,7 +75,7 @@ def test_sigterm_to_the_parent_aborts_the_running_repeat_and_starts_no_other(tmp
     proc.send_signal(signal.SIGTERM)  # the parent only, as `timeout` sends it
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
-    assert "repeat 2/3" not in stderr
+    assert "repeat 2/3" not in stderr and "run 1 is marked aborted" in stderr
     assert [status for _, status, _ in _runs(db)] == ["aborted"]
     assert os.listdir(work) == []  # the repeat removed its files as it ended
 
@@ -105,3 +105,20 @@ def test_a_repeat_killed_outright_is_one_line_and_exit_1(tmp_path):
     assert stderr.strip().splitlines()[-1] == ("kvbench: repeat 1/2: its process ended with signal SIGKILL; "
                                                "the next kvbench marks an unfinished run crashed")
     assert "Traceback" not in stderr
+
+
+def test_a_signal_before_any_run_began_says_nothing_was_stored(monkeypatch, capsys):
+    import typer
+
+    import kvbench.suite_run
+    from kvbench.cli.run import run_and_show
+    from kvbench.interrupts import Interrupted
+
+    def interrupted(request, progress):
+        raise Interrupted(signal.SIGTERM)  # e.g. while the schema was being made: no run row yet
+
+    monkeypatch.setattr(kvbench.suite_run, "run_suite", interrupted)
+    with pytest.raises(typer.Exit) as ended:
+        run_and_show(RunRequest(), None)
+    assert ended.value.exit_code == 143
+    assert "no run had begun, so nothing was stored" in capsys.readouterr().err

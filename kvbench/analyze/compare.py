@@ -23,6 +23,7 @@ between-run noise fails.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -68,9 +69,13 @@ def between_run_noise(medians: list[float]) -> float | None:
     return float(1.4826 * np.median(np.abs(logs - np.median(logs))))
 
 
-def check_comparable(base: RunDocument, new: RunDocument, cross_host: bool = False) -> None:
-    """Refuse a run compared with itself, and runs from different hosts or contexts unless asked."""
+def check_comparable(base: RunDocument, new: RunDocument, cross_host: bool = False,
+                     one_box: Collection[str] = ()) -> None:
+    """Refuse a run compared with itself, and runs from different hosts or contexts unless asked;
+    `one_box`: host ids known to be one box (its id and an older kvbench's, not merged yet)."""
     b, n = base["run"], new["run"]
+    if {b["host_id"], n["host_id"]} <= set(one_box):
+        b = {**b, "host_id": n["host_id"]}
     if b["id"] == n["id"] and b.get("host_id") == n.get("host_id"):
         raise BadInput(f"run {b['id']} compared with itself: name two different runs (where one is 'baseline', "
                        "tag another run: kvbench tag RUN baseline)")
@@ -137,9 +142,9 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
 
 
 def compare_runs(base: RunDocument, new: RunDocument, threshold: float = THRESHOLD, cross_host: bool = False,
-                 history: dict[str, list[float]] | None = None) -> list[Comparison]:
+                 history: dict[str, list[float]] | None = None, one_box: Collection[str] = ()) -> list[Comparison]:
     """Every case of either run, matched by case id; `history[case]` the case's earlier medians."""
-    check_comparable(base, new, cross_host)
+    check_comparable(base, new, cross_host, one_box)
     base_by_case = {r["case"]: r for r in base["results"]}
     new_by_case = {r["case"]: r for r in new["results"]}
     out = []

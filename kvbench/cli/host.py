@@ -85,12 +85,14 @@ def host_merge(
     db: Annotated[str | None, typer.Option(help="results database (default: $KVBENCH_DB or the embedded one)")] = None,
 ) -> None:
     """Move OLD's runs to INTO (one box that appeared under two ids); OLD is kept as an alias."""
-    from kvbench.hardware.identity import host_id
+    from kvbench.hosts import stored_id
     from kvbench.store import open_store
     from kvbench.this_host import host_facts
 
     store = open_store(db, existing=True)
-    target = into or host_id(host_facts())
+    if into is not None and store.host(into) is None:
+        raise BadInput(f"no host '{into}' in {store.url} to merge into (kvbench host list shows them)")
+    target = into or stored_id(store, host_facts())
     if old == target:
         raise BadInput(f"bad merge: host '{old}' is the host to merge into")
     moved = store.merge_host(old, target)

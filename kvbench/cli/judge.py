@@ -19,6 +19,7 @@ from kvbench.cli.common import (
     err,
     fraction,
     out,
+    this_host_ids,
     write_json,
     write_text,
 )
@@ -88,7 +89,7 @@ def compare(
         raise BadInput(f"bad --format '{fmt}': choose table, markdown or json")
     floor = fraction(threshold, "--threshold")
     base_doc, new_doc = documents([base, new], db)
-    comparisons = compare_runs(base_doc, new_doc, floor, cross_host, _history(new_doc, db))
+    comparisons = compare_runs(base_doc, new_doc, floor, cross_host, _history(new_doc, db), _one_box(db))
     title = (f"run {base_doc['run']['id']} → run {new_doc['run']['id']} (slower or faster: p10–p90 ranges apart and "
              f"the change beyond {floor:.0%} and beyond the case's between-run noise)")
     if fmt == "json":
@@ -107,6 +108,14 @@ def compare(
         raise CheckFailed(f"{count['slower']} case(s) slower from run {b} to run {n}"
                           + (f"; {count['failed']} case(s) failed in run {n}" if count["failed"] else "")
                           + (f"; {count['missing']} case(s) of run {b} missing from run {n}" if count["missing"] else ""))
+
+
+def _one_box(db: str | None) -> list[str]:
+    """This box's host ids in the database (its own and an older kvbench's), which compare as one host."""
+    from kvbench.cli.common import existing_store
+
+    store = existing_store(db)
+    return this_host_ids(store) if store is not None else []
 
 
 def _history(new_doc: dict, db: str | None) -> dict[str, list[float]]:

@@ -32,7 +32,9 @@ def run_and_show(request, json_out: str | None, repeat: int = 1) -> int:
     try:
         outcomes = [run_suite(request, err)] if repeat == 1 else run_repeated(request, repeat, err)
     except Interrupted as exc:
-        err.print(f"kvbench: interrupted ({exc.name}); the run is marked aborted and its finished results are kept")
+        err.print(f"kvbench: interrupted ({exc.name}); " + (
+            f"run {exc.run_id} is marked aborted and its finished results are kept" if exc.run_id is not None
+            else "no run had begun, so nothing was stored"))
         raise typer.Exit(exc.exit_code) from None
     store, run_id = outcomes[-1].store, outcomes[-1].run_id
     show = err if json_out == "-" else out
