@@ -10,6 +10,7 @@ foreign file is refused with one line naming what is wrong, never a KeyError lat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal, get_args
 
 from kvbench.errors import BadInput
@@ -65,6 +66,12 @@ class RunRecord:
         _need(data, where, {"id": (int, str), "host_id": str, "context_id": str, "status": str})
         if data["status"] not in RUN_STATUSES:
             raise BadInput(f"{where}: status '{data['status']}' is none of {', '.join(RUN_STATUSES)}")
+        for name in ("started_at", "ended_at"):  # ISO 8601 with its zone, as kvbench writes them
+            if data.get(name) is not None:
+                try:
+                    datetime.fromisoformat(str(data[name]))
+                except ValueError:
+                    raise BadInput(f"{where}: {name} '{data[name]}' is not an ISO 8601 time") from None
         values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         values["tags"], values["system_state"] = values.get("tags") or {}, values.get("system_state") or {}
         return cls(**values)
@@ -126,6 +133,11 @@ class ResultRecord:
         if samples is not None and (not isinstance(samples, list) or
                                     not all(isinstance(s, int | float) and s > 0 for s in samples)):
             raise BadInput(f"{where}: samples_s must be a list of positive seconds")
+        if data["status"] == "ok" and samples is not None and not samples:
+            raise BadInput(f"{where}: an ok result with no samples (samples_s is empty)")
+        size = data.get("bytes")
+        if data["status"] == "ok" and size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+            raise BadInput(f"{where}: bytes must be a positive integer, not {size!r}")
         return cls(
             bench=data["bench"], params=data["params"], case=data["case"], status=data["status"],
             bytes=data.get("bytes"), samples_s=tuple(samples) if samples is not None else None,

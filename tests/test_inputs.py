@@ -154,6 +154,9 @@ def test_a_json_input_that_cannot_be_read_is_one_line(tmp_path, content, message
     ('bench = "dram.cpy"\nmin_fraction_of_peak = 0.5', "did you mean 'dram.copy'"),
     ('bench = "dram.copy"\nparams = { sise = "1MiB" }\nmin_fraction_of_peak = 0.5', "did you mean 'size'"),
     ('bench = "dram.copy"\nmin = { value = inf, unit = "GB/s" }', "finite number"),
+    ('bench = "dram.copy"\nmin_fraction_of_peak = "0.3"', "key 'rule.0.min_fraction_of_peak': Input should be a valid number"),
+    ('bench = "dram.copy"\nmin_fraction_of_peak = 0.3\n[[rule]]\nid = "r"\nbench = "dram.copy"\nmin_fraction_of_peak = 0.5',
+     "rule id 'r' is given twice"),
 ])
 def test_a_rule_that_could_never_apply_is_refused(tmp_path, rule, message):
     path = tmp_path / "rules.toml"

@@ -42,6 +42,9 @@ def test_a_stored_row_and_its_json_are_one_record():
     (lambda d: d["results"][0].update(params="size=1"), "'params' has the wrong type"),
     (lambda d: d["results"][0]["gbps"].pop("p90"), "result 0.gbps lacks 'p90'"),
     (lambda d: d["results"][0].update(samples_s=[1.0, -2.0]), "samples_s must be a list of positive seconds"),
+    (lambda d: d["results"][0].update(samples_s=[]), "an ok result with no samples"),
+    (lambda d: d["results"][0].update(bytes=-5), "bytes must be a positive integer"),
+    (lambda d: d["run"].update(started_at="yesterday"), "started_at 'yesterday' is not an ISO 8601 time"),
 ])
 def test_a_malformed_document_is_refused_with_one_line_naming_the_fault(breakage, message):
     doc = copy.deepcopy(QUICK)

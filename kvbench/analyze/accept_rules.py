@@ -77,17 +77,28 @@ class RulesFile(BaseModel):
     match: dict[str, str] = {}  # gpu_name (substring) or pci_device_id; empty: every host
     rule: list[Rule]
 
+    @model_validator(mode="after")
+    def unique_ids(self) -> RulesFile:
+        seen: set[str] = set()
+        for rule in self.rule:
+            if rule.id in seen:
+                raise ValueError(f"rule id '{rule.id}' is given twice; each rule needs its own")
+            seen.add(rule.id)
+        return self
+
 
 def load_rules(path: Path) -> RulesFile:
     try:
-        rules = RulesFile.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
+        # strict: a threshold written as a string ("0.3") is a mistake to name, not a number to guess
+        rules = RulesFile.model_validate(tomllib.loads(path.read_text(encoding="utf-8")), strict=True)
     except UnicodeDecodeError:
         raise BadInput(f"rules {path}: not UTF-8 text (TOML files are UTF-8)") from None
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"rules {path}: TOML syntax error: {exc}") from None
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise BadInput(f"rules {path}: key '{'.'.join(map(str, err['loc']))}': {err['msg']}") from None
+        key = f" key '{'.'.join(map(str, err['loc']))}':" if err["loc"] else ""
+        raise BadInput(f"rules {path}:{key} {err['msg'].removeprefix('Value error, ')}") from None
     except FileNotFoundError:
         raise BadInput(f"rules file '{path}' does not exist") from None
     except IsADirectoryError:

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kvbench.errors import BadInput
-from kvbench.hardware.peaks import bf16_spec_tflops
+from kvbench.errors import BadInput, unknown_name
+from kvbench.hardware.peaks import bf16_spec_tflops, spec_gpu_names
 from kvbench.kv.geometry import ModelGeometry
 
 MFU = 0.5
@@ -48,11 +48,17 @@ def prefill_flops(model: ModelGeometry, tokens: int, active_params: float | None
 
 def compute_rate(matmul_rows: list[dict[str, Any]], gpu_names: list[str], given_tflops: float | None,
                  spec_gpu: str | None) -> ComputeRate | None:
-    """The rate recomputing runs at: one the user gives, else the newest measured `gpu.matmul`
-    (its best bf16 TFLOP/s), else the datasheet's for this host's GPU (or `spec_gpu`); None if
-    none is known."""
+    """The rate recomputing runs at: one the user gives (`given_tflops`, or the datasheet's for the
+    GPU `spec_gpu` names: `BadInput` for a GPU with no datasheet figure), else the best measured
+    `gpu.matmul` (bf16 TFLOP/s), else the datasheet's for this host's GPU; None if none is known."""
     if given_tflops:
         return ComputeRate(given_tflops, "given with --tflops", "given")
+    if spec_gpu:
+        spec = bf16_spec_tflops(spec_gpu)
+        if spec is None:
+            raise unknown_name("GPU (no dense bf16 datasheet figure in peaks.toml)", spec_gpu, spec_gpu_names(),
+                               list_all=True)
+        return ComputeRate(spec[0], f"spec: {spec[1]}", "spec")
     measured = [r for r in matmul_rows if r["status"] == "ok" and (r.get("extra") or {}).get("tflops")
                 and r["params"].get("dtype", "bf16") == "bf16"]
     if measured:
@@ -60,7 +66,7 @@ def compute_rate(matmul_rows: list[dict[str, Any]], gpu_names: list[str], given_
         return ComputeRate(float(best["extra"]["tflops"]), f"measured: gpu.matmul in run {best['run_id']} "
                            f"(bf16 {best['params'].get('m')}×{best['params'].get('k')}×{best['params'].get('n')})",
                            "measured")
-    for name in ([spec_gpu] if spec_gpu else []) + gpu_names:
+    for name in gpu_names:
         spec = bf16_spec_tflops(name)
         if spec:
             return ComputeRate(spec[0], f"spec: {spec[1]}", "spec")

@@ -26,6 +26,7 @@ from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.pattern import fill_pattern, poison
 from kvbench.memory.region import Region
+from kvbench.units import format_size
 
 # name → (executor, description)
 PRIMITIVES = {
@@ -79,10 +80,14 @@ class DramCopy(Benchmark):
             return f"threads={params['threads']} but this host runs at most {max_threads()} copy threads"
         for key in ("src", "dst"):
             if not params[key].startswith(("pageable", "numa")):
-                return f"{key}={params[key]} is not host memory; dram.copy copies host to host"
+                return (f"{key}={params[key]}: dram.copy copies pageable or NUMA-placed host memory (page-locked "
+                        "and device memory are measured by pcie.* and hbm.*)")
         return None
 
     def validate(self, params: dict[str, Any]) -> None:
+        if params["fragment"] > params["size"]:
+            raise BadInput(f"bad fragment={format_size(params['fragment'])}: larger than size="
+                           f"{format_size(params['size'])}")
         for key in ("src", "dst"):
             kind = parse_kind(params[key])
             if kind.name == "numa":

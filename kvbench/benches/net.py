@@ -74,7 +74,7 @@ class _Net(Benchmark):
         "threads": Param("int", 0, "UCX backend threads (0: default)", minimum=0),
         "peer": Param("choice", "inproc", "far side: inproc | local (another process) | remote (started by a launcher)",
                       choices=("inproc", "local", "remote")),
-        "peer_addr": Param("text", "127.0.0.1", "peer=remote: the peer host's address"),
+        "peer_addr": Param("address", "127.0.0.1", "peer=remote: the peer host's address"),
         "peer_port": Param("int", 5555, "peer=remote: the peer's NIXL listener port", minimum=1, maximum=65535),
         "peer_name": Param("text", "kvbench-target", "peer=remote: the peer agent's name"),
         "timeout_s": Param("int", 30, "seconds to wait for the peer", minimum=1),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,8 @@ from kvbench.units import parse_size
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter: `kind` is `size` (bytes), `int`, `text`, `memory` (a memory kind) or `choice`."""
+    """One parameter: `kind` is `size` (bytes), `int`, `text`, `address` (an IP literal), `memory` (a
+    memory kind) or `choice`."""
 
     kind: str
     default: Any
@@ -37,6 +39,11 @@ class Param:
                 raise BadInput(f"bad {name}={value!r}: expected an integer") from None
         elif self.kind == "text":
             return str(value)
+        elif self.kind == "address":  # an IP literal: what NIXL's and UCX's sockets take
+            try:
+                return str(ipaddress.ip_address(str(value).strip()))
+            except ValueError:
+                raise BadInput(f"bad {name}={value!r}: expected an IP address such as 127.0.0.1") from None
         elif self.kind == "memory":
             return str(parse_kind(str(value)))
         elif self.kind == "choice":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -83,8 +84,14 @@ def check_writable(target: str | None, option: str, db: str | None = None, input
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise BadInput(f"bad {option} '{target}': folder '{parent}' does not exist")
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+    if path.exists() and not os.access(path, os.W_OK):
         raise BadInput(f"bad {option} '{target}': not writable")
+    # The output is written through a temporary file beside it: make one now, so that a read-only or
+    # pseudo filesystem (/proc) is refused before the work, not after it.
+    try:
+        tempfile.NamedTemporaryFile(dir=parent, prefix=".kvbench-probe-").close()
+    except OSError as exc:
+        raise BadInput(f"bad {option} '{target}': not writable ({exc.strerror})") from None
     database = sqlite_path(db or default_url())
     if database is not None and path.resolve() == database.resolve():
         raise BadInput(f"bad {option} '{target}': that is the results database; give another file")

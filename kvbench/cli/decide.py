@@ -28,7 +28,8 @@ def plan_cmd(
     mfu: Annotated[float, typer.Option(help="fraction of the compute rate a real prefill reaches")] = 0.5,
     tflops: Annotated[float | None, typer.Option(help="dense bf16 TFLOP/s per GPU to assume (else measured "
                                                       "gpu.matmul, else the GPU's datasheet)")] = None,
-    gpu: Annotated[str | None, typer.Option(help="price recompute at this GPU's datasheet rate, e.g. H200")] = None,
+    gpu: Annotated[str | None, typer.Option(help="price recompute at this GPU's datasheet rate, e.g. H200 "
+                                                   "(over a measured gpu.matmul)")] = None,
     params: Annotated[float | None, typer.Option("--params", help="active parameters per token, e.g. 37e9 "
                                                                   "(for a config.json kvbench cannot count)")] = None,
     json_out: JsonOption = None,
@@ -46,6 +47,10 @@ def plan_cmd(
     if not 0 < mfu <= 1:
         raise BadInput(f"bad --mfu {mfu}: a fraction above 0 and at most 1")
     _positive(tflops, "--tflops")
+    if tflops and gpu:
+        raise BadInput("give --tflops or --gpu, not both: each sets the rate recomputing runs at")
+    if gpu:
+        compute_rate([], [], None, gpu)  # a GPU with no datasheet figure is refused before anything is read
     _positive(params, "--params")
     check_writable(json_out, "--json", db)
     geometry = get_model(model)

@@ -58,6 +58,11 @@ def hbm_spec_peak(gpu_name: str) -> Peak | None:
     return None
 
 
+def spec_gpu_names() -> list[str]:
+    """The GPUs with a dense bf16 datasheet figure in peaks.toml, as `--gpu` takes them."""
+    return [entry["match"] for entry in peak_data()["bf16"]]
+
+
 def bf16_spec_tflops(gpu_name: str) -> tuple[float, str] | None:
     """(dense bf16 TFLOP/s, source) from the datasheet of the GPU named `gpu_name`, None if unknown."""
     for entry in peak_data()["bf16"]:
