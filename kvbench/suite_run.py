@@ -51,7 +51,7 @@ def plan_request(request: RunRequest) -> tuple[list[Case], Settings, RunInfo]:
     else:
         loaded, _path, digest = load_suite(request.suite or "quick")
         settings, info = loaded.settings, RunInfo(loaded.name, digest, request.tags)
-        cases = plan(loaded.bench, list(request.benches) or None, request.overrides, request.max_cases)
+        cases = plan(loaded.bench, list(request.benches) or None, request.overrides, request.max_cases, str(_path))
     if not cases:
         raise BadInput("the selection has no cases to run")
     engine = settings.engine_settings()

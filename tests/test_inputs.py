@@ -196,3 +196,21 @@ def test_launch_inputs_are_one_line(args, env, message):
     proc = subprocess.run([sys.executable, "-m", "kvbench.launch", *args], capture_output=True, text=True,
                           timeout=120, env={**os.environ, **env})
     _one_line_exit_2(proc, message)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["tag", "1", ""], "bad tag name ''"),
+    (["tag", "1", "foo=bar"], "bad tag name 'foo=bar'"),
+    (["history", "dram.copy", "--params", "foo=1"], "unknown parameter of dram.copy 'foo'"),
+    (["fleet", "--bench", "nosuch"], "unknown benchmark 'nosuch'"),
+    (["plan", "--model", "Llama-3.1-8B", "--tokens", "16", "--gpu", "B999"], "unknown GPU"),
+    (["plan", "--model", "Llama-3.1-8B", "--tokens", "16", "--gpu", "H200", "--tflops", "700"], "not both"),
+    (["compare", "1", "2", "--threshold", "5"], "write 5% or 0.05"),
+    (["run", "--bench", "dram.copy", "--set", "size=64MiB", "--set", "fragment=128MiB"], "larger than size=64MiB"),
+    (["run", "--bench", "net.write", "--set", "peer=remote", "--set", "peer_addr=999.1.1.1"], "expected an IP address"),
+    (["run", "--bench", "dram.copy", "--json", "/proc/kvbench.json"], "bad --json '/proc/kvbench.json': not writable"),
+])
+def test_more_inputs_refused_at_the_edge_before_anything_is_made(tmp_path, args, message):
+    db = tmp_path / "new" / "k.sqlite"
+    _one_line_exit_2(run_cli(*args, "--db", f"sqlite:///{db}"), message)
+    assert not db.parent.exists()

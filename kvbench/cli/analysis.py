@@ -69,7 +69,7 @@ def history(
     if plot and not plot.endswith((".png", ".svg")):
         raise BadInput(f"bad --plot '{plot}': use a .png or .svg file")
     get_bench(bench)  # an unknown id is bad input, with the closest one suggested
-    wanted = canonical_subset(bench, pairs(params, "--params"))
+    wanted = canonical_subset(bench, pairs(params, "--params"), strict=True)
     floor = fraction(threshold, "--threshold")
     store = open_store(db, read_only=True)
     rows = [r for r in store.host_results(this_host_ids(store), bench)
@@ -103,9 +103,12 @@ def fleet_cmd(
 ) -> None:
     """Every host's latest result per case side by side; hosts far from their SKU's median are flagged."""
     from kvbench.analyze.fleet import fleet
+    from kvbench.benches.registry import get_bench
     from kvbench.report.analysis_tables import fleet_table
     from kvbench.store import open_store
 
+    for bench_id in bench or []:
+        get_bench(bench_id)  # an unknown id is bad input, with the closest one suggested
     check_writable(json_out, "--json", db)
     store = open_store(db, read_only=True)
     rows = store.latest_ok_results(bench or None)

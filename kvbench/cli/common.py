@@ -39,10 +39,18 @@ def pairs(items: list[str] | None, option: str) -> dict[str, str]:
     result = {}
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise BadInput(f"bad {option} '{item}': expected key=value")
-        result[key.strip()] = value.strip()
+        result[tag_key(key, option)] = value.strip()
     return result
+
+
+def tag_key(key: str, option: str = "tag") -> str:
+    """A tag's or parameter's name, stripped: not empty, no '=' and no space inside."""
+    name = key.strip()
+    if not name or "=" in name or any(c.isspace() for c in name):
+        raise BadInput(f"bad {option} name '{key}': give a name without spaces or '=' (e.g. baseline)")
+    return name
 
 
 def write_text(text: str | bytes, target: str) -> None:

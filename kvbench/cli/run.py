@@ -10,7 +10,17 @@ import typer
 
 from kvbench.benches.describe import describe_params
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, check_writable, documents, err, out, pairs, this_host_ids, write_text
+from kvbench.cli.common import (
+    DbOption,
+    check_writable,
+    documents,
+    err,
+    out,
+    pairs,
+    tag_key,
+    this_host_ids,
+    write_text,
+)
 from kvbench.errors import BadInput, CheckFailed
 
 
@@ -68,7 +78,8 @@ def run(
     db: DbOption = None,
     json_out: Annotated[str | None, typer.Option("--json", help="write the results as JSON to FILE, or - for stdout")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="tag the run: key=value")] = None,
-    samples: Annotated[int | None, typer.Option("--samples", min=5, help="samples per case (default from the suite)")] = None,
+    samples: Annotated[int | None, typer.Option("--samples", min=5, max=10_000,
+                                                      help="samples per case (default from the suite)")] = None,
     max_cases: Annotated[int, typer.Option("--max-cases", min=1, help="refuse a selection of more cases than this")]
     = 10_000,
     repeat: Annotated[int, typer.Option("--repeat", min=1, max=100, help="run the selection N times, each in a fresh "
@@ -122,6 +133,7 @@ def tag(
     is what `compare baseline` and `report --baseline baseline` compare with."""
     from kvbench.store import open_store
 
+    key = tag_key(key)
     store = open_store(db, existing=True)
     run_id = store.resolve_run(run_ref, this_host_ids(store))
     if remove:

@@ -117,9 +117,20 @@ def get_model(name: str) -> ModelGeometry:
     """A preset by name, or a `config.json` path; `BadInput` lists the presets otherwise."""
     if name in PRESETS:
         return PRESETS[name]
+    if Path(name).is_dir():  # a downloaded Hugging Face model folder
+        if not (Path(name) / "config.json").is_file():
+            raise BadInput(f"model '{name}' is a folder without a config.json")
+        return read_hf_config(Path(name) / "config.json")
     if name.endswith(".json") or Path(name).is_file():
         return read_hf_config(Path(name))
     raise unknown_name("model", name, PRESETS, list_all=True)
+
+
+# Fields a config may carry that must be positive integers where given (counting and geometry read them).
+_POSITIVE_INTEGERS = ("hidden_size", "intermediate_size", "moe_intermediate_size", "vocab_size", "head_dim",
+                      "num_attention_heads", "num_key_value_heads", "num_experts", "n_routed_experts",
+                      "num_local_experts", "num_experts_per_tok", "kv_lora_rank", "q_lora_rank",
+                      "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 
 
 def read_hf_config(path: Path) -> ModelGeometry:
@@ -144,6 +155,9 @@ def read_hf_config(path: Path) -> ModelGeometry:
         return value
 
     layers = need("num_hidden_layers")
+    for key in _POSITIVE_INTEGERS:  # present but of the wrong type: named here, not ignored by counting
+        if config.get(key) is not None:
+            need(key)
     counted = count_params(config)  # None where the architecture is not one kvbench can count
     sizes = {"total_params": counted[0], "active_params": counted[1],
              "params_source": f"counted from {path}"} if counted else {}

@@ -78,12 +78,27 @@ def combinations(sweep: BenchSweep, overrides: dict[str, Any] | None = None) -> 
     return math.prod(len(_as_list(value, name)) for name, value in raw.items())
 
 
+def check_sweep(sweep: BenchSweep) -> None:
+    """`BadInput` for a sweep naming an unknown benchmark or parameter, or a value that does not parse."""
+    get_bench(sweep.id)
+    for name, value in sweep.params.items():
+        for v in _as_list(value, name):
+            canonical_subset(sweep.id, {name: v}, strict=True)
+
+
 def plan(sweeps: list[BenchSweep], only: list[str] | None = None, overrides: dict[str, Any] | None = None,
-         max_cases: int = MAX_CASES) -> list[Case]:
+         max_cases: int = MAX_CASES, source: str | None = None) -> list[Case]:
     """Cases of the suite's sweeps, restricted to benchmarks in `only` (those not in the suite run
     with their defaults). An override that no selected benchmark takes is an error, and so is a
-    selection of more than `max_cases` cases (counted before any is built)."""
+    selection of more than `max_cases` cases (counted before any is built). A fault in a sweep of
+    the suite file `source` names the file and the sweep."""
     selected = [s for s in sweeps if not only or s.id in only]
+    for number, sweep in enumerate(sweeps, 1):
+        if sweep in selected and source is not None:
+            try:
+                check_sweep(sweep)
+            except BadInput as exc:
+                raise BadInput(f"suite {source}, [[bench]] {number} ({sweep.id}): {exc}") from None
     for bench_id in only or []:
         get_bench(bench_id)  # unknown ids fail here, with a suggestion
         if not any(s.id == bench_id for s in selected):

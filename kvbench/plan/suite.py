@@ -17,11 +17,14 @@ from kvbench.resources import suites_dir
 Scalar = int | float | str | bool
 
 
+MAX_SAMPLES = 10_000  # beyond these a suite would run for days: a typo, not a plan
+
+
 class SuiteSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    samples: int = Field(7, ge=5)
-    min_sample_s: float = Field(0.02, gt=0)
-    warmup_s: float = Field(0.05, ge=0)
+    samples: int = Field(7, ge=5, le=MAX_SAMPLES)
+    min_sample_s: float = Field(0.02, gt=0, le=60)
+    warmup_s: float = Field(0.05, ge=0, le=600)
 
     def engine_settings(self) -> Settings:
         return Settings(samples=self.samples, min_sample_s=self.min_sample_s, warmup_s=self.warmup_s)
@@ -52,6 +55,8 @@ def find_suite(name_or_path: str) -> Path:
     """A suite file from a path, or by name among the shipped suites."""
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
+        if path.is_dir():
+            raise BadInput(f"suite '{name_or_path}' is a folder; give a .toml file")
         if not path.is_file():
             raise BadInput(f"suite file '{name_or_path}' does not exist")
         return path
@@ -92,7 +97,7 @@ def load_suite(name_or_path: str) -> tuple[Suite, Path, str]:
     except OSError as exc:
         raise BadInput(f"suite {path} cannot be read: {exc.strerror}") from None
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(text.removeprefix("\ufeff"))  # a byte-order mark, as some editors write one
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"suite {path}: TOML syntax error: {exc}") from None
     try:

@@ -65,6 +65,24 @@ def test_hf_config_missing_field_is_named(tmp_path):
         read_hf_config(bad)
 
 
+def test_a_field_of_the_wrong_type_is_named_even_where_another_field_stands_in_for_it(tmp_path):
+    bad = tmp_path / "list.json"
+    bad.write_text(json.dumps({"num_hidden_layers": 32, "num_attention_heads": 32, "head_dim": 128,
+                               "hidden_size": [512]}))
+    with pytest.raises(BadInput, match=r"'hidden_size' must be a positive integer \(found \[512\]\)"):
+        read_hf_config(bad)
+
+
+def test_a_model_folder_is_read_through_its_config_json(tmp_path):
+    folder = tmp_path / "Llama-3.1-8B"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"num_hidden_layers": 32, "num_attention_heads": 32,
+                                                    "num_key_value_heads": 8, "hidden_size": 4096}))
+    assert get_model(str(folder)).bytes_per_token("bf16") == get_model("Llama-3.1-8B").bytes_per_token("bf16")
+    with pytest.raises(BadInput, match="is a folder without a config.json"):
+        get_model(str(tmp_path))
+
+
 LLAMA_8B = {"vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
             "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "tie_word_embeddings": False}
 DEEPSEEK_V3 = {"vocab_size": 129280, "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,

@@ -71,6 +71,33 @@ def test_schema_error_names_the_key_and_line(tmp_path):
         load_suite(path)
 
 
+@pytest.mark.parametrize("sweeps,message", [
+    ('[[bench]]\nid = "dram.copy"\nparams = { size = "12QB" }', r"\[\[bench\]\] 1 \(dram.copy\): bad size '12QB'"),
+    ('[[bench]]\nid = "dram.copy"\n[[bench]]\nid = "dram.cpy"', r"\[\[bench\]\] 2 \(dram.cpy\): unknown benchmark"),
+    ('[[bench]]\nid = "dram.copy"\nparams = { sise = "1MiB" }', r"\[\[bench\]\] 1 \(dram.copy\): .*did you mean 'size'"),
+])
+def test_a_fault_in_a_sweep_names_the_suite_file_and_the_sweep(tmp_path, sweeps, message):
+    path = _write(tmp_path, f'name = "x"\n{sweeps}\n')
+    suite, where, _ = load_suite(path)
+    with pytest.raises(BadInput, match=rf"suite .*suite.toml, {message}"):
+        plan(suite.bench, source=str(where))
+
+
+def test_absurd_settings_a_folder_and_a_byte_order_mark(tmp_path):
+    path = _write(tmp_path, 'name = "x"\n[settings]\nsamples = 1000000000\n[[bench]]\nid = "dram.copy"\n')
+    with pytest.raises(BadInput, match=r"key 'settings.samples'.*less than or equal to 10000"):
+        load_suite(path)
+    path = _write(tmp_path, 'name = "x"\n[settings]\nwarmup_s = 1e9\n[[bench]]\nid = "dram.copy"\n')
+    with pytest.raises(BadInput, match=r"key 'settings.warmup_s'"):
+        load_suite(path)
+    (tmp_path / "dir.toml").mkdir()
+    with pytest.raises(BadInput, match="is a folder; give a .toml file"):
+        load_suite(str(tmp_path / "dir.toml"))
+    bom = tmp_path / "bom.toml"
+    bom.write_bytes(b'\xef\xbb\xbfname = "x"\n[[bench]]\nid = "dram.copy"\n')
+    assert load_suite(str(bom))[0].name == "x"
+
+
 def test_unknown_suite_lists_the_shipped_ones():
     with pytest.raises(BadInput, match="unknown suite 'quik'; did you mean 'quick'"):
         load_suite("quik")
