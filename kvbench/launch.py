@@ -55,7 +55,7 @@ def _main(argv: list[str]) -> int:
     from kvbench.peers.serve import serve
 
     own, run_args = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
-    parser = Parser(prog="python -m kvbench.launch", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m kvbench.launch", description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--peer-addr", default=os.environ.get("MASTER_ADDR"), help="rank 0's address")
     parser.add_argument("--port", type=port, default=5555, help="rank 0's NIXL listener port")
     parser.add_argument("--block-size", default="1MiB")

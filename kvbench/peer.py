@@ -11,7 +11,7 @@ from kvbench.peers.serve import serve
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = Parser(prog="python -m kvbench.peer", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m kvbench.peer", description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--name", required=True)
     parser.add_argument("--port", type=port, required=True, help="this agent's NIXL listener port")
     parser.add_argument("--initiator", required=True, help="the initiator agent's name")

@@ -32,7 +32,8 @@ def github_action_benchmark(doc: RunDocument) -> list[dict[str, Any]]:
             "unit": "GB/s",
             "value": r["gbps"]["median"],
             "range": f"{r['gbps']['p10']:.3f}..{r['gbps']['p90']:.3f}",
-            "extra": f"run {doc['run']['id']}; samples {r['samples']}; peak {r['peak_gbps'] or 'unknown'} GB/s",
+            "extra": f"run {doc['run']['id']}; samples {r['samples']}; "
+                     + (f"peak {r['peak_gbps']:.1f} GB/s" if r["peak_gbps"] else "peak unknown"),
         }
         for r in ok_results(doc)
     ]

@@ -28,7 +28,7 @@ class Policy:
     gbps: float  # the strategy's lowest median GB/s over the range: what it holds throughout
     alpha_us: float | None  # per-fragment cost of the strategy on this path (µs), None if not fittable
     beta_gbps: float | None
-    tie_with: str | None  # a strategy within noise of it somewhere in the range
+    tie_with: str | None  # a strategy within noise of it at every size of the range
     sizes: int  # swept sizes in the range
 
 
@@ -70,9 +70,8 @@ def policies(rows: list[dict[str, Any]]) -> list[Policy]:
             winner = ranked[0]
             strategy = winner["params"].get("strategy", "?")
             tie = next((r["params"]["strategy"] for r in ranked[1:] if _within_noise(winner, r)), None)
-            if current and current["strategy"] == strategy:
-                current.update(hi=size, gbps=min(current["gbps"], winner["gbps_median"]), sizes=current["sizes"] + 1,
-                               tie=current["tie"] or tie)
+            if current and current["strategy"] == strategy and current["tie"] == tie:  # a tie holds range-wide
+                current.update(hi=size, gbps=min(current["gbps"], winner["gbps_median"]), sizes=current["sizes"] + 1)
                 continue
             if current:
                 out.append(_policy(path, current, fits))

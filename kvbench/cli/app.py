@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -17,8 +19,8 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                          help="print kvbench's version and exit")) -> None:
+def _options(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                   help="print kvbench's version and exit")] = False) -> None:
     """Measure every path KV-cache bytes travel. Rates in decimal GB/s (1 GB = 1e9 B)."""
 crosscheck_app = typer.Typer(no_args_is_help=True, help="Run kvbench next to a peer tool and print both with the ratio.")
 app.add_typer(crosscheck_app, name="crosscheck")

@@ -51,8 +51,8 @@ def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="print the lis
 
 @app.command()
 def version() -> None:
-    """Print kvbench's version."""
-    out.print(__version__)
+    """Print kvbench's version (as --version does)."""
+    out.print(f"kvbench {__version__}")
 
 
 host_app = typer.Typer(no_args_is_help=True, help="The hosts a database holds, and merging one box's ids.")

@@ -44,7 +44,7 @@ def plan_table(plans: list[Any], title: str) -> Table:
         request = p.request_ms
         p99 = (f"{request['p99']:.2f} ms ({request['tokens']} tok, {format_size(request['fragment_bytes'])})"
                if request else "-")
-        wins = f"{p.break_even_tokens:,} tokens" if p.break_even_tokens else ("never (≤16M)" if p.faster else "-")
+        wins = f"{p.break_even_tokens:,} token{'s' * (p.break_even_tokens != 1)}" if p.break_even_tokens else ("never (≤16M)" if p.faster else "-")
         table.add_row(p.tier, f"{p.kv_bytes / 1e9:.3f} GB", format_gbps(p.peak_gbps), ms(p.peak_s),
                       format_gbps(p.measured_gbps), ms(p.measured_s, "no measurement"), p99, p.strategy or "-",
                       p.faster or "-", wins, p.note)
@@ -56,7 +56,7 @@ def plan_answer_lines(answer: Any) -> list[str]:
     r = answer.recompute
     if r is None:
         return [f"recompute: {answer.recompute_note}"]
-    return [f"recompute: {r['seconds'] * 1e3:.1f} ms to prefill {answer.tokens:,} tokens ({r['flops'] / 1e12:.1f} "
+    return [f"recompute: {r['seconds'] * 1e3:.1f} ms to prefill {answer.tokens:,} token{'s' * (answer.tokens != 1)} ({r['flops'] / 1e12:.1f} "
             f"TFLOP over tp={r['tp']} at {r['tflops']:.0f} TFLOP/s × MFU {r['mfu']:.2f}; {r['source']})"]
 
 
@@ -80,12 +80,12 @@ def history_table(bench: str, series: list[dict[str, Any]], segments: list[Any])
     for n, seg in enumerate(segments):
         for r in series[seg.start:seg.end]:
             table.add_row(str(r["run_id"]), f"{r['started_at']:%Y-%m-%d %H:%M %Z}", format_gbps(r["gbps_median"]),
-                          f"{n + 1} (median {format_gbps(seg.median)})")
+                          f"{n + 1} (median {format_gbps(seg.median)} GB/s)")
     return table
 
 
 def fleet_table(rows: list[Any], title: str, outliers_only: bool) -> Table:
-    table = _table(title, ("benchmark", "parameters", "host", "SKU", "GB/s", "SKU median", "deviation", "flag"))
+    table = _table(title, ("benchmark", "parameters", "host", "SKU", "GB/s", "SKU median GB/s", "deviation", "flag"))
     for r in rows:
         if outliers_only and not r.outlier:
             continue

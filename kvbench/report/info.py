@@ -78,10 +78,13 @@ def render_info(console: Console, doc: dict[str, Any]) -> None:
         console.print(table)
     else:
         console.print(f"GPUs: none ({f['gpu_reason']})")
-    if f["nics"]:
-        console.print("NICs " + ", ".join(f"{n['name']} ({n['kind']}, {n['rate_gbit'] or '?'} Gb/s)" for n in f["nics"]))
-    if f["nvme"]:
-        console.print("NVMe " + ", ".join(f"{n['name']} {n['model'] or ''}".strip() for n in f["nvme"]))
+    nics = [f"{n['name']} ({n['kind']}, " + (f"{n['rate_gbit']:g} Gb/s)" if n["rate_gbit"] else "speed unknown)")
+            for n in f["nics"]]
+    console.print("NICs " + (", ".join(nics) if nics else "none found"))
+    console.print("NVMe " + (", ".join(f"{n['name']} {n['model'] or ''}".strip() for n in f["nvme"])
+                             if f["nvme"] else "none found"))
+    console.print(f"PCIe {len(f['pci'])} device(s) with a link" if f["pci"] else
+                  "PCIe no device reports a link here (a VM may hide them)")
     table = Table(title="spec peaks (GB/s = 1e9 B/s, one direction)", title_justify="left")
     for col in ("path", "peak GB/s", "source / reason"):
         table.add_column(col, overflow="fold")

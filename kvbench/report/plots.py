@@ -14,6 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from kvbench.benches.describe import describe_params  # noqa: E402
+from kvbench.benches.registry import all_benches  # noqa: E402
 from kvbench.metadata import DIRECTIONS_GBPS, FRAGMENT_BYTES, PER_GPU_GBPS  # noqa: E402
 from kvbench.units import format_size  # noqa: E402
 
@@ -36,10 +38,20 @@ def _text(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
+def _size_params() -> set[str]:
+    """Parameter names that hold sizes in any benchmark: shown as the tables write them (32KiB)."""
+    return {name for spec in all_benches().values() for name, p in spec.params.items() if p.kind == "size"}
+
+
 def _label(frame: pd.DataFrame, columns: list[str]) -> pd.Series:
     if not columns:
         return pd.Series(["all"] * len(frame), index=frame.index)
-    return frame[columns].apply(lambda r: " ".join(f"{c}={_text(r[c])}" for c in columns), axis=1)
+    sizes = _size_params()
+
+    def text(c: str, v: Any) -> str:
+        return format_size(int(v)) if c in sizes and isinstance(v, int | float) and v == v else _text(v)
+
+    return frame[columns].apply(lambda r: " ".join(f"{c}={text(c, r[c])}" for c in columns), axis=1)
 
 
 def bandwidth_vs_size(results: list[dict[str, Any]], bench: str) -> plt.Figure | None:
@@ -129,7 +141,7 @@ def history_figure(bench: str, found: list[tuple[list[dict[str, Any]], list[Any]
     """Median GB/s of each case over its runs (by start time), each level segment's median drawn flat."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for series, segments in found:
-        label = " ".join(f"{k}={_text(v)}" for k, v in sorted(series[0]["params"].items()))[:60]
+        label = describe_params(bench, series[0]["params"])  # what differs from the defaults, sizes as tables write them
         times = [r["started_at"] for r in series]
         line = ax.plot(times, [r["gbps_median"] for r in series], marker="o", label=label)[0]
         for seg in segments:

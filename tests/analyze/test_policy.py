@@ -33,3 +33,12 @@ def test_two_strategies_within_noise_are_said_to_be():
 def test_each_path_has_its_own_policy():
     rows = [row("host", 4096, 10.0, "pageable", "pageable"), row("gpu-batch", 4096, 20.0)]
     assert sorted(p.path for p in policies(rows)) == ["pageable → pageable", "pinned → device"]
+
+
+def test_a_range_is_said_to_be_within_noise_only_where_it_is_at_every_size():
+    rows = [row("host", 2048, 4.0, "pageable", "pageable"), row("host-numpy", 2048, 2.0, "pageable", "pageable"),
+            row("host", 8192, 6.0, "pageable", "pageable", spread=0.05),
+            row("host-numpy", 8192, 5.9, "pageable", "pageable", spread=0.05)]
+    found = policies(rows)
+    assert [(p.fragment_bytes, p.strategy, p.tie_with) for p in found] == [
+        ((2048, 2048), "host", None), ((8192, 8192), "host", "host-numpy")]

@@ -74,3 +74,13 @@ def test_the_new_parameters_keep_older_cases_the_same_cases():
 
     assert plain.case_hash == case_hash("kv.restore", older)  # as a kvbench before via= hashed it
     assert case(pipeline="off").case_hash != case().case_hash
+
+
+def test_page_locked_staging_without_cuda_is_skipped_with_the_reason(facts):
+    from kvbench.backends.cuda import cuda_unavailable_reason
+
+    reason = cuda_unavailable_reason()
+    if reason is None:
+        pytest.skip("CUDA is available here: pinned staging can run")
+    result = run_case(case(src="file", via="pinned"), facts, FAST)
+    assert result.status == "skipped" and result.reason == f"via=pinned: {reason}"

@@ -34,7 +34,7 @@ from kvbench.kv.check import first_mismatch
 from kvbench.kv.descriptors import DescriptorList
 from kvbench.kv.layouts import unit_offsets
 from kvbench.measure.engine import Workload
-from kvbench.memory.kinds import allocate, parse_kind
+from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
 
 STAGES = 2  # staging buffers: one being read into while the other is scattered from
@@ -66,6 +66,9 @@ def unavailable_reason(params: dict[str, Any], direction: str) -> str | None:
     if parse_kind(params["dst"]).name == "device":
         return ("two-hop into GPU memory (a CUDA strategy scattering from the staging buffer) is not built yet: "
                 "it needs a GPU to be developed against; use a host dst")
+    staging = kind_unavailable_reason(parse_kind(params["via"]))
+    if staging:  # page-locked staging needs CUDA to register it
+        return f"via={params['via']}: {staging}"
     if get_executor(params["strategy"]).family != "host":
         return f"strategy={params['strategy']} scatters into GPU memory; with a host dst use host or host-numpy"
     if params["concurrency"] > max_threads():
