@@ -14,7 +14,7 @@ from kvbench.errors import BadInput
 
 @app.command()
 def report(
-    runs: Annotated[list[str] | None, typer.Argument(metavar="RUN...", help="run ids, 'latest', or JSON exports")] = None,
+    runs: Annotated[list[str] | None, typer.Argument(metavar="RUN...", help="run ids, 'latest', 'baseline' or JSON exports")] = None,
     output: Annotated[str, typer.Option("-o", "--output", help="report file")] = "report.html",
     fmt: Annotated[str, typer.Option("--format", help="html | markdown")] = "html",
     baseline: Annotated[str | None, typer.Option(help="compare with this run ('baseline' = the tagged one)")] = None,
@@ -36,7 +36,7 @@ def report(
 
 @app.command()
 def plot(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, 'latest', or a JSON export")] = "latest",
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, 'latest', 'baseline' or a JSON export")] = "latest",
     bench: Annotated[str, typer.Option(help="benchmark to draw")] = "dram.copy",
     output: Annotated[str, typer.Option("-o", "--output", help="figure file (.png or .svg)")] = "figure.png",
     db: DbOption = None,

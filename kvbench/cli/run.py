@@ -123,7 +123,7 @@ def results(
 
 @app.command()
 def tag(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id or 'latest'")],
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, 'latest' or 'baseline' (a stored run)")],
     key: Annotated[str, typer.Argument(help="tag name, e.g. baseline")],
     value: Annotated[str, typer.Argument(help="tag value")] = "1",
     remove: Annotated[bool, typer.Option("--remove", help="remove the tag from the run instead")] = False,
