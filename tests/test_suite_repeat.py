@@ -3,31 +3,23 @@ case's between-run noise at once; a signal to the parent ends the running repeat
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
-import sqlalchemy as sa
 from rich.console import Console
 
 from kvbench.errors import BadInput
 from kvbench.store import open_store
 from kvbench.suite_repeat import run_repeated
 from kvbench.suite_run import RunRequest
-from tests.conftest import REPO, run_cli
-from tests.test_run_lifecycle import STORAGE, _wait_for_files
+from tests.conftest import run_cli
+from tests.test_run_lifecycle import STORAGE, _start, _wait_for_files
 
 SMALL = {"size": "1MiB"}
 
 
-def _runs(db: str) -> list[tuple]:
-    engine = sa.create_engine(db)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(sa.text("SELECT id, status, tags FROM run ORDER BY id")).all()
-    finally:
-        engine.dispose()
+def _statuses(db: str) -> list[str]:
+    return [r["status"] for r in sorted(open_store(db, read_only=True).runs(), key=lambda r: r["id"])]
 
 
 def test_each_repeat_is_its_own_run_tagged_with_its_place(tmp_path):
@@ -35,8 +27,7 @@ def test_each_repeat_is_its_own_run_tagged_with_its_place(tmp_path):
     request = RunRequest(benches=("dram.copy",), overrides=SMALL, samples=5, db=db, tags={"purpose": "ci"})
     outcomes = run_repeated(request, 3, Console(stderr=True))
     assert [o.run_id for o in outcomes] == [1, 2, 3] and all(o.failed == 0 for o in outcomes)
-    runs = _runs(db)
-    assert [status for _, status, _ in runs] == ["complete"] * 3
+    assert _statuses(db) == ["complete"] * 3
     assert [open_store(db).run(i)["tags"] for i in (1, 2, 3)] == [
         {"purpose": "ci", "repeat": f"{i}/3"} for i in (1, 2, 3)]
 
@@ -68,15 +59,13 @@ def test_sigterm_to_the_parent_aborts_the_running_repeat_and_starts_no_other(tmp
     work = tmp_path / "files"
     work.mkdir()
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    proc = subprocess.Popen([sys.executable, "-m", "kvbench", "run", *STORAGE, "--set", f"path={work}",
-                             "--repeat", "3", "--db", db], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = _start(db, work, *STORAGE, "--repeat", "3")
     _wait_for_files(work, proc)
     proc.send_signal(signal.SIGTERM)  # the parent only, as `timeout` sends it
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
     assert "repeat 2/3" not in stderr and "run 1 is marked aborted" in stderr
-    assert [status for _, status, _ in _runs(db)] == ["aborted"]
+    assert _statuses(db) == ["aborted"]
     assert os.listdir(work) == []  # the repeat removed its files as it ended
 
 
@@ -94,9 +83,7 @@ def test_a_repeat_killed_outright_is_one_line_and_exit_1(tmp_path):
     work = tmp_path / "files"
     work.mkdir()
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    proc = subprocess.Popen([sys.executable, "-m", "kvbench", "run", *STORAGE, "--set", f"path={work}",
-                             "--repeat", "2", "--db", db], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = _start(db, work, *STORAGE, "--repeat", "2")
     child = _child_of(proc.pid)
     _wait_for_files(work, proc)
     os.kill(child, signal.SIGKILL)
