@@ -9,6 +9,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from kvbench.benches.describe import canonical_subset
 from kvbench.errors import BadInput
 from kvbench.json_input import read_json_file
 from kvbench.records import ResultRecord, RunRecord, validate_document
@@ -40,9 +41,15 @@ def load_document(ref: str, store_factory, prefer_hosts=None) -> RunDocument:
     if path.suffix == ".json" or path.is_file():
         where = f"export file '{ref}'"
         try:
-            return validate_document(read_json_file(path, where), where)
+            doc = validate_document(read_json_file(path, where), where)
         except RecursionError:  # a document deep enough to parse but not to walk
             raise BadInput(f"{where} is nested too deeply to be a run export") from None
+        for i, result in enumerate(doc["results"]):  # params as kvbench stores them: "8MiB" is a size to parse
+            try:
+                result["params"] = canonical_subset(result["bench"], result["params"])
+            except BadInput as exc:
+                raise BadInput(f"{where}: result {i}: {exc}") from None
+        return doc
     store = store_factory()
     mine = prefer_hosts(store) if prefer_hosts and ref in ("latest", "baseline") else None
     if ref == "baseline":

@@ -48,8 +48,8 @@ def pairs(items: list[str] | None, option: str) -> dict[str, str]:
 def tag_key(key: str, option: str = "tag") -> str:
     """A tag's or parameter's name, stripped: not empty, no '=' and no space inside."""
     name = key.strip()
-    if not name or "=" in name or any(c.isspace() for c in name):
-        raise BadInput(f"bad {option} name '{key}': give a name without spaces or '=' (e.g. baseline)")
+    if not name or "=" in name or any(c.isspace() for c in name) or len(name) > 64:
+        raise BadInput(f"bad {option} name '{key}': give a name of at most 64 characters without spaces or '=' (e.g. baseline)")
     return name
 
 
@@ -118,8 +118,11 @@ def fraction(text: str, option: str) -> float:
         value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
         raise BadInput(f"bad {option} '{text}': give a percentage such as 5%") from None
+    if value != value:
+        raise BadInput(f"bad {option} '{text}': not a number; give a percentage such as 5%")
     if not 0 <= value < 1:
-        hint = f" (a bare number is a fraction: write {text}% or {value / 100:g})" if not text.endswith("%") else ""
+        hint = (f" (a bare number is a fraction: write {text}% or {value / 100:g})"
+                if not text.endswith("%") and 1 <= value < 100 else "")
         raise BadInput(f"bad {option} '{text}': must be between 0% and 100%{hint}")
     return value
 

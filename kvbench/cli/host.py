@@ -90,6 +90,7 @@ def host_merge(
     from kvbench.this_host import host_facts
 
     store = open_store(db, existing=True)
+    into = store.aliases().get(into, into) if into is not None else None  # a merged id stands for its host
     if into is not None and store.host(into) is None:
         raise BadInput(f"no host '{into}' in {store.url} to merge into (kvbench host list shows them)")
     target = into or stored_id(store, host_facts())

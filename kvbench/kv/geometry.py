@@ -12,7 +12,7 @@ query-key and a value head).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kvbench.errors import BadInput, unknown_name
@@ -120,7 +120,7 @@ def get_model(name: str) -> ModelGeometry:
     if Path(name).is_dir():  # a downloaded Hugging Face model folder
         if not (Path(name) / "config.json").is_file():
             raise BadInput(f"model '{name}' is a folder without a config.json")
-        return read_hf_config(Path(name) / "config.json")
+        return replace(read_hf_config(Path(name) / "config.json"), name=Path(name).name)
     if name.endswith(".json") or Path(name).is_file():
         return read_hf_config(Path(name))
     raise unknown_name("model", name, PRESETS, list_all=True)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -92,6 +93,9 @@ def parse_url(url: str) -> sa.engine.URL:
     if parsed.get_backend_name() == "sqlite" and parsed.host:
         raise BadInput(f"bad database URL '{redact(url)}': a file is sqlite:///relative/path.sqlite (three slashes) "
                        "or sqlite:////absolute/path.sqlite (four)")
+    if parsed.get_backend_name() == "sqlite" and parsed.query:  # pysqlite would ignore them (mode=ro included)
+        raise BadInput(f"bad database URL '{redact(url)}': SQLite URLs take no options "
+                       f"({', '.join(sorted(parsed.query))}); give the file alone")
     if parsed.get_backend_name() == "sqlite" and (not parsed.database or parsed.database == ":memory:"):
         raise BadInput(f"database '{redact(url)}' is in memory: its results would vanish when kvbench exits; "
                        "give a file, e.g. sqlite:///results/kvbench.sqlite")
@@ -197,6 +201,7 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
     backend = parsed.get_backend_name()
     connect_args: dict[str, Any] = {}
     created: Path | None = None  # the SQLite file this call is about to make
+    made: list[Path] = []  # and the folders it makes for it
     if backend == "sqlite" and parsed.database and parsed.database != ":memory:":
         path = Path(parsed.database)
         exists = check_sqlite_file(path, shown)
@@ -214,6 +219,7 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
             query = {"mode": "ro", "uri": "true", **({} if os.access(path.parent, os.W_OK) else {"immutable": "1"})}
             parsed = parsed.set(database=f"file:{path.resolve()}", query=query)
         else:
+            made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]  # removed if creation fails
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -248,6 +254,9 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
             full = os.statvfs(created.parent).f_bavail == 0
             for leftover in (created, created.with_name(created.name + "-wal"), created.with_name(created.name + "-shm")):
                 leftover.unlink(missing_ok=True)
+            for folder in made:  # innermost first
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
             if full:
                 raise BadInput(f"cannot create database '{shown}': the filesystem holding it is full") from None
         raise BadInput(f"cannot reach database '{shown}': {redact(_one_line(exc))}") from None

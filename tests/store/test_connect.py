@@ -22,6 +22,7 @@ from tests.conftest import REPO, run_cli
     ("sqlite://relative.sqlite", "three slashes"),
     ("postgres://user:secret@127.0.0.1/db", "write postgresql://"),
     ("SQLITE:///k.sqlite", "write sqlite://"),
+    ("sqlite:///k.sqlite?mode=ro", "SQLite URLs take no options"),
 ])
 def test_a_url_that_cannot_hold_results_is_refused_in_one_line(url, message):
     with pytest.raises(BadInput, match=message):
@@ -43,9 +44,9 @@ def _in_mount_namespace(script: str) -> subprocess.CompletedProcess:
 def test_a_database_that_cannot_be_made_for_want_of_room_leaves_no_file(tmp_path):
     full = tmp_path / "full"
     full.mkdir()
-    url = f"sqlite:///{full / 'k.sqlite'}"
+    url = f"sqlite:///{full / 'made' / 'for it' / 'k.sqlite'}"  # the folders it made go too
     proc = _in_mount_namespace(f"mount -t tmpfs -o size=8k tmpfs {full} && {sys.executable} -m kvbench run "
-                               f"--bench dram.copy --set size=1MiB --samples 5 --db {url}; echo rc=$?; ls -A {full}")
+                               f"--bench dram.copy --set size=1MiB --samples 5 --db '{url}'; echo rc=$?; ls -A {full}")
     lines = proc.stdout.strip().splitlines()
     assert "rc=2" in lines and lines[-1] == "rc=2", proc.stdout  # and nothing listed after it
     assert "the filesystem holding it is full" in proc.stderr
