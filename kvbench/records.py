@@ -66,12 +66,20 @@ class RunRecord:
         _need(data, where, {"id": (int, str), "host_id": str, "context_id": str, "status": str})
         if data["status"] not in RUN_STATUSES:
             raise BadInput(f"{where}: status '{data['status']}' is none of {', '.join(RUN_STATUSES)}")
+        times = {}
         for name in ("started_at", "ended_at"):  # ISO 8601 with its zone, as kvbench writes them
             if data.get(name) is not None:
                 try:
-                    datetime.fromisoformat(str(data[name]))
+                    times[name] = datetime.fromisoformat(str(data[name]))
                 except ValueError:
                     raise BadInput(f"{where}: {name} '{data[name]}' is not an ISO 8601 time") from None
+        if len(times) == 2:
+            try:
+                backwards = times["ended_at"] < times["started_at"]
+            except TypeError:  # one with a zone, one without
+                raise BadInput(f"{where}: started_at and ended_at must both carry a zone, or neither") from None
+            if backwards:
+                raise BadInput(f"{where}: ended_at {data['ended_at']} is before started_at {data['started_at']}")
         values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         values["tags"], values["system_state"] = values.get("tags") or {}, values.get("system_state") or {}
         return cls(**values)

@@ -45,6 +45,8 @@ def test_a_stored_row_and_its_json_are_one_record():
     (lambda d: d["results"][0].update(samples_s=[]), "an ok result with no samples"),
     (lambda d: d["results"][0].update(bytes=-5), "bytes must be a positive integer"),
     (lambda d: d["run"].update(started_at="yesterday"), "started_at 'yesterday' is not an ISO 8601 time"),
+    (lambda d: d["run"].update(started_at="2026-11-30T10:00:00+00:00", ended_at="2026-11-30T09:00:00+00:00"),
+     "is before started_at"),
 ])
 def test_a_malformed_document_is_refused_with_one_line_naming_the_fault(breakage, message):
     doc = copy.deepcopy(QUICK)

@@ -195,6 +195,8 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
     `BadInput` on failure."""
     from kvbench.store.database import Store
 
+    if url is not None and not url.strip():
+        raise BadInput("empty database URL: give one, e.g. --db sqlite:///results/kvbench.sqlite, or leave --db out")
     url = url or default_url()
     parsed = parse_url(url)
     shown = redact(url)

@@ -23,6 +23,7 @@ from tests.conftest import REPO, run_cli
     ("postgres://user:secret@127.0.0.1/db", "write postgresql://"),
     ("SQLITE:///k.sqlite", "write sqlite://"),
     ("sqlite:///k.sqlite?mode=ro", "SQLite URLs take no options"),
+    ("  ", "empty database URL"),
 ])
 def test_a_url_that_cannot_hold_results_is_refused_in_one_line(url, message):
     with pytest.raises(BadInput, match=message):
