@@ -24,21 +24,25 @@ def adopt_older_ids(store, facts: HostFacts) -> dict[str, int]:
     return {old: store.merge_host(old, mine) for old in older_ids(store, facts) if old != mine}
 
 
+def _merged_into(host: str, aliases: dict[str, str]) -> str:
+    seen = set()
+    while host in aliases and host not in seen:
+        seen.add(host)
+        host = aliases[host]
+    return host
+
+
 def stored_id(store, facts: HostFacts) -> str:
     """The id this box's runs go under: its own, or the one it was merged into (`kvbench host merge`
     keeps a merged id as an alias; a box that still reports it, e.g. by KVBENCH_HOST_ID, must not
     appear as a host again)."""
-    mine, aliases = host_id(facts), store.aliases()
-    seen = set()
-    while mine in aliases and mine not in seen:
-        seen.add(mine)
-        mine = aliases[mine]
-    return mine
+    return _merged_into(host_id(facts), store.aliases())
 
 
 def this_host_ids(store, facts: HostFacts) -> list[str]:
     """Every id this box's runs are stored under (the one it writes to, older ones not merged yet), and
     the ids merged into it, which an exported run may still carry."""
-    ids = [stored_id(store, facts), *older_ids(store, facts)]
-    ids += [old for old, into in store.aliases().items() if into in ids]
+    aliases = store.aliases()
+    ids = [_merged_into(host_id(facts), aliases), *older_ids(store, facts)]
+    ids += [old for old, into in aliases.items() if into in ids]
     return list(dict.fromkeys(ids))

@@ -40,14 +40,14 @@ def run_repeated(request: RunRequest, times: int, progress: Console) -> list[Run
     if not 1 <= times <= MAX_REPEAT:
         raise BadInput(f"bad --repeat {times}: choose 1 to {MAX_REPEAT}")
     plan_request(request)
-    outcomes = []
+    finished = []
     with signals_end_runs():  # between repeats; while one runs, signals go on to it
         for i in range(1, times + 1):
             repeat = dataclasses.replace(request, tags={**request.tags, "repeat": f"{i}/{times}"})
             progress.print(f"repeat {i}/{times}: a fresh process")
-            run_id, failed = _run_in_child(repeat, f"repeat {i}/{times}")
-            outcomes.append(RunOutcome(run_id, open_store(request.db, existing=True), failed))
-    return outcomes
+            finished.append(_run_in_child(repeat, f"repeat {i}/{times}"))
+    store = open_store(request.db, existing=True)
+    return [RunOutcome(run_id, store, failed) for run_id, failed in finished]
 
 
 def _run_in_child(request: RunRequest, label: str) -> tuple[int, int]:

@@ -12,7 +12,7 @@ import kvbench
 PACKAGE = Path(kvbench.__file__).parent
 
 # package (or module) → the kvbench packages it may import besides itself and the leaf modules
-LEAVES = {"errors", "units", "resources", "metadata", "records", "interrupts", "json_input", "kv.strategies",
+LEAVES = {"errors", "units", "resources", "metadata", "records", "interrupts", "input_files", "kv.strategies",
           "__version__"}
 MAY_IMPORT = {
     "kv": set(),

@@ -35,6 +35,16 @@ def _wait_for_files(workdir, proc, timeout=300) -> list[str]:
     raise AssertionError("the storage case never made its files")
 
 
+def _started(tmp_path, *args):
+    """(process, its files' folder, database) of a storage run started with `args`, once its files exist."""
+    work = tmp_path / "files"
+    work.mkdir()
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    proc = _start(db, work, *STORAGE, *args)
+    _wait_for_files(work, proc)
+    return proc, work, db
+
+
 def _run_row(db: str):
     engine = sa.create_engine(db)
     try:
@@ -45,11 +55,7 @@ def _run_row(db: str):
 
 
 def test_sigterm_aborts_the_run_and_removes_its_temporary_files(tmp_path):
-    work = tmp_path / "files"
-    work.mkdir()
-    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    proc = _start(db, work, *STORAGE)
-    _wait_for_files(work, proc)
+    proc, work, db = _started(tmp_path)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
@@ -59,11 +65,7 @@ def test_sigterm_aborts_the_run_and_removes_its_temporary_files(tmp_path):
 
 
 def test_a_run_killed_outright_is_marked_crashed_and_swept_by_the_next_kvbench(tmp_path):
-    work = tmp_path / "files"
-    work.mkdir()
-    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    proc = _start(db, work, *STORAGE)
-    _wait_for_files(work, proc)
+    proc, work, db = _started(tmp_path)
     proc.kill()  # SIGKILL: nothing runs in the process any more
     proc.communicate(timeout=60)
     assert len(os.listdir(work)) == 4 and _run_row(db)[0] == "running"

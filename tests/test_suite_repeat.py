@@ -13,7 +13,7 @@ from kvbench.store import open_store
 from kvbench.suite_repeat import run_repeated
 from kvbench.suite_run import RunRequest
 from tests.conftest import run_cli
-from tests.test_run_lifecycle import STORAGE, _start, _wait_for_files
+from tests.test_run_lifecycle import _started
 
 SMALL = {"size": "1MiB"}
 
@@ -56,11 +56,7 @@ def test_bad_input_is_refused_before_any_repeat_starts(tmp_path):
 
 
 def test_sigterm_to_the_parent_aborts_the_running_repeat_and_starts_no_other(tmp_path):
-    work = tmp_path / "files"
-    work.mkdir()
-    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    proc = _start(db, work, *STORAGE, "--repeat", "3")
-    _wait_for_files(work, proc)
+    proc, work, db = _started(tmp_path, "--repeat", "3")
     proc.send_signal(signal.SIGTERM)  # the parent only, as `timeout` sends it
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
@@ -80,12 +76,8 @@ def _child_of(pid: int, timeout: float = 60) -> int:
 
 
 def test_a_repeat_killed_outright_is_one_line_and_exit_1(tmp_path):
-    work = tmp_path / "files"
-    work.mkdir()
-    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    proc = _start(db, work, *STORAGE, "--repeat", "2")
+    proc, _, _ = _started(tmp_path, "--repeat", "2")
     child = _child_of(proc.pid)
-    _wait_for_files(work, proc)
     os.kill(child, signal.SIGKILL)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 1

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kvbench.errors import BadInput, unknown_name
+from kvbench.input_files import read_toml_file
 from kvbench.resources import suites_dir
 
 RATE_UNITS = {"MB/s": 1e-3, "GB/s": 1.0, "TB/s": 1e3}
@@ -88,23 +88,14 @@ class RulesFile(BaseModel):
 
 
 def load_rules(path: Path) -> RulesFile:
+    _, data = read_toml_file(path, f"rules {path}")
     try:
         # strict: a threshold written as a string ("0.3") is a mistake to name, not a number to guess
-        rules = RulesFile.model_validate(tomllib.loads(path.read_text(encoding="utf-8")), strict=True)
-    except UnicodeDecodeError:
-        raise BadInput(f"rules {path}: not UTF-8 text (TOML files are UTF-8)") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"rules {path}: TOML syntax error: {exc}") from None
+        rules = RulesFile.model_validate(data, strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
         key = f" key '{'.'.join(map(str, err['loc']))}':" if err["loc"] else ""
         raise BadInput(f"rules {path}:{key} {err['msg'].removeprefix('Value error, ')}") from None
-    except FileNotFoundError:
-        raise BadInput(f"rules file '{path}' does not exist") from None
-    except IsADirectoryError:
-        raise BadInput(f"rules file '{path}' is a folder, not a file") from None
-    except OSError as exc:
-        raise BadInput(f"rules file '{path}' cannot be read: {exc.strerror or exc}") from None
     for rule in rules.rule:
         _check_names(rule, path)
         if rule.min is not None and rule.min.unit not in RATE_UNITS:

@@ -11,7 +11,7 @@ from typing import Any
 
 from kvbench.benches.describe import canonical_subset
 from kvbench.errors import BadInput
-from kvbench.json_input import read_json_file
+from kvbench.input_files import read_json_file
 from kvbench.records import ResultRecord, RunRecord, validate_document
 from kvbench.records import run_document as document
 from kvbench.store.database import Store

@@ -17,6 +17,7 @@ from kvbench.cli.common import (
     check_writable,
     documents,
     err,
+    existing_store,
     fraction,
     out,
     this_host_ids,
@@ -89,7 +90,9 @@ def compare(
         raise BadInput(f"bad --format '{fmt}': choose table, markdown or json")
     floor = fraction(threshold, "--threshold")
     base_doc, new_doc = documents([base, new], db)
-    comparisons = compare_runs(base_doc, new_doc, floor, cross_host, _history(new_doc, db), _one_box(db))
+    store = existing_store(db)  # the history and this box's ids, where a database holds them
+    comparisons = compare_runs(base_doc, new_doc, floor, cross_host, _history(new_doc, store),
+                               this_host_ids(store) if store is not None else [])
     title = (f"run {base_doc['run']['id']} → run {new_doc['run']['id']} (slower or faster: p10–p90 ranges apart and "
              f"the change beyond {floor:.0%} and beyond the case's between-run noise)")
     if fmt == "json":
@@ -110,19 +113,8 @@ def compare(
                           + (f"; {count['missing']} case(s) of run {b} missing from run {n}" if count["missing"] else ""))
 
 
-def _one_box(db: str | None) -> list[str]:
-    """This box's host ids in the database (its own and an older kvbench's), which compare as one host."""
-    from kvbench.cli.common import existing_store
-
-    store = existing_store(db)
-    return this_host_ids(store) if store is not None else []
-
-
-def _history(new_doc: dict, db: str | None) -> dict[str, list[float]]:
-    """Each case's medians in earlier runs of the new run's host and context, where a database holds them."""
-    from kvbench.cli.common import existing_store
-
-    store = existing_store(db)
+def _history(new_doc: dict, store) -> dict[str, list[float]]:
+    """Each case's medians in earlier runs of the new run's host and context, where `store` holds them."""
     run = new_doc["run"]
     if store is None or store.host(run["host_id"]) is None:
         return {}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kvbench.errors import BadInput, unknown_name
-from kvbench.json_input import read_json_file
+from kvbench.input_files import read_json_file
 from kvbench.kv.model_params import count_params
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kvbench.errors import BadInput
+from kvbench.input_files import read_toml_file
 from kvbench.measure.engine import Settings
 from kvbench.resources import suites_dir
 
@@ -89,17 +89,7 @@ def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
 def load_suite(name_or_path: str) -> tuple[Suite, Path, str]:
     """(suite, its file, sha256 of its text); every problem raises a one-line `BadInput`."""
     path = find_suite(name_or_path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"suite {path}: not UTF-8 text (TOML files are UTF-8; byte {exc.start} is "
-                       f"{exc.object[exc.start]:#04x})") from None
-    except OSError as exc:
-        raise BadInput(f"suite {path} cannot be read: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(text.removeprefix("\ufeff"))  # a byte-order mark, as some editors write one
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"suite {path}: TOML syntax error: {exc}") from None
+    text, data = read_toml_file(path, f"suite {path}")
     try:
         suite = Suite.model_validate(data)
     except ValidationError as exc:
