@@ -26,6 +26,10 @@ _KEYS = (
     Key("timer", "", "how samples were timed: perf_counter, cuda_events (gated), cuda_events_ungated, ..."),
     Key("traceback", "", "the last frames of the error of a failed case"),
     Key("bytes_counted", "", "what bytes_per_op counts (once, one direction, both directions, all GPUs)"),
+    Key("contention", "", "what else the box did while the case was timed (docs/contention.md): `contended` "
+        "(reasons, in words; empty when clean), `faults` (GPU ECC errors, XIDs), `host` (fractions of CPU or wall "
+        "time, load, runnable tasks, CPU MHz, the busiest other processes in CPUs) and `gpus` by bus id (MHz, "
+        "throttle reasons, °C, W, other processes, ECC and XID counts, held-down fractions)"),
     # copies on the host and KV
     Key("primitive", "", "the host copy primitive dram.copy chose"),
     Key("executor", "", "the executor that moved the bytes"),
@@ -104,6 +108,7 @@ KEYS: dict[str, Key] = {k.name: k for k in _KEYS}
 
 # The keys analyses read.
 BOTTLENECK = "bottleneck"
+CONTENTION = "contention"
 DIRECTIONS_GBPS = "directions_gbps"
 FAR_NUMA = "far_numa"
 FRAGMENT_BYTES = "fragment_bytes"

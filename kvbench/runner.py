@@ -16,15 +16,17 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError
 
 from kvbench import __version__
+from kvbench.benches.base import Benchmark
 from kvbench.benches.registry import get_bench
 from kvbench.errors import BadInput, IntegrityError
-from kvbench.hardware import fingerprint
+from kvbench.hardware import contention, fingerprint
 from kvbench.hardware.facts import HostFacts
 from kvbench.hardware.path import PathPeak, links_under_load, path_peak
 from kvbench.hosts import adopt_older_ids, stored_id
 from kvbench.interrupts import Interrupted
 from kvbench.lifecycle import owner, pid_namespace, reap
 from kvbench.measure.engine import Settings, measure
+from kvbench.metadata import CONTENTION
 from kvbench.plan.cases import Case
 from kvbench.result import Result
 from kvbench.store.database import Store
@@ -66,8 +68,9 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
         return Result(**base, status="failed", reason=f"could not prepare: {type(exc).__name__}: {exc}",
                       metadata={"traceback": traceback.format_exc(limit=5)})
     try:
-        measurement = measure(prepared.workload, settings, on_sample)
-        derived = prepared.derive(measurement)  # while the case's buffers and requests still exist
+        with contention.watch(_case_gpus(bench, case, facts)) as seen:  # around the timed part, not inside it
+            measurement = measure(prepared.workload, settings, on_sample)
+            derived = prepared.derive(measurement)  # while the case's buffers and requests still exist
     except IntegrityError as exc:
         return Result(**base, status="failed", reason=f"integrity check failed: {exc}", metadata=prepared.metadata)
     except Exception as exc:
@@ -75,7 +78,7 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
                       metadata={**prepared.metadata, "traceback": traceback.format_exc(limit=5)})
     finally:
         prepared.close()
-    metadata = result_metadata(prepared.metadata, derived)
+    metadata = result_metadata(prepared.metadata, derived, seen.record())
     # The peak is taken after the copies: a GPU link read while they ran replaces its max gen/width.
     try:
         peak = path_peak(bench.path(case.params), facts, links_under_load(case.params, metadata))
@@ -87,11 +90,22 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
                   metadata=metadata)
 
 
-def result_metadata(prepared: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
+def result_metadata(prepared: dict[str, Any], derived: dict[str, Any],
+                    seen: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a result records: the case's metadata, then what was derived from its samples (which
-    wins a clash), with a warning from each kept."""
-    warning = "; ".join(w for w in (prepared.get("warning"), derived.get("warning")) if w)
-    return {**prepared, **derived, **({"warning": warning} if warning else {})}
+    wins a clash), then the contention seen while it was timed, with a warning from each kept."""
+    seen = seen or {}
+    troubles = [*(f"contended: {why}" for why in seen.get("contended", [])), *seen.get("faults", [])]
+    warning = "; ".join(w for w in (prepared.get("warning"), derived.get("warning"), *troubles) if w)
+    return {**prepared, **derived, **({CONTENTION: seen} if seen else {}), **({"warning": warning} if warning else {})}
+
+
+def _case_gpus(bench: Benchmark, case: Case, facts: HostFacts) -> list[str]:
+    """The GPUs whose clocks, throttling and other processes the case's contention record reads."""
+    try:
+        return contention.case_gpus(bench.path(case.params), facts)
+    except Exception:  # a path that cannot be named costs the GPU readings, not the case
+        return []
 
 
 def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Settings, info: RunInfo,

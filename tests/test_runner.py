@@ -23,3 +23,13 @@ def test_the_links_a_result_read_under_load_are_what_its_peak_is_taken_at():
     assert links_under_load({"gpu": 0}, {"link": after}) == {}
     every = links_under_load({}, {"per_gpu_link": {"0": {"link": link}, "1": {"link": after}}})
     assert set(every) == {0}
+
+
+def test_a_contended_case_records_what_was_seen_and_warns_with_the_reasons():
+    seen = {"contended": ["other processes used 40% of the CPUs"], "faults": ["GPU 0000:17:00.0: XID 79"],
+            "host": {"others_cpu_fraction": 0.4}}
+    meta = result_metadata({"warning": "far NUMA"}, {}, seen)
+    assert meta["contention"] == seen
+    assert meta["warning"] == "far NUMA; contended: other processes used 40% of the CPUs; GPU 0000:17:00.0: XID 79"
+    clean = result_metadata({}, {}, {"contended": [], "faults": [], "host": {}})
+    assert "warning" not in clean and clean["contention"]["contended"] == []

@@ -26,14 +26,16 @@ def nvml_session() -> Iterator[ModuleType | None]:
         pynvml.nvmlShutdown()
 
 
-def _call(fn, *args):
+def call(fn, *args):
+    """fn(*args), or None where NVML raises (a field this GPU or driver does not support)."""
     try:
         return fn(*args)
     except Exception:  # NVML raises NVMLError_NotSupported and friends per field
         return None
 
 
-def _text(value) -> str:
+def text(value) -> str:
+    """NVML's bytes or str as str."""
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
@@ -53,25 +55,25 @@ def read_gpus(cuda_index: dict[str, int] | None = None) -> tuple[tuple[Gpu, ...]
         gpus = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            pci = _call(pynvml.nvmlDeviceGetPciInfo, h)
-            memory = _call(pynvml.nvmlDeviceGetMemoryInfo, h)
+            pci = call(pynvml.nvmlDeviceGetPciInfo, h)
+            memory = call(pynvml.nvmlDeviceGetMemoryInfo, h)
             gpus.append(Gpu(
                 index=i,
-                name=_text(pynvml.nvmlDeviceGetName(h)),
-                uuid=_text(pynvml.nvmlDeviceGetUUID(h)),
-                bus_id=_text(pci.busId) if pci else "",
-                numa_node=_call(pynvml.nvmlDeviceGetNumaNodeId, h) if hasattr(pynvml, "nvmlDeviceGetNumaNodeId") else None,
+                name=text(pynvml.nvmlDeviceGetName(h)),
+                uuid=text(pynvml.nvmlDeviceGetUUID(h)),
+                bus_id=text(pci.busId) if pci else "",
+                numa_node=call(pynvml.nvmlDeviceGetNumaNodeId, h) if hasattr(pynvml, "nvmlDeviceGetNumaNodeId") else None,
                 link=Link(
-                    gen=_call(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
-                    width=_call(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
-                    max_gen=_call(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
-                    max_width=_call(pynvml.nvmlDeviceGetMaxPcieLinkWidth, h),
+                    gen=call(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
+                    width=call(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
+                    max_gen=call(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
+                    max_width=call(pynvml.nvmlDeviceGetMaxPcieLinkWidth, h),
                 ),
                 memory_bytes=int(memory.total) if memory else None,
-                bus_width_bits=_call(pynvml.nvmlDeviceGetMemoryBusWidth, h),
-                max_memory_clock_mhz=_call(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_MEM),
+                bus_width_bits=call(pynvml.nvmlDeviceGetMemoryBusWidth, h),
+                max_memory_clock_mhz=call(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_MEM),
                 pci_device_id=f"{pci.pciDeviceId:#010x}" if pci else None,
-                cuda_index=cuda_index.get(normalize_bdf(_text(pci.busId))) if pci else None,
+                cuda_index=cuda_index.get(normalize_bdf(text(pci.busId))) if pci else None,
             ))
         return tuple(gpus), None
     finally:
@@ -83,9 +85,9 @@ def driver_versions() -> dict:
     with nvml_session() as pynvml:
         if pynvml is None:
             return {}
-        cuda = _call(pynvml.nvmlSystemGetCudaDriverVersion)
+        cuda = call(pynvml.nvmlSystemGetCudaDriverVersion)
         return {
-            "nvidia_driver": _text(_call(pynvml.nvmlSystemGetDriverVersion)),
+            "nvidia_driver": text(call(pynvml.nvmlSystemGetDriverVersion)),
             "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
         }
 
@@ -98,7 +100,7 @@ def replay_counters() -> dict[str, int]:
         out = {}
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            pci, count = _call(pynvml.nvmlDeviceGetPciInfo, h), _call(pynvml.nvmlDeviceGetPcieReplayCounter, h)
+            pci, count = call(pynvml.nvmlDeviceGetPciInfo, h), call(pynvml.nvmlDeviceGetPcieReplayCounter, h)
             if pci is not None and count is not None:
-                out[_text(pci.busId)] = int(count)
+                out[text(pci.busId)] = int(count)
         return out
