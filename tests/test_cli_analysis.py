@@ -45,6 +45,19 @@ def test_unchanged_runs_pass(tmp_path):
     assert proc.returncode == 0 and "slower" not in proc.stdout.replace("(slower or faster:", "")
 
 
+
+def test_compare_exits_1_naming_a_case_ok_in_the_base_and_skipped_now(tmp_path):
+    doc = json.loads(QUICK.read_text())
+    doc["run"]["id"] = 99
+    gone = next(r for r in doc["results"] if r["status"] == "ok")
+    gone.update(status="skipped", reason="no CUDA device (driver broken)", samples_s=[], gbps=None)
+    path = tmp_path / "gone.json"
+    path.write_text(json.dumps(doc))
+    proc = run_cli("compare", str(QUICK), str(path))
+    assert proc.returncode == 1, proc.stderr
+    assert "ok in run" in proc.stderr and gone["bench"] in proc.stderr and "driver broken" in proc.stderr
+    assert "lost" in proc.stdout
+
 def test_compare_refuses_another_host(tmp_path):
     other = json.loads(QUICK.read_text())
     other["run"]["host_id"] = "0" * 64

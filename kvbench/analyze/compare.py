@@ -14,9 +14,10 @@ allowance of 15 %. A case is
 * `ambiguous` — anything between: beyond the floor, but within the ranges' overlap or within what
   the case's runs vary by anyway. Shown, not gated.
 
-`slower` fails CI, and so do `missing` (a case the base had and the new run lacks) and `failed`
-(the new run's case failed, e.g. its bytes did not verify); `not-ok` (a case skipped in either run,
-or failed only in the base) is shown, not gated. Identical
+`slower` fails CI, and so do `missing` (a case the base had and the new run lacks), `failed`
+(the new run's case failed, e.g. its bytes did not verify) and `lost` (ok in the base, skipped in
+the new run: a GPU whose driver broke must not pass on silence); `not-ok` (a case skipped in both
+runs, or not ok in the base) and `new` (a case the base lacks) are shown, not gated. Identical
 back-to-back runs therefore pass; a drop whose ranges do not overlap and that exceeds the
 between-run noise fails.
 """
@@ -30,13 +31,14 @@ from typing import Any
 import numpy as np
 
 from kvbench.analyze.runs import RunDocument
+from kvbench.benches.describe import describe_params
 from kvbench.errors import BadInput
 
 THRESHOLD = 0.05  # the practical floor
 ASSUMED_BETWEEN_RUN = 0.15  # allowance while a case has fewer than MIN_HISTORY earlier runs
 MIN_HISTORY = 3
 NOISE_MULTIPLE = 3.0  # a change must exceed 3 x the between-run noise (one robust standard deviation)
-GATING = ("slower", "missing", "failed")
+GATING = ("slower", "missing", "failed", "lost")
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class Comparison:
     base_gbps: float | None
     new_gbps: float | None
     change: float | None  # new / base - 1 of the median rates
-    verdict: str  # faster | slower | same | ambiguous | new | missing | failed | not-ok
+    verdict: str  # faster | slower | same | ambiguous | new | missing | failed | lost | not-ok
     note: str = ""  # the evidence, in words
     base_range: tuple[float, float] | None = None  # p10–p90 GB/s
     new_range: tuple[float, float] | None = None
@@ -116,6 +118,9 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
     if new["status"] == "failed":  # a transfer that did not verify is never a pass, whatever the base was
         return Comparison(**head, base_gbps=None, new_gbps=None, change=None, verdict="failed",
                           note=f"base {base['status']}, new failed: {new.get('reason') or 'no reason recorded'}")
+    if base["status"] == "ok" and new["status"] != "ok":  # what went away is a regression, never silence
+        return Comparison(**head, base_gbps=base["gbps"]["median"], new_gbps=None, change=None, verdict="lost",
+                          note=f"ok in base, {new['status']} in new: {new.get('reason') or 'no reason recorded'}")
     if base["status"] != "ok" or new["status"] != "ok":
         return Comparison(**head, base_gbps=None, new_gbps=None, change=None, verdict="not-ok",
                           note=f"base {base['status']}, new {new['status']}")
@@ -166,8 +171,25 @@ def compare_runs(base: RunDocument, new: RunDocument, threshold: float = THRESHO
 
 
 def has_regression(comparisons: list[Comparison]) -> bool:
-    """Whether CI should fail: a case slower beyond its noise, failed in the new run, or missing from it."""
+    """Whether CI should fail: a case slower beyond its noise, failed in the new run, missing from it or
+    ok in the base and skipped in it."""
     return any(c.verdict in GATING for c in comparisons)
+
+
+def regression_summary(comparisons: list[Comparison], base_id: Any, new_id: Any) -> str:
+    """One line for a failed compare: how many cases regressed and how; a case that went away (lost or
+    missing) named with its reason, so the CI log says what is missing without the table."""
+    count = {v: [c for c in comparisons if c.verdict == v] for v in GATING}
+    parts = [f"{len(count['slower'])} case(s) slower from run {base_id} to run {new_id}"]
+    if count["failed"]:
+        parts.append(f"{len(count['failed'])} case(s) failed in run {new_id}")
+    named = lambda cs: ", ".join(f"{c.bench} {describe_params(c.bench, c.params)} ({c.note})" for c in cs)
+    if count["lost"]:
+        parts.append(f"{len(count['lost'])} case(s) ok in run {base_id} and not in run {new_id}: {named(count['lost'])}")
+    if count["missing"]:
+        parts.append(f"{len(count['missing'])} case(s) of run {base_id} missing from run {new_id}: "
+                     f"{named(count['missing'])}")
+    return "; ".join(parts)
 
 
 @dataclass(frozen=True)

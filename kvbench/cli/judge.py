@@ -82,8 +82,8 @@ def compare(
     db: DbOption = None,
 ) -> None:
     """Each case from BASE to NEW: same, slower, faster or ambiguous, weighed against its between-run noise.
-    Exit 1 on a case slower, failed or missing."""
-    from kvbench.analyze.compare import compare_runs, has_regression
+    Exit 1 on a case slower, failed, missing, or ok in BASE and skipped in NEW."""
+    from kvbench.analyze.compare import compare_runs, has_regression, regression_summary
     from kvbench.report.table import comparisons_markdown, comparisons_table
 
     if fmt not in ("table", "markdown", "json"):
@@ -106,12 +106,7 @@ def compare(
         if doc["run"].get("partial"):
             err.print(f"kvbench: note: run {doc['run']['id']} is partial: {doc['run']['partial']}")
     if has_regression(comparisons):
-        count = {v: sum(c.verdict == v for c in comparisons) for v in ("slower", "failed", "missing")}
-        b, n = base_doc["run"]["id"], new_doc["run"]["id"]
-        raise CheckFailed(f"{count['slower']} case(s) slower from run {b} to run {n}"
-                          + (f"; {count['failed']} case(s) failed in run {n}" if count["failed"] else "")
-                          + (f"; {count['missing']} case(s) of run {b} missing from run {n}" if count["missing"] else ""))
-
+        raise CheckFailed(regression_summary(comparisons, base_doc["run"]["id"], new_doc["run"]["id"]))
 
 def _history(new_doc: dict, store) -> dict[str, list[float]]:
     """Each case's medians in earlier runs of the new run's host and context, where `store` holds them."""

@@ -69,6 +69,7 @@ def results_csv(rows: list[dict[str, Any]], describe: Callable[[str, dict], str]
 
 
 VERDICT_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow", "slower": "bold red", "missing": "bold red",
+                 "lost": "bold red", "INCOMPLETE": "bold yellow",
                  "failed": "bold red", "faster": "green", "ambiguous": "yellow", "same": "dim"}
 
 
@@ -99,7 +100,8 @@ def comparisons_table(comparisons: list, title: str, describe: Callable[[str, di
     return table
 
 
-_ORDER = {"slower": 0, "failed": 0, "missing": 1, "ambiguous": 2, "not-ok": 3, "faster": 4, "new": 5, "same": 6}
+_ORDER = {"slower": 0, "failed": 0, "lost": 1, "missing": 1, "ambiguous": 2, "not-ok": 3, "faster": 4, "new": 5,
+          "same": 6}
 
 
 def comparisons_markdown(comparisons: list, title: str, describe: Callable[[str, dict], str]) -> str:
@@ -107,10 +109,11 @@ def comparisons_markdown(comparisons: list, title: str, describe: Callable[[str,
     lines = [f"### {title}", "", "| benchmark | parameters | base GB/s | new GB/s | change | verdict | evidence |",
              "|---|---|---|---|---|---|---|"]
     for c in sorted(comparisons, key=lambda c: _ORDER.get(c.verdict, 9)):
-        verdict = f"**{c.verdict}**" if c.verdict in ("slower", "failed", "missing") else c.verdict
+        verdict = f"**{c.verdict}**" if c.verdict in ("slower", "failed", "lost", "missing") else c.verdict
         lines.append(f"| {c.bench} | {describe(c.bench, c.params)} | {format_gbps(c.base_gbps)} | "
                      f"{format_gbps(c.new_gbps)} | {_change(c)} | {verdict} | {c.note} |")
-    counts = {v: sum(c.verdict == v for c in comparisons) for v in ("slower", "missing", "ambiguous", "faster")}
-    lines += ["", f"{counts['slower']} slower, {counts['missing']} missing, {counts['ambiguous']} ambiguous, "
+    counts = {v: sum(c.verdict == v for c in comparisons) for v in ("slower", "lost", "missing", "ambiguous", "faster")}
+    lines += ["", f"{counts['slower']} slower, {counts['lost']} lost, {counts['missing']} missing, "
+                  f"{counts['ambiguous']} ambiguous, "
                   f"{counts['faster']} faster among {len(comparisons)} case(s)."]
     return "\n".join(lines) + "\n"

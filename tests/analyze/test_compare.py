@@ -5,7 +5,14 @@ noise fails, and what lies between is shown as ambiguous."""
 import numpy as np
 import pytest
 
-from kvbench.analyze.compare import between_run_noise, compare_case, compare_runs, has_regression, repeat_spread
+from kvbench.analyze.compare import (
+    between_run_noise,
+    compare_case,
+    compare_runs,
+    has_regression,
+    regression_summary,
+    repeat_spread,
+)
 from kvbench.errors import BadInput
 
 
@@ -101,7 +108,7 @@ def test_repeat_spread_of_two_runs_assumes_the_allowance_as_compare_does():
     assert spread.between_run is None and spread.allowance == pytest.approx(0.15)
 
 
-def test_a_case_that_fails_in_the_new_run_gates_and_one_skipped_is_shown_only():
+def test_a_case_that_fails_in_the_new_run_gates_and_one_skipped_in_both_is_shown_only():
     base = doc(1, [result(10.0), result(10.0, case="c2"), result(10.0, case="c3", status="skipped")])
     new = doc(2, [result(10.0, seed=1), result(10.0, case="c2", status="failed"),
                   result(10.0, case="c3", status="skipped"), result(10.0, case="c4", status="failed")])
@@ -110,3 +117,19 @@ def test_a_case_that_fails_in_the_new_run_gates_and_one_skipped_is_shown_only():
     assert verdicts["c2"].verdict == "failed" and "differs at byte 0" in verdicts["c2"].note
     assert verdicts["c3"].verdict == "not-ok" and verdicts["c4"].verdict == "failed"
     assert has_regression([verdicts["c2"]]) and not has_regression([verdicts["c1"], verdicts["c3"]])
+
+
+def test_a_case_ok_in_the_base_and_skipped_in_the_new_run_is_lost_and_gates_with_its_reason():
+    base = doc(1, [result(10.0), result(10.0, case="gpu"), result(10.0, case="was-skipped", status="skipped")])
+    new = doc(2, [result(10.0, seed=1), result(10.0, case="gpu", status="skipped"),
+                  result(10.0, case="was-skipped", status="ok"), result(10.0, case="fresh", status="skipped")])
+    new["results"][1]["reason"] = "no CUDA device: driver/library version mismatch"
+    verdicts = {c.case: c for c in compare_runs(base, new)}
+    lost = verdicts["gpu"]
+    assert lost.verdict == "lost" and has_regression([lost])
+    assert "ok in base, skipped in new" in lost.note and "driver/library version mismatch" in lost.note
+    # what the base did not have ok (skipped there, or absent) is listed, not gated
+    assert verdicts["was-skipped"].verdict == "not-ok" and verdicts["fresh"].verdict == "new"
+    assert not has_regression([verdicts["c1"], verdicts["was-skipped"], verdicts["fresh"]])
+    line = regression_summary(list(verdicts.values()), 1, 2)
+    assert "1 case(s) ok in run 1 and not in run 2: dram.copy" in line and "version mismatch" in line
