@@ -78,3 +78,18 @@ def test_no_module_is_over_350_lines_and_no_cli_module_over_250():
     sizes = {p: len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
     assert not [f"{p.relative_to(PACKAGE)}: {n}" for p, n in sizes.items() if n > 350]
     assert not [f"{p.relative_to(PACKAGE)}: {n}" for p, n in sizes.items() if "cli" in p.parts and n > 250]
+
+
+def test_kvbench_never_reaches_the_gpu_stand_in():
+    """The CUDA stand-in (tests/gpu_standin) is a test fixture: no kvbench module imports it, names
+    its modules or its variables, so nothing kvbench runs can write a stand-in number outside a test."""
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        if any(name.split(".")[0] in ("gpu_standin", "tests") for name in names):
+            wrong.append(f"{path.relative_to(PACKAGE)} imports the stand-in or the tests")
+        if "gpu_standin" in path.read_text() or "GPU_STANDIN" in path.read_text():
+            wrong.append(f"{path.relative_to(PACKAGE)} names the stand-in")
+    assert not wrong, "\n".join(wrong)

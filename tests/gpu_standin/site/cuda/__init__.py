@@ -1,0 +1,1 @@
+"""cuda-python as the kvbench GPU stand-in answers it (TEST ONLY)."""

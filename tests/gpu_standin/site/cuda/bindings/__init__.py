@@ -1,0 +1,1 @@
+"""cuda.bindings as the kvbench GPU stand-in answers it (TEST ONLY)."""

@@ -1,0 +1,27 @@
+"""The simulated machine behind the kvbench GPU stand-in (TEST ONLY; see tests/gpu_standin).
+
+`activate()` makes `ctypes.CDLL("libcuda.so.1")` (kvbench's "is there a driver" question) answer
+with this process instead of a driver library. The stand-in's own settings are its environment
+variables, read by no kvbench code: GPU_STANDIN_GPUS (how many simulated GPUs, default 1) and
+GPU_STANDIN_BREAK (`memcpy=half,hbm_read=nothing`: copies or kernels that do nothing or half).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+FAKE_LIBRARIES = ("libcuda.so.1",)
+_REAL_CDLL = ctypes.CDLL
+
+
+class _CDLL(_REAL_CDLL):
+    def __init__(self, name, *args, **kwargs) -> None:
+        super().__init__(None if name in FAKE_LIBRARIES else name, *args, **kwargs)
+
+
+def activate() -> None:
+    ctypes.CDLL = _CDLL  # type: ignore[misc]
+
+
+def deactivate() -> None:
+    ctypes.CDLL = _REAL_CDLL  # type: ignore[misc]

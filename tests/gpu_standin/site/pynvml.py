@@ -1,0 +1,146 @@
+"""NVML (nvidia-ml-py) as the kvbench GPU stand-in answers it: TEST ONLY. Fixed, labelled facts
+about the simulated GPUs (a PCIe 5.0 x16 link, clocks); nothing read from hardware."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpu_standin.machine import machine
+
+NVML_CLOCK_GRAPHICS, NVML_CLOCK_SM, NVML_CLOCK_MEM = 0, 1, 2
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_TOPOLOGY_INTERNAL, NVML_TOPOLOGY_SINGLE, NVML_TOPOLOGY_MULTIPLE = 0, 10, 20
+NVML_TOPOLOGY_HOSTBRIDGE, NVML_TOPOLOGY_NODE, NVML_TOPOLOGY_SYSTEM = 30, 40, 50
+
+
+class NVMLError(Exception):
+    def __init__(self, value: int = 999) -> None:
+        super().__init__(f"NVML error {value}")
+        self.value = value
+
+
+@dataclass
+class _Handle:
+    index: int
+
+
+@dataclass
+class _PciInfo:
+    busId: str
+    pciDeviceId: int
+
+
+@dataclass
+class _Memory:
+    total: int
+    free: int
+    used: int
+
+
+_inits = 0
+
+
+def nvmlInit() -> None:
+    global _inits
+    _inits += 1
+
+
+def nvmlShutdown() -> None:
+    global _inits
+    if _inits <= 0:
+        raise NVMLError(1)  # NVML_ERROR_UNINITIALIZED
+    _inits -= 1
+
+
+def _gpu(handle: _Handle):
+    if _inits <= 0:
+        raise NVMLError(1)
+    return machine().gpus[handle.index]
+
+
+def nvmlDeviceGetCount() -> int:
+    return len(machine().gpus)
+
+
+def nvmlDeviceGetHandleByIndex(index: int) -> _Handle:
+    if not 0 <= index < len(machine().gpus):
+        raise NVMLError(2)
+    return _Handle(index)
+
+
+def nvmlDeviceGetHandleByPciBusId(bus_id) -> _Handle:
+    text = (bus_id.decode() if isinstance(bus_id, bytes) else bus_id).upper()
+    for gpu in machine().gpus:
+        if gpu.bus_id.upper().endswith(text[-12:]):
+            return _Handle(gpu.index)
+    raise NVMLError(6)  # NVML_ERROR_NOT_FOUND
+
+
+def nvmlDeviceGetPciInfo(handle: _Handle) -> _PciInfo:
+    return _PciInfo(_gpu(handle).bus_id, 0x0000DEAD)
+
+
+def nvmlDeviceGetName(handle: _Handle) -> str:
+    return _gpu(handle).name
+
+
+def nvmlDeviceGetUUID(handle: _Handle) -> str:
+    return _gpu(handle).uuid
+
+
+def nvmlDeviceGetMemoryInfo(handle: _Handle) -> _Memory:
+    gpu = _gpu(handle)
+    free = machine().free_bytes(gpu.index)
+    return _Memory(gpu.total_bytes, free, gpu.total_bytes - free)
+
+
+def nvmlDeviceGetNumaNodeId(handle: _Handle) -> int:
+    _gpu(handle)
+    return 0
+
+
+def nvmlDeviceGetCurrPcieLinkGeneration(handle: _Handle) -> int:
+    _gpu(handle)
+    return 5
+
+
+nvmlDeviceGetMaxPcieLinkGeneration = nvmlDeviceGetCurrPcieLinkGeneration
+
+
+def nvmlDeviceGetCurrPcieLinkWidth(handle: _Handle) -> int:
+    _gpu(handle)
+    return 16
+
+
+nvmlDeviceGetMaxPcieLinkWidth = nvmlDeviceGetCurrPcieLinkWidth
+
+
+def nvmlDeviceGetPcieReplayCounter(handle: _Handle) -> int:
+    _gpu(handle)
+    return 0
+
+
+def nvmlDeviceGetClockInfo(handle: _Handle, clock: int) -> int:
+    _gpu(handle)
+    return {NVML_CLOCK_SM: 1980, NVML_CLOCK_MEM: 3201}.get(clock, 1980)
+
+
+nvmlDeviceGetMaxClockInfo = nvmlDeviceGetClockInfo
+
+
+def nvmlDeviceGetMemoryBusWidth(handle: _Handle) -> int:
+    _gpu(handle)
+    return 5120
+
+
+def nvmlDeviceGetTopologyCommonAncestor(a: _Handle, b: _Handle) -> int:
+    _gpu(a), _gpu(b)
+    return NVML_TOPOLOGY_SINGLE
+
+
+def nvmlSystemGetDriverVersion() -> str:
+    return "580.00-standin"
+
+
+def nvmlSystemGetCudaDriverVersion() -> int:
+    return 13000

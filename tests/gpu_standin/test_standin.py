@@ -1,0 +1,102 @@
+"""The CUDA stand-in itself: it answers every name kvbench uses, runs work only in an order a GPU
+could, refuses pointers a GPU would, and runs every GPU benchmark to a verified result. What it
+proves is the bytes and the call order, never a bandwidth or a time (docs/gpu-check.md)."""
+
+import numpy as np
+import pytest
+
+from kvbench.benches import get_bench
+from kvbench.measure import Settings
+from kvbench.plan.cases import Case
+from kvbench.runner import run_case
+from kvbench.this_host import host_facts
+from tests.backends.test_cuda_api_names import ROOTS, used_names
+
+FAST = Settings(samples=5, min_sample_s=0.002, warmup_s=0.005)
+KV = {"model": "Llama-3.1-70B", "tokens": 32, "block_tokens": 16, "src": "pinned", "dst": "device"}
+
+
+def run(bench, **params):
+    return run_case(Case(bench, get_bench(bench).canonical_params(params)), host_facts(), FAST)
+
+
+@pytest.mark.parametrize("module_name", ["cupy", "pynvml"])
+def test_it_answers_every_name_kvbench_uses(standin, module_name):
+    import importlib
+
+    module = importlib.import_module(module_name)
+    missing = []
+    for chain in (c for c in used_names() if ROOTS[c[0]] == module_name):
+        obj = module
+        for name in chain[1:]:
+            if not hasattr(obj, name):
+                if isinstance(obj, type) or type(obj).__name__ == "module":
+                    missing.append(".".join(chain))
+                break
+            obj = getattr(obj, name)
+    assert not missing
+
+
+def test_work_runs_when_the_host_waits_in_stream_order(standin):
+    import cupy as cp
+
+    a = cp.zeros(16, dtype=cp.uint8)
+    host = np.arange(16, dtype=np.uint8)
+    pinned = np.frombuffer(cp.cuda.alloc_pinned_memory(16), dtype=np.uint8, count=16)
+    pinned[:] = host
+    stream = cp.cuda.Stream(non_blocking=True)
+    cp.cuda.runtime.memcpyAsync(a.data.ptr, pinned.ctypes.data, 16, 1, stream.ptr)
+    assert standin.find(a.data.ptr).array.sum() == 0  # queued, not run
+    stream.synchronize()
+    assert np.array_equal(a.get(), host)
+
+
+def test_a_copy_to_the_wrong_kind_of_memory_is_refused(standin):
+    import cupy as cp
+
+    host = np.zeros(16, dtype=np.uint8)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with pytest.raises(cp.cuda.runtime.CUDARuntimeError, match="device memory is required"):
+        cp.cuda.runtime.memcpyAsync(host.ctypes.data, host.ctypes.data, 16, 1, stream.ptr)
+
+
+def test_a_spin_gate_holds_its_stream_until_released_and_gives_up_only_when_waited_on(standin):
+    import cupy as cp
+
+    from kvbench.measure.cuda_timer import SpinGate
+
+    stream = cp.cuda.Stream(non_blocking=True)
+    gate = SpinGate()
+    gate.arm()
+    gate.hold(stream, 0)
+    done = cp.cuda.Event()
+    done.record(stream)
+    other = cp.cuda.Stream(non_blocking=True)
+    other.synchronize()  # another stream's wait runs what it can, and leaves the held one held
+    assert not done.done
+    done.synchronize()  # waiting behind an unreleased gate: the kernel's timeout
+    with pytest.raises(RuntimeError, match="gave up"):
+        gate.check(1)
+
+
+@pytest.mark.parametrize("bench,params", [
+    ("hbm.read", {"size": "1MiB"}), ("hbm.write", {"size": "1MiB"}), ("hbm.copy", {"size": "1MiB"}),
+    ("pcie.h2d", {"size": "1MiB"}), ("pcie.d2h", {"size": "1MiB"}), ("pcie.bidir", {"size": "1MiB"}),
+    ("pcie.h2d", {"size": "1MiB", "memory": "pageable"}), ("pcie.d2h", {"size": "1MiB", "engine": "sm"}),
+    ("pcie.h2d", {"size": "1MiB", "memory": "numa:0", "engine": "sm"}),
+    ("pcie.h2d", {"size": "1MiB", "backend": "torch"}), ("pcie.d2h", {"size": "1MiB", "backend": "torch",
+                                                                       "memory": "pageable"}),
+    ("gpu.matmul", {"m": 96, "n": 64, "k": 32}),
+    *[("kv.restore", {**KV, "strategy": s}) for s in ("ce-loop", "ce-graph", "ce-batch", "sm-gather", "staged",
+                                                       "gpu-contiguous")],
+])
+def test_every_gpu_benchmark_runs_to_a_verified_result(standin, bench, params):
+    result = run(bench, **params)
+    assert result.status == "ok", result.reason
+    assert result.measurement.verified
+
+
+def test_two_gpus_copy_at_once(standin_two_gpus):
+    result = run("pcie.h2d", size="1MiB", gpus="all")
+    assert result.status == "ok", result.reason
+    assert set(result.metadata["per_gpu_gbps"]) == {"0", "1"}
