@@ -10,7 +10,7 @@ import typer
 
 from kvbench import __version__
 from kvbench.cli.app import app
-from kvbench.cli.common import existing_store, out, this_host_ids
+from kvbench.cli.common import JsonOption, existing_store, out, this_host_ids, write_json
 from kvbench.errors import BadInput
 
 
@@ -33,6 +33,28 @@ def info(as_json: Annotated[bool, typer.Option("--json", help="print the facts a
         out.print_json(json.dumps(doc, default=str))
     else:
         render_info(out, doc)
+
+
+@app.command()
+def doctor(json_out: JsonOption = None,
+           seconds: Annotated[float, typer.Option(help="how long background load is sampled, s")] = 2.0) -> None:
+    """What to fix on this box before an acceptance run: CPU governor, turbo, background load, swap,
+    CPU and GPU throttling, other processes on the GPUs. Exit 1 when something needs fixing."""
+    from kvbench.hardware.doctor import Box, needs_fixing, run_checks
+    from kvbench.hardware.nvml import nvml_session
+    from kvbench.report.doctor import doctor_doc, doctor_table, verdict_line
+
+    if not 0 < seconds <= 600:
+        raise BadInput(f"bad --seconds {seconds:g}: give a window between 0 and 600 s")
+    with nvml_session() as nvml:
+        findings = run_checks(Box(nvml=nvml, seconds=seconds, own_pid=os.getpid()))
+    if json_out:
+        write_json(doctor_doc(findings), json_out)
+    if json_out != "-":
+        out.print(doctor_table(findings))
+        out.print(verdict_line(findings))
+    if needs_fixing(findings):
+        raise typer.Exit(1)
 
 
 @app.command("list")

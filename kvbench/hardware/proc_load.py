@@ -27,6 +27,7 @@ class Process:
     ppid: int
     ticks: int  # utime + stime, jiffies
     children_ticks: int  # cutime + cstime: children it has waited for, jiffies
+    started: int = 0  # start time after boot, jiffies: a reused pid is another process
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def _process(text: str) -> Process | None:
     fields = tail.split()
     try:
         return Process(head.partition("(")[2], int(fields[1]), int(fields[11]) + int(fields[12]),
-                       int(fields[13]) + int(fields[14]))
+                       int(fields[13]) + int(fields[14]), int(fields[19]))
     except (IndexError, ValueError):
         return None
 
@@ -115,6 +116,7 @@ def _own_ticks(before: Snapshot, after: Snapshot, mine: set[int], own_pid: int) 
         if now is None:
             continue
         then = before.processes.get(pid)
+        then = then if then is not None and then.started == now.started else None
         total += now.ticks - (then.ticks if then else 0)
         if pid == own_pid:  # children it waited for are added to the parent's cutime
             total += now.children_ticks - (then.children_ticks if then else 0)
@@ -127,7 +129,7 @@ def _busiest(before: Snapshot, after: Snapshot, mine: set[int], seconds: float) 
         if pid in mine:
             continue
         then = before.processes.get(pid)
-        ticks = now.ticks - (then.ticks if then and then.name == now.name else 0)
+        ticks = now.ticks - (then.ticks if then and then.started == now.started else 0)  # a kworker's name changes
         if ticks > 0:
             used.append((ticks, pid, now.name))
     used.sort(reverse=True)

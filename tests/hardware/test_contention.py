@@ -12,34 +12,9 @@ import pytest
 from kvbench.hardware import contention, nvml_watch, proc_load
 from kvbench.hardware.facts import Gpu, HostFacts, Link
 from kvbench.hardware.proc_load import TICKS_PER_S
+from tests.hardware.fake_proc import write_proc
 
 OWN, CHILD, HOG, DAEMON = 100, 101, 200, 300
-
-
-def write_proc(root: Path, cpu: list[int], processes: dict[int, tuple[str, int, int, int]], pressure=None,
-               load="3.50 2.00 1.00 5/300 4000", running=5, mhz=None) -> None:
-    """A /proc (and cpufreq) tree: `cpu` the aggregate jiffies (user nice system idle iowait irq softirq
-    steal), `processes` pid -> (name, ppid, utime + stime, cutime + cstime) in jiffies."""
-    proc = root / "proc"
-    proc.mkdir(parents=True, exist_ok=True)
-    lines = ["cpu  " + " ".join(map(str, cpu)) + " 0 0", "cpu0 1 0 0 0 0 0 0 0 0 0", "cpu1 1 0 0 0 0 0 0 0 0 0",
-             f"procs_running {running}", "procs_blocked 0"]
-    (proc / "stat").write_text("\n".join(lines) + "\n")
-    (proc / "loadavg").write_text(load + "\n")
-    for pid, (name, ppid, ticks, children) in processes.items():
-        (proc / str(pid)).mkdir(exist_ok=True)
-        (proc / str(pid) / "stat").write_text(
-            f"{pid} ({name}) S {ppid} 1 1 0 -1 0 0 0 0 0 {ticks} 0 {children} 0 20 0 1 0 100 0 0\n")
-    if pressure is not None:
-        (proc / "pressure").mkdir(exist_ok=True)
-        for resource, (some, full) in pressure.items():
-            (proc / "pressure" / resource).write_text(
-                f"some avg10=0.00 avg60=0.00 avg300=0.00 total={some}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total={full}\n")
-    for i, value in enumerate(mhz or []):
-        freq = root / f"sys/devices/system/cpu/cpu{i}/cpufreq"
-        freq.mkdir(parents=True, exist_ok=True)
-        (freq / "scaling_cur_freq").write_text(f"{value * 1000}\n")
-        (freq / "cpuinfo_max_freq").write_text("3000000\n")
 
 
 def two_snapshots(root: Path, seconds: float = 2.0, hog_ticks: int = 300, **after):
@@ -240,3 +215,15 @@ def test_the_gpus_a_case_watches_are_those_its_path_crosses():
     assert contention.case_gpus([("dram_read",), ("gpu_link", 1)], facts) == ["0000:02:00.0"]
     assert contention.case_gpus([("dram_read",), ("all_gpu_links",)], facts) == ["0000:01:00.0", "0000:02:00.0"]
     assert contention.case_gpus([("dram_copy",)], facts) == []
+
+
+def test_a_kernel_thread_that_renames_itself_counts_its_delta_and_a_reused_pid_counts_whole(tmp_path):
+    """kworkers name themselves after their current work item; a pid is reused by a process that started later."""
+    write_proc(tmp_path, [0] * 8, {7: ("kworker/u8:3-events", 2, 1000, 0), 8: ("old", 1, 5000, 0)})
+    before = proc_load.snapshot(0.0, str(tmp_path))
+    write_proc(tmp_path, [0] * 8, {7: ("kworker/u8:3-writeback", 2, 1010, 0), 8: ("new", 1, 30, 0)})
+    (tmp_path / "proc/8/stat").write_text((tmp_path / "proc/8/stat").read_text().replace(" 100 0 0", " 900 0 0"))
+    after = proc_load.snapshot(1.0, str(tmp_path))
+    host = proc_load.host_load(before, after, OWN, str(tmp_path))
+    cpus = {p["pid"]: p["cpus"] for p in host["busiest_others"]}
+    assert cpus == {7: pytest.approx(10 / TICKS_PER_S), 8: pytest.approx(30 / TICKS_PER_S)}
