@@ -55,6 +55,49 @@ def test_a_restore_whose_reads_did_not_happen_fails_its_check(facts, monkeypatch
     assert result.status == "failed" and "integrity check failed" in result.reason
 
 
+class OnceThenIdle(twohop.PreparedTransfer):
+    """A read that moves its bytes the first time it is posted, then answers DONE without moving any."""
+
+    def post(self):
+        if getattr(self, "moved", False):
+            self._state = "DONE"
+            return
+        self.moved = True
+        super().post()
+
+
+# One chunk (or two, one per staging buffer): each buffer keeps what its single real read brought, so
+# stale staging passes for fresh reads unless the reset poisons it.
+STALE_CAN_PASS = [{"chunk": "64MiB"}, {"chunk": "32MiB"}, {"chunk": "64MiB", "src": "remote"},
+                  {"chunk": "32MiB", "pipeline": "off"}]
+
+
+@pytest.mark.parametrize("params", STALE_CAN_PASS)
+def test_reads_that_move_bytes_once_then_none_fail_the_case(facts, monkeypatch, params):
+    monkeypatch.setattr(twohop, "PreparedTransfer", OnceThenIdle)
+    result = run_case(case(**params), facts, FAST)
+    assert result.status == "failed" and "integrity check failed" in result.reason, result.reason
+
+
+@pytest.mark.parametrize("params", STALE_CAN_PASS)
+def test_without_poisoned_staging_reads_that_stopped_moving_bytes_pass(facts, monkeypatch, params):
+    """The test above's sensitivity: with the staging buffers' poisoning taken out of the reset, the
+    same stalled reads come out ok and verified. So that test is what goes red if it is dropped."""
+    real_allocate, made = twohop.allocate, []
+
+    def allocate(kind, size):
+        region = real_allocate(kind, size)
+        if made:  # the first is the destination; the staging buffers follow
+            region.poison = lambda: None
+        made.append(region)
+        return region
+
+    monkeypatch.setattr(twohop, "allocate", allocate)
+    monkeypatch.setattr(twohop, "PreparedTransfer", OnceThenIdle)
+    result = run_case(case(**params), facts, FAST)
+    assert result.status == "ok" and result.measurement.verified, result.reason
+
+
 @pytest.mark.parametrize("params,message", [
     ({"src": "pageable"}, "two-hop restores read from src=file or src=remote"),
     ({"src_layout": "layer_first"}, "keep each block in one piece"),
