@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import ClassVar
@@ -38,7 +38,6 @@ class Box:
     wait: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
     own_pid: int | None = None
-    notes: dict[str, str] = field(default_factory=dict)
 
 
 def _read(box: Box, *path: str) -> str | None:
@@ -150,18 +149,18 @@ class Gpus(Check):
     name = "GPUs"
 
     def check(self, box: Box) -> Finding:
-        nvml = box.nvml
-        if nvml is None:
-            return Finding(self.name, "n/a", "no NVML", box.notes.get("nvml", "no NVIDIA driver or nvidia-ml-py"))
+        nv = box.nvml
+        if nv is None:
+            return Finding(self.name, "n/a", "no NVML", "no NVIDIA driver or nvidia-ml-py")
         problems, advice, seen = [], [], []
-        for i in range(nvml.nvmlDeviceGetCount()):
-            handle = nvml.nvmlDeviceGetHandleByIndex(i)
-            pci = call(nvml.nvmlDeviceGetPciInfo, handle)
+        for i in range(nv.nvmlDeviceGetCount()):
+            handle = nv.nvmlDeviceGetHandleByIndex(i)
+            pci = call(nv.nvmlDeviceGetPciInfo, handle)
             bus = text(pci.busId) if pci is not None else str(i)
-            watch = nvml_watch.Watch(nvml, {bus: handle})
+            watch = nvml_watch.Watch(nv, {bus: handle})
             facts = nvml_watch.finish(watch, 0.0, {box.own_pid} if box.own_pid else set())[bus]
             problems += contention.contended({}, {bus: facts})
-            if call(nvml.nvmlDeviceGetPersistenceMode, handle) == 0:
+            if call(nv.nvmlDeviceGetPersistenceMode, handle) == 0:
                 advice.append(f"GPU {bus}: persistence mode off (nvidia-smi -pm 1: the driver reloads between runs)")
             seen.append(f"{bus} {facts.get('temperature_c', '?')} °C")
         if problems:

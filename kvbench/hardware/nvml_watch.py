@@ -2,7 +2,7 @@
 
 `start` takes the counters (ECC errors, throttle time, energy) and registers for XID events;
 `finish` reads the clocks, throttle reasons, temperature and power as the case ends, the other
-processes on each GPU, and the differences. The `nvml` module is passed in (pynvml, or a fake in
+processes on each GPU, and the differences. The NVML module (`nv`) is passed in (pynvml, or a fake in
 tests). A field NVML does not support on a GPU is left out, never guessed.
 """
 
@@ -30,42 +30,42 @@ _POLICY = {"power": 0, "thermal": 1}  # NVML_PERF_POLICY_*: time the clocks were
 class Watch:
     """The counters at the start of a case, per GPU bus id, and the XID event set."""
 
-    nvml: ModuleType
+    nv: ModuleType
     handles: dict[str, Any]
     counters: dict[str, dict[str, int]] = field(default_factory=dict)
     events: Any = None
 
 
-def _counters(nvml: ModuleType, handle: Any) -> dict[str, int]:
+def _counters(nv: ModuleType, handle: Any) -> dict[str, int]:
     out = {
-        "ecc_corrected": _call(nvml.nvmlDeviceGetTotalEccErrors, handle, _MEMORY_CORRECTED, _VOLATILE),
-        "ecc_uncorrected": _call(nvml.nvmlDeviceGetTotalEccErrors, handle, _MEMORY_UNCORRECTED, _VOLATILE),
-        "energy_mj": _call(nvml.nvmlDeviceGetTotalEnergyConsumption, handle),
+        "ecc_corrected": _call(nv.nvmlDeviceGetTotalEccErrors, handle, _MEMORY_CORRECTED, _VOLATILE),
+        "ecc_uncorrected": _call(nv.nvmlDeviceGetTotalEccErrors, handle, _MEMORY_UNCORRECTED, _VOLATILE),
+        "energy_mj": _call(nv.nvmlDeviceGetTotalEnergyConsumption, handle),
     }
     for name, policy in _POLICY.items():
-        violation = _call(nvml.nvmlDeviceGetViolationStatus, handle, policy)
+        violation = _call(nv.nvmlDeviceGetViolationStatus, handle, policy)
         if violation is not None:
             out[f"{name}_held_ns"] = int(violation.violationTime)
     return {k: int(v) for k, v in out.items() if v is not None}
 
 
-def start(nvml: ModuleType, bus_ids: list[str]) -> Watch:
+def start(nv: ModuleType, bus_ids: list[str]) -> Watch:
     """Counters of each GPU in `bus_ids` (NVML's spelling) now, and XID events from now on."""
-    handles = {b: h for b in bus_ids if (h := _call(nvml.nvmlDeviceGetHandleByPciBusId, b)) is not None}
-    watch = Watch(nvml, handles, {b: _counters(nvml, h) for b, h in handles.items()})
-    events = _call(nvml.nvmlEventSetCreate)
+    handles = {b: h for b in bus_ids if (h := _call(nv.nvmlDeviceGetHandleByPciBusId, b)) is not None}
+    watch = Watch(nv, handles, {b: _counters(nv, h) for b, h in handles.items()})
+    events = _call(nv.nvmlEventSetCreate)
     if events is not None:
         registered = 0
         for handle in handles.values():
             try:
-                nvml.nvmlDeviceRegisterEvents(handle, _XID_EVENT, events)
+                nv.nvmlDeviceRegisterEvents(handle, _XID_EVENT, events)
                 registered += 1
             except Exception:  # XID events need a driver and a GPU that report them (not every vGPU does)
                 pass
         if registered:
             watch.events = events
         else:
-            _call(nvml.nvmlEventSetFree, events)
+            _call(nv.nvmlEventSetFree, events)
     return watch
 
 
@@ -74,34 +74,34 @@ def _xids(watch: Watch) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     if watch.events is None:
         return out
-    nvml = watch.nvml
+    nv = watch.nv
     bus_of = {id(h): b for b, h in watch.handles.items()}
     for _ in range(64):  # a storm of XIDs is cut at 64: the first ones say what broke
         try:
-            event = nvml.nvmlEventSetWait_v2(watch.events, 0)
+            event = nv.nvmlEventSetWait_v2(watch.events, 0)
         except Exception:  # NVMLError_Timeout: no more events
             break
-        pci = _call(nvml.nvmlDeviceGetPciInfo, event.device)
+        pci = _call(nv.nvmlDeviceGetPciInfo, event.device)
         bus = _text(pci.busId) if pci is not None else bus_of.get(id(event.device), "?")
         out.setdefault(bus, []).append(int(event.eventData))
-    _call(nvml.nvmlEventSetFree, watch.events)
+    _call(nv.nvmlEventSetFree, watch.events)
     return out
 
 
-def _others(nvml: ModuleType, handle: Any, family: set[int]) -> list[dict[str, Any]]:
+def _others(nv: ModuleType, handle: Any, family: set[int]) -> list[dict[str, Any]]:
     """Processes on the GPU that are not this one or its children (compute and graphics)."""
     seen: dict[int, dict[str, Any]] = {}
-    for getter in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
-        for proc in _call(getattr(nvml, getter), handle) or []:
+    for getter in (nv.nvmlDeviceGetComputeRunningProcesses, nv.nvmlDeviceGetGraphicsRunningProcesses):
+        for proc in _call(getter, handle) or []:
             if proc.pid not in family:
                 used = getattr(proc, "usedGpuMemory", None)
                 seen[proc.pid] = {"pid": int(proc.pid), **({"memory_bytes": int(used)} if isinstance(used, int) else {})}
     return sorted(seen.values(), key=lambda p: p["pid"])
 
 
-def _reasons(nvml: ModuleType, handle: Any) -> list[str] | None:
-    get = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
-    bits = _call(get, handle)
+def _reasons(nv: ModuleType, handle: Any) -> list[str] | None:
+    bits = _call(nv.nvmlDeviceGetCurrentClocksEventReasons if hasattr(nv, "nvmlDeviceGetCurrentClocksEventReasons")
+                 else nv.nvmlDeviceGetCurrentClocksThrottleReasons, handle)
     return None if bits is None else [name for bit, name in THROTTLE_BITS.items() if int(bits) & bit]
 
 
@@ -109,21 +109,21 @@ def finish(watch: Watch, seconds: float, family: set[int]) -> dict[str, dict[str
     """Per GPU bus id: clocks (MHz), throttle reasons, temperature (°C) and power (W) as the case
     ends; the other processes on it; over the case, ECC errors and XIDs raised, the share of its
     `seconds` the clocks were held down for power or heat, and the mean power (W)."""
-    nvml, xids, out = watch.nvml, _xids(watch), {}
-    sm, mem = getattr(nvml, "NVML_CLOCK_SM", 1), getattr(nvml, "NVML_CLOCK_MEM", 2)
+    nv, xids, out = watch.nv, _xids(watch), {}
+    sm, mem = getattr(nv, "NVML_CLOCK_SM", 1), getattr(nv, "NVML_CLOCK_MEM", 2)
     for bus, handle in watch.handles.items():
-        power_mw = _call(nvml.nvmlDeviceGetPowerUsage, handle)
+        power_mw = _call(nv.nvmlDeviceGetPowerUsage, handle)
         facts: dict[str, Any] = {
-            "sm_mhz": _call(nvml.nvmlDeviceGetClockInfo, handle, sm),
-            "sm_max_mhz": _call(nvml.nvmlDeviceGetMaxClockInfo, handle, sm),
-            "memory_mhz": _call(nvml.nvmlDeviceGetClockInfo, handle, mem),
-            "throttle_reasons": _reasons(nvml, handle),
-            "temperature_c": _call(nvml.nvmlDeviceGetTemperature, handle, getattr(nvml, "NVML_TEMPERATURE_GPU", 0)),
+            "sm_mhz": _call(nv.nvmlDeviceGetClockInfo, handle, sm),
+            "sm_max_mhz": _call(nv.nvmlDeviceGetMaxClockInfo, handle, sm),
+            "memory_mhz": _call(nv.nvmlDeviceGetClockInfo, handle, mem),
+            "throttle_reasons": _reasons(nv, handle),
+            "temperature_c": _call(nv.nvmlDeviceGetTemperature, handle, getattr(nv, "NVML_TEMPERATURE_GPU", 0)),
             "power_w": round(power_mw / 1000, 1) if power_mw is not None else None,
-            "other_processes": _others(nvml, handle, family),
+            "other_processes": _others(nv, handle, family),
             "xids": xids.get(bus, []),
         }
-        then, now = watch.counters.get(bus, {}), _counters(nvml, handle)
+        then, now = watch.counters.get(bus, {}), _counters(nv, handle)
         for key in ("ecc_corrected", "ecc_uncorrected"):
             if key in then and key in now:
                 facts[f"{key}_delta"] = now[key] - then[key]

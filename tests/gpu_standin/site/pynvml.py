@@ -144,3 +144,32 @@ def nvmlSystemGetDriverVersion() -> str:
 
 def nvmlSystemGetCudaDriverVersion() -> int:
     return 13000
+
+
+# What kvbench's contention watch and `doctor` read (kvbench/hardware/nvml_watch.py, doctor.py). The
+# simulated GPUs have no other processes and no throttling; what the stand-in cannot simulate (ECC,
+# energy, violation time, temperature, power, XID events, persistence) is not supported, as on GPUs
+# whose NVML lacks a field, so kvbench leaves those facts out.
+def nvmlDeviceGetComputeRunningProcesses(handle: _Handle) -> list:
+    _gpu(handle)
+    return []
+
+
+nvmlDeviceGetGraphicsRunningProcesses = nvmlDeviceGetComputeRunningProcesses
+
+
+def nvmlDeviceGetCurrentClocksThrottleReasons(handle: _Handle) -> int:
+    _gpu(handle)
+    return 0
+
+
+nvmlDeviceGetCurrentClocksEventReasons = nvmlDeviceGetCurrentClocksThrottleReasons
+
+
+def _not_supported(*args) -> None:
+    raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+
+
+nvmlDeviceGetTotalEccErrors = nvmlDeviceGetTotalEnergyConsumption = nvmlDeviceGetViolationStatus = _not_supported
+nvmlDeviceGetTemperature = nvmlDeviceGetPowerUsage = nvmlDeviceGetPersistenceMode = _not_supported
+nvmlEventSetCreate = nvmlDeviceRegisterEvents = nvmlEventSetWait_v2 = nvmlEventSetFree = _not_supported
