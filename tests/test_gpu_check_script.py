@@ -32,6 +32,22 @@ def test_without_cuda_it_stops_within_a_minute_non_zero_and_says_why(tmp_path):
     assert set(os.listdir(tmp_path / "out")) <= FILES
 
 
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["--stage", "full", "--help"]])
+def test_help_prints_the_usage_and_makes_no_folder(tmp_path, args):
+    proc = subprocess.run([str(REPO / "scripts" / "gpu-check"), *args], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: scripts/gpu-check"), proc.stdout + proc.stderr
+    assert not (REPO / "--help").exists() and not (REPO / "-h").exists() and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args,message", [([], "OUTDIR is missing"), (["--stage"], "--stage needs smoke or full"),
+                                          (["--out", "x"], "unknown option '--out'")])
+def test_a_missing_outdir_or_an_unknown_option_is_a_usage_error(tmp_path, args, message):
+    proc = subprocess.run([str(REPO / "scripts" / "gpu-check"), *args], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr and "usage:" in proc.stderr
+
+
 def test_a_bad_stage_is_refused(tmp_path):
     proc = gpu_check(tmp_path / "out", "--stage", "medium")
     assert proc.returncode == 2 and "bad --stage 'medium'" in proc.stderr
