@@ -19,7 +19,8 @@ class Key:
 
 _KEYS = (
     # every benchmark
-    Key("buffers", "", "each buffer's kind, size (bytes) and NUMA node, by role (src, dst, host, local, ...)"),
+    Key("buffers", "", "each buffer's kind, size (bytes) and NUMA node, by role (src, dst, host, local, ...); "
+        "numa_unknown: why the node is unknown (a refused move_pages query, as on gVisor)"),
     Key("warning", "", "what makes this result less than clean, in words (kept beside the case's own)"),
     Key("bottleneck", "", "the path segment whose spec peak the result is judged against"),
     Key("overhead_fraction", "fraction", "timer and loop overhead over one sample"),

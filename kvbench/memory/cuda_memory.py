@@ -21,8 +21,9 @@ def allocate(kind: str, size_bytes: int, index: int | None) -> Region:
             memory = cp.cuda.alloc_pinned_memory(size_bytes)
             array = np.frombuffer(memory, dtype=np.uint8, count=size_bytes)
             array.fill(0)
-            node = numa.majority_node(numa.page_nodes(int(array.ctypes.data), size_bytes))
-            return Region("pinned", size_bytes, array, numa_node=node, facts={"gpu": gpu}, _release=lambda: None)
+            node, unknown = numa.node_of(int(array.ctypes.data), size_bytes)
+            facts = {"gpu": gpu, **({"numa_unknown": unknown} if unknown else {})}
+            return Region("pinned", size_bytes, array, numa_node=node, facts=facts, _release=lambda: None)
         free, _total = cp.cuda.runtime.memGetInfo()
         if size_bytes > 0.9 * free:
             raise BadInput(f"buffer of {size_bytes} bytes is larger than 90% of GPU {gpu}'s {free} free bytes")

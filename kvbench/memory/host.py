@@ -34,7 +34,7 @@ def _mapping(size_bytes: int) -> tuple[mmap.mmap, np.ndarray]:
 
 def _region(kind: str, size_bytes: int, mapping: mmap.mmap, array: np.ndarray) -> Region:
     array.fill(0)  # first touch: fault every page in now, not inside a timed copy
-    node = numa.majority_node(numa.page_nodes(int(array.ctypes.data), size_bytes)) if size_bytes else None
+    node, unknown = numa.node_of(int(array.ctypes.data), size_bytes) if size_bytes else (None, None)
 
     def release() -> None:
         try:
@@ -42,7 +42,8 @@ def _region(kind: str, size_bytes: int, mapping: mmap.mmap, array: np.ndarray) -
         except BufferError:
             pass  # a view is still alive somewhere; the mapping goes when it does
 
-    return Region(kind=kind, size_bytes=size_bytes, host_array=array, numa_node=node, _release=release)
+    return Region(kind=kind, size_bytes=size_bytes, host_array=array, numa_node=node, _release=release,
+                  facts={"numa_unknown": unknown} if unknown else {})
 
 
 def pageable_buffer(size_bytes: int) -> Region:
@@ -64,7 +65,7 @@ def numa_buffer(size_bytes: int, node: int) -> Region:
     mapping, array = _mapping(size_bytes)
     numa.bind_to_node(int(array.ctypes.data), size_bytes, node)
     region = _region(f"numa:{node}", size_bytes, mapping, array)
-    if region.numa_node != node:
+    if region.numa_node is not None and region.numa_node != node:  # unknown (query refused): mbind's word stands
         region.close()
         raise RuntimeError(f"pages bound to NUMA node {node} were found on node {region.numa_node}")
     return region

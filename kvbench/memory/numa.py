@@ -80,6 +80,21 @@ def page_nodes(address: int, size_bytes: int, max_pages: int = 1024) -> np.ndarr
     return np.frombuffer(status, dtype=np.int32).copy()
 
 
+def node_of(address: int, size_bytes: int) -> tuple[int | None, str | None]:
+    """(the NUMA node most of the range's pages are on, None) or (None, why it is unknown).
+
+    A query the kernel refuses is "node unknown", never an error: gVisor answers `move_pages` with
+    EPERM or ENOSYS, and a buffer there is as usable as anywhere."""
+    if size_bytes <= 0:
+        return None, "empty buffer"
+    try:
+        nodes = page_nodes(address, size_bytes)
+    except OSError as exc:
+        return None, exc.strerror or str(exc)
+    node = majority_node(nodes)
+    return node, None if node is not None else "no page answered the move_pages query"
+
+
 def majority_node(nodes: np.ndarray) -> int | None:
     """The node most sampled pages are on, or None when no page answered."""
     valid = nodes[nodes >= 0]

@@ -100,3 +100,15 @@ def test_two_gpus_copy_at_once(standin_two_gpus):
     result = run("pcie.h2d", size="1MiB", gpus="all")
     assert result.status == "ok", result.reason
     assert set(result.metadata["per_gpu_gbps"]) == {"0", "1"}
+
+
+def test_a_refused_numa_query_leaves_pinned_copies_running_with_the_node_unknown(standin, monkeypatch):
+    from kvbench.memory import numa
+    from tests.memory.test_host import RefusingLibc
+
+    monkeypatch.setattr(numa, "_libc", RefusingLibc())  # gVisor: move_pages answers EPERM
+    for memory in ("pinned", "pageable"):
+        result = run("pcie.h2d", size="1MiB", memory=memory)
+        assert result.status == "ok", result.reason
+        assert result.metadata["buffers"]["host"]["numa_node"] is None
+        assert "not permitted" in result.metadata["buffers"]["host"]["numa_unknown"]

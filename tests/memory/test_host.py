@@ -24,6 +24,27 @@ def test_numa_buffer_is_verified_on_its_node():
         assert region.describe()["numa_node"] == node
 
 
+class RefusingLibc:
+    """gVisor's answer to move_pages (and any NUMA syscall): EPERM."""
+
+    def syscall(self, *args):
+        import ctypes
+        import errno
+
+        ctypes.set_errno(errno.EPERM)
+        return -1
+
+
+def test_a_refused_numa_query_is_node_unknown_recorded_never_a_failed_buffer(monkeypatch):
+    from kvbench.memory import numa
+
+    monkeypatch.setattr(numa, "_libc", RefusingLibc())
+    with allocate("pageable", 1 << 20) as region:
+        assert region.numa_node is None
+        assert "move_pages" in region.describe()["numa_unknown"]
+        assert "not permitted" in region.describe()["numa_unknown"]
+
+
 def test_a_numa_node_that_does_not_exist_is_a_clear_error():
     missing = max(online_nodes()) + 1
     with pytest.raises(BadInput, match=f"numa:{missing}.*NUMA nodes"):
