@@ -81,6 +81,11 @@ class LinkProbe:
             self._nvml = None
 
     def facts(self) -> dict[str, Any]:
+        """What the result records; called from a case's `derive`, before `close`. Without a reading
+        under load (copies timed on the host clock leave no moment to take one) the link is read
+        now, right after the copies, and labelled so (`under_load: false`)."""
+        if not self.under_load and not self.after and self._nvml is not None:
+            self.after = self.read()
         facts = link_facts(self.before, self.under_load or self.after, self.after or self.under_load,
                            under_load=bool(self.under_load))
         return {**facts, "gpu_bus_id": self.bus_id} if self.bus_id else facts

@@ -112,3 +112,16 @@ def test_a_refused_numa_query_leaves_pinned_copies_running_with_the_node_unknown
         assert result.status == "ok", result.reason
         assert result.metadata["buffers"]["host"]["numa_node"] is None
         assert "not permitted" in result.metadata["buffers"]["host"]["numa_unknown"]
+
+
+@pytest.mark.parametrize("bench,params", [("pcie.h2d", {"size": "1MiB", "memory": "pageable"}),
+                                          ("pcie.d2h", {"size": "1MiB", "memory": "pageable"}),
+                                          ("kv.restore", {**KV, "strategy": "ce-loop"}),
+                                          ("kv.restore", {**KV, "strategy": "staged"}),
+                                          ("pcie.h2d", {"size": "1MiB"})])
+def test_every_copy_records_its_link_read_under_load_where_the_timer_allows(standin, bench, params):
+    result = run(bench, **params)
+    assert result.status == "ok", result.reason
+    assert result.metadata["link"]["gen"] == 5  # what the stand-in's NVML answers
+    host_timed = params.get("memory") == "pageable" or params.get("strategy") in ("ce-loop", "staged")
+    assert result.metadata["link"]["under_load"] is (not host_timed)
