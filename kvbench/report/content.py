@@ -45,6 +45,7 @@ class ReportContent:
     results: list[dict[str, Any]]
     figures: list[Figure] = field(default_factory=list)
     missing: list[tuple[str, str]] = field(default_factory=list)
+    omitted: list[tuple[str, str]] = field(default_factory=list)  # (question, why its figure could not be drawn)
     fits: list[tuple[dict[str, Any], Any]] = field(default_factory=list)
     numa: list[NearFar] = field(default_factory=list)
     pageable: list[PageableVsPinned] = field(default_factory=list)
@@ -74,6 +75,18 @@ class ReportContent:
         return [x for x in self.comparisons if x.verdict in GATING]
 
 
+def _drawn(content: ReportContent, question: str, draw) -> Figure | None:
+    """`draw()`'s figure for the report, or None; a figure that cannot be drawn is omitted with a
+    line saying why (`content.omitted`), never the report's end."""
+    try:
+        return _figure(draw())
+    except Exception as exc:  # matplotlib/seaborn on data it cannot draw: one figure lost, not the report
+        text = str(exc).strip().splitlines()
+        content.omitted.append((question, f"{type(exc).__name__}: {text[0] if text else ''}".strip()))
+        plots.plt.close("all")
+        return None
+
+
 def _figure(fig) -> Figure | None:
     if fig is None:
         return None
@@ -91,12 +104,14 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     )
     benches = {r["bench"] for r in results if r["status"] == "ok"}
     for bench in sorted(benches):
-        if fig := _figure(plots.bandwidth_vs_size(results, bench)):
+        if fig := _drawn(content, f"How fast does {bench} move bytes, by transfer size?",
+                         lambda bench=bench: plots.bandwidth_vs_size(results, bench)):
             content.figures.append(fig)
     drawn = {"pcie.h2d": "pcie.h2d" in benches}  # pinned vs pageable is its rate-vs-size figure
-    for key, figure in (("kv", plots.kv_strategies(results)), ("numa", plots.numa_heatmap(results)),
-                        ("pcie.bidir", plots.bidirectional(results)), ("multi", plots.all_gpus(results))):
-        if fig := _figure(figure):
+    for key, draw in (("kv", plots.kv_strategies), ("numa", plots.numa_heatmap),
+                      ("pcie.bidir", plots.bidirectional), ("multi", plots.all_gpus)):
+        question = GPU_QUESTIONS[key][0] if key in GPU_QUESTIONS else "Which KV restore strategy is fastest?"
+        if fig := _drawn(content, question, lambda draw=draw: draw(results)):
             content.figures.append(fig)
             drawn[key] = True
     content.numa = near_far(results)

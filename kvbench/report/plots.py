@@ -23,13 +23,23 @@ from kvbench.units import format_size  # noqa: E402
 def results_frame(results: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per ok result: bench, its params as columns, median/p10/p90 GB/s, peak."""
     rows = [{"bench": r["bench"], **r["params"], "gbps": r["gbps"]["median"], "p10": r["gbps"]["p10"],
-             "p90": r["gbps"]["p90"], "peak_gbps": r["peak_gbps"], "run": r.get("run_id")}
+             "p90": r["gbps"]["p90"], "peak_gbps": r["peak_gbps"], "run": r.get("run_id"),
+             "buffer_bytes": (r.get("metadata") or {}).get("buffer_bytes")}
             for r in results if r["status"] == "ok"]
     return pd.DataFrame(rows)
 
 
+def transfer_sizes(frame: pd.DataFrame) -> pd.Series:
+    """Each row's size in bytes as the case really used it: `size=0` (hbm.*: "max(8 x L2, 1 GiB)")
+    is the buffer its metadata records; NaN where neither is known (such rows are not plotted)."""
+    size = pd.to_numeric(frame["size"], errors="coerce")
+    if "buffer_bytes" in frame:
+        size = size.where(size > 0, pd.to_numeric(frame["buffer_bytes"], errors="coerce"))
+    return size.where(size > 0)
+
+
 def _varying(frame: pd.DataFrame, exclude: set[str]) -> list[str]:
-    skip = {"bench", "gbps", "p10", "p90", "peak_gbps", "run", *exclude}
+    skip = {"bench", "gbps", "p10", "p90", "peak_gbps", "run", "buffer_bytes", *exclude}
     return [c for c in frame.columns if c not in skip and frame[c].nunique(dropna=True) > 1]
 
 
@@ -61,6 +71,10 @@ def bandwidth_vs_size(results: list[dict[str, Any]], bench: str) -> plt.Figure |
         return None
     frame = frame[frame["bench"] == bench].dropna(axis=1, how="all").copy()
     if "size" not in frame:
+        return None
+    frame["size"] = transfer_sizes(frame)
+    frame = frame.dropna(subset=["size"])
+    if frame.empty:
         return None
     frame["series"] = _label(frame, _varying(frame, {"size"}))
     fig, ax = plt.subplots(figsize=(8, 4.5))

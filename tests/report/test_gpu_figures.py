@@ -59,3 +59,27 @@ def test_the_pageable_over_pinned_table_is_in_both_renderings():
     built = ReportContent(title="p", runs=[], host=None, results=[], pageable=pageable_vs_pinned(results))
     assert "| pcie.h2d | 0 | 256MiB | cupy | 55.0 | 22.0 | 0.40 |" in render.markdown(built)
     assert "<h2>Pageable vs pinned host memory</h2>" in render.html(built)
+
+
+def test_hbm_rows_of_size_0_are_drawn_at_the_buffer_they_used():
+    # size=0 means "max(8 x L2, 1 GiB)": the buffer really used is in the metadata
+    results = [{**row("hbm.read", 4000.0, size=0, gpu=0), "metadata": {"buffer_bytes": 1 << 30}},
+               {**row("hbm.read", 3000.0, size=1 << 28, gpu=0), "metadata": {"buffer_bytes": 1 << 28}}]
+    fig = plots.bandwidth_vs_size(results, "hbm.read")
+    assert fig is not None
+    assert list(fig.axes[0].get_xticks()) == [1 << 28, 1 << 30]
+
+
+def test_a_figure_that_cannot_be_drawn_is_omitted_with_its_reason_not_the_report(monkeypatch):
+    from kvbench.report import content, render
+    from tests.report.test_report import docs
+
+    def broken(results, bench):
+        raise ValueError("Data cannot be log-scaled\nmore")
+
+    monkeypatch.setattr(plots, "bandwidth_vs_size", broken)
+    built = content.build(docs()[:1])
+    assert ("How fast does dram.copy move bytes, by transfer size?", "ValueError: Data cannot be log-scaled") \
+        in built.omitted
+    assert "Figure omitted: How fast does dram.copy" in render.markdown(built)
+    assert "could not be drawn: ValueError" in render.html(built)
