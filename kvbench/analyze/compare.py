@@ -13,6 +13,8 @@ allowance of 15 %. A case is
   the floor and 3 × the between-run noise (or the assumed allowance);
 * `ambiguous` — anything between: beyond the floor, but within the ranges' overlap or within what
   the case's runs vary by anyway. Shown, not gated.
+* `ambiguous (contended)` — would be `slower` or `faster`, but either run measured the case under
+  contention (kvbench/analyze/contended.py). Shown, not gated: re-measure on a quiet box.
 
 `slower` fails CI, and so do `missing` (a case the base had and the new run lacks), `failed`
 (the new run's case failed, e.g. its bytes did not verify) and `lost` (ok in the base, skipped in
@@ -30,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from kvbench.analyze.contended import weigh_contention
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import describe_params
 from kvbench.errors import BadInput
@@ -49,7 +52,7 @@ class Comparison:
     base_gbps: float | None
     new_gbps: float | None
     change: float | None  # new / base - 1 of the median rates
-    verdict: str  # faster | slower | same | ambiguous | new | missing | failed | lost | not-ok
+    verdict: str  # faster | slower | same | ambiguous | ambiguous (contended) | new | missing | failed | lost | not-ok
     note: str = ""  # the evidence, in words
     base_range: tuple[float, float] | None = None  # p10–p90 GB/s
     new_range: tuple[float, float] | None = None
@@ -141,6 +144,7 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
     else:
         verdict = "ambiguous"
     note = f"{change:+.1%}; {ranges}; {basis}; allowance {allowance:.1%}"
+    verdict, note = weigh_contention(verdict, note, base, new)
     return Comparison(**head, base_gbps=b_rate, new_gbps=n_rate, change=change, verdict=verdict,
                       note=note, base_range=b_range, new_range=n_range, between_run=noise,
                       history_runs=len(history or []), allowance=allowance)

@@ -70,7 +70,8 @@ def results_csv(rows: list[dict[str, Any]], describe: Callable[[str, dict], str]
 
 VERDICT_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow", "slower": "bold red", "missing": "bold red",
                  "lost": "bold red", "INCOMPLETE": "bold yellow",
-                 "failed": "bold red", "faster": "green", "ambiguous": "yellow", "same": "dim"}
+                 "failed": "bold red", "faster": "green", "ambiguous": "yellow", "ambiguous (contended)": "yellow",
+                 "same": "dim"}
 
 
 def verdicts_table(verdicts: list, title: str) -> Table:
@@ -100,8 +101,8 @@ def comparisons_table(comparisons: list, title: str, describe: Callable[[str, di
     return table
 
 
-_ORDER = {"slower": 0, "failed": 0, "lost": 1, "missing": 1, "ambiguous": 2, "not-ok": 3, "faster": 4, "new": 5,
-          "same": 6}
+_ORDER = {"slower": 0, "failed": 0, "lost": 1, "missing": 1, "ambiguous": 2, "ambiguous (contended)": 2, "not-ok": 3,
+          "faster": 4, "new": 5, "same": 6}
 
 
 def comparisons_markdown(comparisons: list, title: str, describe: Callable[[str, dict], str]) -> str:
@@ -112,8 +113,9 @@ def comparisons_markdown(comparisons: list, title: str, describe: Callable[[str,
         verdict = f"**{c.verdict}**" if c.verdict in ("slower", "failed", "lost", "missing") else c.verdict
         lines.append(f"| {c.bench} | {describe(c.bench, c.params)} | {format_gbps(c.base_gbps)} | "
                      f"{format_gbps(c.new_gbps)} | {_change(c)} | {verdict} | {c.note} |")
-    counts = {v: sum(c.verdict == v for c in comparisons) for v in ("slower", "lost", "missing", "ambiguous", "faster")}
+    counts = {v: sum(c.verdict == v for c in comparisons)
+              for v in ("slower", "lost", "missing", "ambiguous", "ambiguous (contended)", "faster")}
     lines += ["", f"{counts['slower']} slower, {counts['lost']} lost, {counts['missing']} missing, "
-                  f"{counts['ambiguous']} ambiguous, "
+                  f"{counts['ambiguous']} ambiguous, {counts['ambiguous (contended)']} ambiguous (contended), "
                   f"{counts['faster']} faster among {len(comparisons)} case(s)."]
     return "\n".join(lines) + "\n"
