@@ -10,7 +10,7 @@ TEST_EXTRAS := [test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA),)]
 SUITE ?= quick
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test bench setup setup-test crosscheck clean
+.PHONY: run test bench setup setup-test crosscheck clean shell
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ bench: setup-test
 	$(BIN)/python benchmarks/plan_interpolation.py
 	$(BIN)/python benchmarks/two_hop.py
 	rm -f $(FLEET_DB) $(FLEET_DB)-wal $(FLEET_DB)-shm
+
+# A shell where `kvbench` is the virtual environment's (the command is not installed system-wide).
+shell: setup
+	@echo "kvbench is on PATH in this shell; 'exit' leaves it"
+	@PATH="$(abspath $(BIN)):$$PATH" VIRTUAL_ENV="$(abspath $(VENV))" $${SHELL:-/bin/sh}
 
 crosscheck: setup
 	$(BIN)/kvbench crosscheck dram

@@ -1,8 +1,10 @@
-"""An installed (non-editable) kvbench must carry its suites and kernels."""
+"""An installed (non-editable) kvbench must carry its suites and kernels; a clone carries no database."""
 
 import subprocess
 import sys
 import zipfile
+
+import pytest
 
 from tests.conftest import REPO
 
@@ -23,3 +25,18 @@ def test_data_is_found_from_the_package():
     from kvbench.resources import suites_dir
 
     assert (suites_dir() / "quick.toml").is_file()
+
+
+def test_git_tracks_no_database_and_ignores_no_source_named_run():
+    """A clone carries no database (an empty misc.sqlite was once tracked), and the ignore rules
+    that keep stray databases out never hide a source path named `run` (`.ci/run`, a `run.py`)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True, cwd=REPO, check=True).stdout.split()
+    assert not [p for p in tracked if p.endswith((".sqlite", ".sqlite-wal", ".sqlite-shm", ".db"))]
+    probe = subprocess.run(["git", "check-ignore", "--no-index", "run", ".ci/run", "kvbench/run", "kvbench/cli/run.py",
+                            "misc.sqlite"], capture_output=True, text=True, cwd=REPO)
+    assert probe.stdout.split() == ["misc.sqlite"]

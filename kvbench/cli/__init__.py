@@ -3,7 +3,10 @@ packages they call. `main` turns kvbench's own errors into one line and their ex
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
+from typing import NoReturn
 
 import typer
 
@@ -18,43 +21,38 @@ _DAMAGED = ("malformed", "file is not a database", "disk image")
 # What SQLite and PostgreSQL say when the user may read the database but not change it.
 _REFUSED_WRITE = ("readonly database", "read-only", "permission denied", "insufficientprivilege",
                   "insufficient privilege")
+# Writing the output (a redirected stdout: `> /dev/full`, a full or over-quota disk) failed.
+_CANNOT_WRITE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+# What SQLite and PostgreSQL say of a table dropped behind kvbench's back.
+_MISSING_TABLE = ("no such table", "relation \"")  # PostgreSQL: relation "result" does not exist
 
 
 def main() -> None:
     """Run the command; kvbench's own errors and usage errors become one line with their exit status
     (2 for bad input, 1 for a failed check)."""
-    from sqlite3 import DatabaseError as SQLiteError
-
-    from sqlalchemy.exc import DatabaseError
-
     from kvbench.hardware.identity import host_label
 
     try:
         host_label()  # a bad KVBENCH_HOST_ID is refused before any command creates anything
         code = app(standalone_mode=False)  # a typer.Exit comes back as its exit status here
+        sys.stdout.flush()  # a full disk under a redirected stdout is met here, not at exit
     except (BadInput, CheckFailed) as exc:
         prefix = "kvbench: error: " if isinstance(exc, BadInput) else "kvbench: "
         err.print(one_line(f"{prefix}{exc}"), markup=False, highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
-    except (DatabaseError, SQLiteError) as exc:
-        text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if any(s in text.lower() for s in _REFUSED_WRITE):
-            from kvbench.store.connect import redact
-
-            err.print(one_line(f"kvbench: error: the database refused the change ({redact(text)}): this command "
-                               "needs write access to it"), markup=False, highlight=False, soft_wrap=True)
-            sys.exit(2)
-        if not any(s in text.lower() for s in _DAMAGED):
-            raise
-        err.print(one_line(f"kvbench: error: the database is damaged ({text}): kvbench cannot read it; restore it "
-                           "from a copy or give another --db"), markup=False, highlight=False, soft_wrap=True)
-        sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
         err.print("kvbench: aborted", markup=False)
         sys.exit(130)
+    except OSError as exc:
+        if exc.errno not in _CANNOT_WRITE:
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's own flush fails no more
+        _exit(f"cannot write the output: {exc.strerror} (standard output or a file it goes to)")
     except Exception as exc:
+        if _database_error(exc):
+            _database_exit(exc)
         kinds = {c.__name__ for c in type(exc).__mro__}  # typer's own (vendored) click exceptions
         if "NoArgsIsHelpError" in kinds:
             err.print(exc.format_message() if hasattr(exc, "format_message") else str(exc), markup=False)
@@ -72,3 +70,38 @@ def main() -> None:
         sys.exit(2)
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def _database_error(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite's or SQLAlchemy's DatabaseError, without importing SQLAlchemy (a
+    fifth of a second) for commands that never open a database, such as `--version`."""
+    from sqlite3 import DatabaseError as SQLiteError
+
+    if isinstance(exc, SQLiteError):
+        return True
+    alchemy = sys.modules.get("sqlalchemy.exc")  # loaded already if it raised
+    return alchemy is not None and isinstance(exc, alchemy.DatabaseError)
+
+
+def _database_exit(exc: BaseException) -> None:
+    """One line and status 2 for a database that refused a query, lacks a table or is damaged; returns
+    for any other database error, which the caller raises."""
+    from kvbench.store.connect import redact
+
+    text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    lower, statement = text.lower(), (getattr(exc, "statement", None) or "").lstrip().upper()
+    if any(s in lower for s in _REFUSED_WRITE):
+        needs = "read" if statement.startswith(("SELECT", "WITH")) else "write"
+        _exit(f"the database refused the {'query' if needs == 'read' else 'change'} ({redact(text)}): this command "
+              f"needs {needs} access to it")
+    if any(s in lower for s in _MISSING_TABLE):
+        _exit(f"the database lacks a kvbench table ({redact(text)}): it was changed behind kvbench's back; restore "
+              "it from a copy or give another --db")
+    if any(s in lower for s in _DAMAGED):
+        _exit(f"the database is damaged ({redact(text)}): kvbench cannot read it; restore it from a copy or give "
+              "another --db")
+
+
+def _exit(message: str) -> NoReturn:
+    err.print(one_line(f"kvbench: error: {message}"), markup=False, highlight=False, soft_wrap=True)
+    sys.exit(2)

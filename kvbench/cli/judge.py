@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 
-from kvbench.benches.describe import describe_params
 from kvbench.cli.app import app
 from kvbench.cli.common import (
     DbOption,
@@ -84,6 +83,7 @@ def compare(
     """Each case from BASE to NEW: same, slower, faster or ambiguous, weighed against its between-run noise.
     Exit 1 on a case slower, failed, missing, or ok in BASE and skipped in NEW."""
     from kvbench.analyze.compare import compare_runs, has_regression, regression_summary
+    from kvbench.benches.describe import describe_params
     from kvbench.report.table import comparisons_markdown, comparisons_table
 
     if fmt not in ("table", "markdown", "json"):

@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 
-from kvbench.benches.describe import describe_params
 from kvbench.cli.app import app
 from kvbench.cli.common import (
     DbOption,
@@ -34,6 +33,7 @@ def run_and_show(request, json_out: str | None, repeat: int = 1) -> int:
     """Run `request` (suite_run.RunRequest) `repeat` times, print the last run's table (and the
     spread between the runs), write its JSON; returns its run id. A signal ends the process with
     the shell's status for it; failed cases raise CheckFailed."""
+    from kvbench.benches.describe import describe_params
     from kvbench.interrupts import Interrupted
     from kvbench.report.table import results_table
     from kvbench.suite_repeat import run_repeated
@@ -104,6 +104,7 @@ def results(
     db: DbOption = None,
 ) -> None:
     """Show a stored run (or an exported one)."""
+    from kvbench.benches.describe import describe_params
     from kvbench.records import result_row
     from kvbench.report.table import results_csv, results_table
 

@@ -123,8 +123,12 @@ def check_sqlite_file(path: Path, shown: str) -> bool:
         return False
     if path.is_dir():
         raise BadInput(f"database '{shown}' is a directory, not a file")
-    with path.open("rb") as f:
-        head = f.read(16)
+    try:
+        with path.open("rb") as f:
+            head = f.read(16)
+    except OSError as exc:  # not the user's to read (mode 000, another user's 0600 file)
+        raise BadInput(f"database '{shown}' cannot be read ({exc.strerror}): this command needs read access "
+                       "to it") from None
     if head != SQLITE_MAGIC:
         raise BadInput(f"database '{shown}' is not an SQLite file (it starts with {head[:8]!r}): "
                        "kvbench leaves it as it is; give another path")
@@ -210,12 +214,12 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
         if not read_only and not path.exists():
             created = path
         if exists and not read_only:  # a newer kvbench's file: refused before any pragma touches it
-            migrate.refuse_newer(migrate.file_version(path), shown)
+            migrate.refuse_newer(migrate.file_version(path, shown), shown)
         if read_only or existing:
             if not exists:
                 raise BadInput(f"no kvbench database at '{shown}' (run 'kvbench run' first, or give --db)")
         if read_only:
-            if migrate.file_version(path) < schema.SCHEMA_VERSION and os.access(path, os.W_OK):
+            if migrate.file_version(path, shown) < schema.SCHEMA_VERSION and os.access(path, os.W_OK):
                 open_store(url).dispose()  # an older kvbench's database: upgraded in place once, then read
             # mode=ro reads a live database; immutable=1 one on a read-only mount, where no -shm can be made
             query = {"mode": "ro", "uri": "true", **({} if os.access(path.parent, os.W_OK) else {"immutable": "1"})}

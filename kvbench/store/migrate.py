@@ -14,15 +14,25 @@ from kvbench.store import schema
 PG_SCHEMA_LOCK = 0x6B76_6265  # the advisory lock writers take while they create or upgrade the schema
 
 
-def _version(conn: sa.Connection) -> int | None:
+def _parsed(value: object, shown: str) -> int:
+    """A stored schema_version as a whole number; any other text (`3.0`, empty, `abc`) is a database
+    kvbench did not write that way, refused in one line."""
+    text = str(value).strip()
+    if not text.isdigit():
+        raise BadInput(f"database {shown} has schema version {text!r} in kvbench_meta, not a whole number: it was "
+                       "changed outside kvbench; restore it from a copy or give another database")
+    return int(text)
+
+
+def _version(conn: sa.Connection, shown: str = "") -> int | None:
     if not sa.inspect(conn).has_table("kvbench_meta"):
         return None
     row = conn.execute(sa.select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")).first()
-    return int(row.value) if row else None
+    return _parsed(row.value, shown) if row else None
 
 
-def file_version(path: Path) -> int:
-    """The schema version of the kvbench SQLite file at `path` (read-only)."""
+def file_version(path: Path, shown: str = "") -> int:
+    """The schema version of the kvbench SQLite file at `path` (read-only); `shown` names it in errors."""
     from kvbench.store.connect import read_only_uri
 
     con = sqlite3.connect(read_only_uri(path), uri=True, timeout=30)
@@ -30,7 +40,7 @@ def file_version(path: Path) -> int:
         row = con.execute("SELECT value FROM kvbench_meta WHERE key='schema_version'").fetchone()
     finally:
         con.close()
-    return int(row[0]) if row else schema.SCHEMA_VERSION
+    return _parsed(row[0], shown or str(path)) if row else schema.SCHEMA_VERSION
 
 
 def refuse_newer(version: int | None, shown: str) -> None:
@@ -48,7 +58,7 @@ def ensure_schema(engine: sa.Engine, shown: str) -> None:
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_SCHEMA_LOCK})
-        version = _version(conn)
+        version = _version(conn, shown)
         refuse_newer(version, shown)
         if version == schema.SCHEMA_VERSION:
             return
@@ -65,7 +75,7 @@ def ensure_schema(engine: sa.Engine, shown: str) -> None:
             _upgrade(conn, version)
             conn.execute(schema.meta.update().where(schema.meta.c.key == "schema_version")
                          .values(value=str(schema.SCHEMA_VERSION)))
-        elif _version(conn) is None:
+        elif _version(conn, shown) is None:
             conn.execute(schema.meta.insert().values(key="schema_version", value=str(schema.SCHEMA_VERSION)))
 
 
@@ -96,7 +106,7 @@ def check_version(engine: sa.Engine, shown: str, upgradable: bool = False) -> No
     """A kvbench database of this version (or an older one, when it may be `upgradable`): for a
     read-only opening, and for a command that changes stored runs."""
     with engine.connect() as conn:
-        version = _version(conn)
+        version = _version(conn, shown)
     if version is None:
         raise BadInput(f"database {shown} holds no kvbench schema yet (run 'kvbench run' first)")
     refuse_newer(version, shown)

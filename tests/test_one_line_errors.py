@@ -1,0 +1,120 @@
+"""Faults a user meets outside kvbench's own checks — a database changed behind its back, one it may
+not read, a full disk under stdout — are one line and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from kvbench.errors import BadInput
+from kvbench.store import open_store, schema
+from kvbench.store.connect import check_sqlite_file
+from tests.conftest import FIXTURES, run_cli
+
+EXPORT = str(FIXTURES / "runs" / "quick-cpu-vm.json")
+
+
+def _one_line_error(proc, *words: str) -> str:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("kvbench: error: "), proc.stderr
+    for word in words:
+        assert word in lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("value", ["3.0", "", "abc"])
+def test_a_schema_version_that_is_not_a_whole_number_is_one_line(db_url, value):
+    store = open_store(db_url)
+    with store.engine.begin() as conn:
+        conn.execute(schema.meta.update().where(schema.meta.c.key == "schema_version").values(value=value))
+    store.dispose()
+    with pytest.raises(BadInput, match="not a whole number"):
+        open_store(db_url)
+    with pytest.raises(BadInput, match="not a whole number"):
+        open_store(db_url, read_only=True)
+    _one_line_error(run_cli("results", "--db", db_url), "schema version", repr(value))
+
+
+def test_a_database_file_the_user_may_not_read_is_one_line(tmp_path, monkeypatch):
+    db = tmp_path / "kvbench.sqlite"
+    open_store(f"sqlite:///{db}").dispose()
+    real_open = Path.open
+
+    def refused(self, *args, **kwargs):  # root reads a mode-000 file, so the refusal is staged
+        if self == db:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refused)
+    with pytest.raises(BadInput, match="cannot be read .Permission denied.: this command needs read access"):
+        check_sqlite_file(db, str(db))
+
+
+@pytest.mark.parametrize("args", [["results", EXPORT, "--format", "json"], ["results", EXPORT],
+                                  ["results", EXPORT, "--format", "csv"], ["export", EXPORT]])
+def test_stdout_on_a_full_disk_is_one_line(args):
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "kvbench", *args], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=300, cwd=REPO)
+    _one_line_error(proc, "cannot write the output", "No space left on device")
+
+
+def test_tables_dropped_behind_kvbench_meta_are_one_line(db_url):
+    store = open_store(db_url)
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE sample"))
+        conn.execute(sa.text("DROP TABLE result"))
+        conn.execute(sa.text("DROP TABLE run"))
+    store.dispose()
+    _one_line_error(run_cli("results", "--db", db_url, env={"KVBENCH_HOST_ID": "droppedbox"}),
+                    "lacks a kvbench table")
+
+
+def test_select_revoked_says_read_access(pg_url):
+    from tests.store.test_shared_store import _drop_role
+
+    open_store(pg_url).dispose()
+    admin = sa.create_engine(pg_url)
+    _drop_role(admin, "kvbench_noread")
+    with admin.begin() as conn:
+        conn.execute(sa.text("CREATE ROLE kvbench_noread LOGIN PASSWORD 'pw-7x1'"))
+        conn.execute(sa.text("GRANT SELECT ON kvbench_meta TO kvbench_noread"))  # the version, nothing else
+    url = sa.engine.make_url(pg_url).set(username="kvbench_noread", password="pw-7x1").render_as_string(False)
+    try:
+        line = _one_line_error(run_cli("results", "--db", url, env={"KVBENCH_HOST_ID": "noreadbox"}),
+                               "needs read access")
+        assert "write" not in line and "pw-7x1" not in line
+    finally:
+        _drop_role(admin, "kvbench_noread")
+        admin.dispose()
+
+
+def test_version_loads_no_heavy_library():
+    """`kvbench --version` answers without numpy, SQLAlchemy, pandas, seaborn or numba (each costs a
+    tenth of a second or more to import): checked by what it imports, not by timing it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    probe = ("import sys; sys.argv = ['kvbench', '--version']\n"
+             "from kvbench.entry import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    version, loaded = proc.stdout.splitlines()
+    assert version.startswith("kvbench ")
+    heavy = {"numpy", "sqlalchemy", "pandas", "seaborn", "numba", "matplotlib", "pydantic", "scipy", "jinja2"}
+    assert not heavy & set(loaded.split())
