@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -55,6 +56,23 @@ class Benchmark(ABC):
     @abstractmethod
     def prepare(self, params: dict[str, Any]) -> Prepared:
         """Allocate memory and bind an executor for these canonical params."""
+
+
+def built_in_stack(build: Callable[[ExitStack], Prepared]) -> Prepared:
+    """`build(stack)`, where everything that needs closing is registered on `stack` as it is made:
+    if any later step of `build` raises (a fill, a copy, the timer), all of it is closed at once;
+    otherwise the case's `close` closes it (after the Prepared's own close)."""
+    with ExitStack() as stack:
+        prepared = build(stack)
+        inner, owned = prepared.close, stack.pop_all()
+
+    def close() -> None:
+        try:
+            inner()
+        finally:
+            owned.close()
+
+    return replace(prepared, close=close)
 
 
 def prepared_on_gpu(gpu: int, build: Callable[[], Prepared]) -> Prepared:

@@ -21,7 +21,7 @@ from kvbench.backends.cuda import (
     link_probe,
     poison_between_copies,
 )
-from kvbench.benches.base import Benchmark, Prepared, prepared_on_gpu
+from kvbench.benches.base import Benchmark, Prepared, built_in_stack, prepared_on_gpu
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
@@ -106,27 +106,28 @@ class _Hbm(Benchmark):
         return prepared_on_gpu(params["gpu"], lambda: self._build(params))
 
     def _build(self, params: dict[str, Any]) -> Prepared:
+        return built_in_stack(lambda stack: self._build_in(params, stack))
+
+    def _build_in(self, params: dict[str, Any], stack: ExitStack) -> Prepared:
         cp = cupy_module()
         gpu = params["gpu"]
-        with ExitStack() as stack:
-            probe = link_probe(gpu)
-            stack.callback(probe.close)
-            size = buffer_bytes(params["size"], gpu)
-            n16 = size // 16
-            module = kernel_module("hbm", gpu)
-            read, write, copy = (module.get_function(k) for k in ("hbm_read", "hbm_write", "vector_copy"))
-            grid, block = launch_shape(gpu)
-            stream = cp.cuda.Stream(non_blocking=True)
-            l2 = cp.cuda.runtime.getDeviceProperties(gpu)["l2CacheSize"]
-            scrub = cp.empty(max(2 * l2, 1 << 20), dtype=cp.uint8)
-            src = cp.empty(size, dtype=cp.uint8) if self.kind in ("read", "copy") else None
-            dst = cp.empty(size, dtype=cp.uint8) if self.kind in ("write", "copy") else None
-            partials = cp.empty(grid, dtype=cp.uint64)  # hbm_read: each block's checksum, every timed launch
-            want_checksum = expected_read_checksum(size) if self.kind == "read" else None
-            if src is not None:
-                write((grid,), (block,), (src, cp.uint64(n16), cp.uint32(SEED)))
-            stack.callback(stream.synchronize)  # nothing in flight when the buffers go
-            cleanup = stack.pop_all()
+        probe = link_probe(gpu)
+        stack.callback(probe.close)
+        size = buffer_bytes(params["size"], gpu)
+        n16 = size // 16
+        module = kernel_module("hbm", gpu)
+        read, write, copy = (module.get_function(k) for k in ("hbm_read", "hbm_write", "vector_copy"))
+        grid, block = launch_shape(gpu)
+        stream = cp.cuda.Stream(non_blocking=True)
+        l2 = cp.cuda.runtime.getDeviceProperties(gpu)["l2CacheSize"]
+        scrub = cp.empty(max(2 * l2, 1 << 20), dtype=cp.uint8)
+        src = cp.empty(size, dtype=cp.uint8) if self.kind in ("read", "copy") else None
+        dst = cp.empty(size, dtype=cp.uint8) if self.kind in ("write", "copy") else None
+        partials = cp.empty(grid, dtype=cp.uint64)  # hbm_read: each block's checksum, every timed launch
+        want_checksum = expected_read_checksum(size) if self.kind == "read" else None
+        if src is not None:
+            write((grid,), (block,), (src, cp.uint64(n16), cp.uint32(SEED)))
+        stack.callback(stream.synchronize)  # nothing in flight when the buffers go
         cp.cuda.Device(gpu).synchronize()
 
         def flush() -> None:
@@ -171,7 +172,7 @@ class _Hbm(Benchmark):
             metadata["warning"] = (f"buffer of {size} bytes is under 4 x the {l2}-byte L2: "
                                    "much of this is the cache's bandwidth, not HBM's")
 
-        return Prepared(Workload(size, run, reset, check, timer), metadata, cleanup.close, derive)
+        return Prepared(Workload(size, run, reset, check, timer), metadata, derive=derive)
 
 
 @register

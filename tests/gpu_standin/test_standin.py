@@ -125,3 +125,30 @@ def test_every_copy_records_its_link_read_under_load_where_the_timer_allows(stan
     assert result.metadata["link"]["gen"] == 5  # what the stand-in's NVML answers
     host_timed = params.get("memory") == "pageable" or params.get("strategy") in ("ce-loop", "staged")
     assert result.metadata["link"]["under_load"] is (not host_timed)
+
+
+class LateFailure(Exception):
+    pass
+
+
+@pytest.mark.parametrize("module,bench,params", [
+    ("kvbench.benches.hbm", "hbm.copy", {"size": "1MiB"}),
+    ("kvbench.benches.pcie", "pcie.h2d", {"size": "1MiB", "memory": "numa:0"}),
+    ("kvbench.benches.pcie", "pcie.h2d", {"size": "1MiB", "memory": "pageable"}),
+    ("kvbench.benches.kv.cuda", "kv.restore", {**KV, "strategy": "sm-gather"}),
+])
+def test_a_prepare_that_fails_late_closes_everything_it_opened(standin, monkeypatch, module, bench, params):
+    import importlib
+
+    import pynvml
+
+    def fail(*args, **kwargs):
+        raise LateFailure("the timer could not be made")
+
+    target = importlib.import_module(module)
+    monkeypatch.setattr(target, "CudaEventTimer", fail)
+    monkeypatch.setattr(target, "MonotonicTimer", fail, raising=False)
+    result = run(bench, **params)
+    assert result.status == "failed" and "the timer could not be made" in result.reason
+    assert pynvml._inits == 0, "the link probe was left open"
+    assert not [a for a in standin.allocations.values() if a.kind == "registered"], "a host buffer stayed registered"

@@ -12,7 +12,7 @@ from kvbench.backends.cuda import (
     link_probe,
     poison_between_copies,
 )
-from kvbench.benches.base import Prepared, prepared_on_gpu
+from kvbench.benches.base import Prepared, built_in_stack, prepared_on_gpu
 from kvbench.benches.kv.case import KVCase, rates
 from kvbench.errors import IntegrityError
 from kvbench.executors.registry import get_executor
@@ -47,19 +47,21 @@ def prepare(case: KVCase) -> Prepared:
 
 
 def _build(case: KVCase, gpu: int) -> Prepared:
+    return built_in_stack(lambda stack: _build_in(case, gpu, stack))
+
+
+def _build_in(case: KVCase, gpu: int, stack: ExitStack) -> Prepared:
     cp = cupy_module()
     params, executor = case.params, get_executor(case.params["strategy"])
     descriptors = DescriptorList.contiguous(case.descriptors.total_bytes) if executor.ceiling else case.descriptors
-    with ExitStack() as stack:
-        probe = link_probe(gpu)
-        stack.callback(probe.close)
-        src = stack.enter_context(allocate("pinned", case.pool_bytes))
-        fill_pattern(src.host_array, seed=params["seed"] + 1)
-        dst = stack.enter_context(allocate(params["dst"], case.moved_bytes))
-        stream = cp.cuda.Stream(non_blocking=True)
-        stack.callback(stream.synchronize)  # nothing in flight when the buffers go
-        run = executor.bind(src, dst, descriptors, stream=stream)
-        cleanup = stack.pop_all()
+    probe = link_probe(gpu)
+    stack.callback(probe.close)
+    src = stack.enter_context(allocate("pinned", case.pool_bytes))
+    fill_pattern(src.host_array, seed=params["seed"] + 1)
+    dst = stack.enter_context(allocate(params["dst"], case.moved_bytes))
+    stream = cp.cuda.Stream(non_blocking=True)
+    stack.callback(stream.synchronize)  # nothing in flight when the buffers go
+    run = executor.bind(src, dst, descriptors, stream=stream)
     # A graph of every fragment or one batched call is thousands of copies per operation: the timer
     # runs those ungated rather than queue them behind its spin kernel (see CudaEventTimer).
     timer = (MonotonicTimer() if executor.host_timed
@@ -80,4 +82,4 @@ def _build(case: KVCase, gpu: int) -> Prepared:
 
     metadata = {**case.layout, "fragments": len(descriptors), "timer": timer.name, "gpu": gpu,
                 "buffers": {"src": src.describe(), "dst": dst.describe()}}
-    return Prepared(Workload(descriptors.total_bytes, run, reset, check, timer), metadata, cleanup.close, derive)
+    return Prepared(Workload(descriptors.total_bytes, run, reset, check, timer), metadata, derive=derive)

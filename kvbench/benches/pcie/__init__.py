@@ -25,7 +25,7 @@ from kvbench.backends.cuda import (
     link_probe,
     poison_between_copies,
 )
-from kvbench.benches.base import Benchmark, Prepared, prepared_on_gpu
+from kvbench.benches.base import Benchmark, Prepared, built_in_stack, prepared_on_gpu
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.benches.under_load import LOAD, refuse_load, with_load
@@ -127,22 +127,23 @@ class _Pcie(Benchmark):
         return prepared_on_gpu(params["gpu"], lambda: with_load(self._build(params), params["load"], params["gpu"]))
 
     def _build(self, params: dict[str, Any]) -> Prepared:
+        return built_in_stack(lambda stack: self._build_in(params, stack))
+
+    def _build_in(self, params: dict[str, Any], stack: ExitStack) -> Prepared:
         cp = cupy_module()
         gpu, size, engine = params["gpu"], params["size"], params["engine"]
         bidir = self.direction == "bidir"
         pageable = parse_kind(params["memory"]).name == "pageable"
-        with ExitStack() as stack:
-            probe = link_probe(gpu)
-            stack.callback(probe.close)
-            host, registered = host_buffer(params["memory"], size * (2 if bidir else 1))
-            stack.enter_context(host)
-            stack.callback(cp.cuda.Device(gpu).synchronize)  # nothing in flight when the buffers go
-            device = cp.empty(size * (2 if bidir else 1), dtype=cp.uint8)
-            stream = cp.cuda.Stream(non_blocking=True)
-            side = cp.cuda.Stream(non_blocking=True) if bidir else None
-            copy_kernel = kernel_module("hbm", gpu).get_function("vector_copy")
-            grid, block = launch_shape(gpu)
-            cleanup = stack.pop_all()
+        probe = link_probe(gpu)
+        stack.callback(probe.close)
+        host, registered = host_buffer(params["memory"], size * (2 if bidir else 1))
+        stack.enter_context(host)
+        stack.callback(cp.cuda.Device(gpu).synchronize)  # nothing in flight when the buffers go
+        device = cp.empty(size * (2 if bidir else 1), dtype=cp.uint8)
+        stream = cp.cuda.Stream(non_blocking=True)
+        side = cp.cuda.Stream(non_blocking=True) if bidir else None
+        copy_kernel = kernel_module("hbm", gpu).get_function("vector_copy")
+        grid, block = launch_shape(gpu)
         h_arr = host.host_array
         fill_pattern(h_arr, seed=3)
         pattern = np.empty(device.nbytes, dtype=np.uint8)
@@ -211,7 +212,7 @@ class _Pcie(Benchmark):
                     "bytes_counted": "sum of both directions" if bidir else "one direction"}
 
         bytes_per_op = size * (2 if bidir else 1)
-        return Prepared(Workload(bytes_per_op, run, reset, check, timer), metadata, cleanup.close, derive)
+        return Prepared(Workload(bytes_per_op, run, reset, check, timer), metadata, derive=derive)
 
 
 def bidir_rates(size: int, window_s: float, loops: int, h2d_s: float, d2h_s: float,
