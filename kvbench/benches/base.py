@@ -8,7 +8,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from kvbench.backends.cuda import make_current
+from kvbench.backends.cuda import free_pools, make_current
 from kvbench.benches.params import Param
 from kvbench.errors import unknown_name
 from kvbench.hardware.path import Segment
@@ -90,6 +90,9 @@ def prepared_on_gpu(gpu: int, build: Callable[[], Prepared]) -> Prepared:
         try:
             inner_close()
         finally:
-            restore()
+            try:
+                free_pools()
+            finally:
+                restore()
 
     return replace(prepared, close=close)

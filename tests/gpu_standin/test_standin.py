@@ -152,3 +152,15 @@ def test_a_prepare_that_fails_late_closes_everything_it_opened(standin, monkeypa
     assert result.status == "failed" and "the timer could not be made" in result.reason
     assert pynvml._inits == 0, "the link probe was left open"
     assert not [a for a in standin.allocations.values() if a.kind == "registered"], "a host buffer stayed registered"
+
+
+@pytest.mark.parametrize("bench,params", [("hbm.read", {"size": "1MiB"}), ("pcie.h2d", {"size": "1MiB"}),
+                                          ("kv.restore", {**KV, "strategy": "ce-graph"})])
+def test_a_closing_case_hands_cupy_s_cached_blocks_back(standin, bench, params):
+    assert run(bench, **params).status == "ok"
+    assert standin.freed_pools == 2  # the device pool and the pinned pool, once each
+
+
+def test_all_gpus_at_once_hands_the_cached_blocks_back_too(standin_two_gpus):
+    assert run("pcie.d2h", size="1MiB", gpus="all").status == "ok"
+    assert standin_two_gpus.freed_pools == 2

@@ -16,6 +16,7 @@ import numpy as np
 
 from kvbench.backends.cuda import (
     cupy_module,
+    free_pools,
     gpu_numa_node,
     link_probe,
     pci_bus_id,
@@ -138,5 +139,7 @@ def prepare_all(direction: str, size: int) -> Prepared:
             lane["stream"].synchronize()
             lane["probe"].close()
             lane["region"].close()
+        lanes.clear()  # the buffers' last references, so the pools can hand their blocks back
+        free_pools()
 
     return Prepared(Workload(size * len(gpus), run, reset, check, timer), metadata, close, derive)
