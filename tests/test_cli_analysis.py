@@ -88,7 +88,8 @@ def test_accept_judges_a_stored_run_and_writes_junit(tmp_path):
     assert proc.returncode == 1 and "2 case(s) failed 1 acceptance rule(s): too-fast" in proc.stderr
     assert "FAIL" in proc.stdout and "SKIP" in proc.stdout
     root = ET.parse(junit).getroot()
-    assert root.get("failures") == "2" and root.get("skipped") == "1"  # two dram.copy cases fail, hbm skips
+    assert root.get("failures") == "3" and root.get("skipped") == "1"  # two dram.copy cases fail, hbm skips
+    assert proc.stderr.strip().splitlines()[-1].startswith("FAIL: ")  # and the overall verdict fails
 
 
 def test_accept_runs_the_suite_with_the_shipped_rules(tmp_path):
@@ -96,8 +97,9 @@ def test_accept_runs_the_suite_with_the_shipped_rules(tmp_path):
     suite.write_text('name = "acc"\n[settings]\nsamples = 5\nmin_sample_s = 0.002\n[[bench]]\nid = "dram.copy"\n'
                      'params = { size = "8MiB", primitive = "memcpy" }\n')
     proc = run_cli("accept", "--suite", str(suite), "--db", f"sqlite:///{tmp_path / 'k.sqlite'}")
-    assert proc.returncode == 0, proc.stderr
     assert "hbm-read" in proc.stdout and "SKIP" in proc.stdout
+    # no rule names an 8 MiB copy: nothing was judged, which is never a PASS
+    assert proc.returncode == 3 and "INCOMPLETE: nothing was judged" in proc.stderr, proc.stderr
 
 
 def test_a_rules_unit_mismatch_is_bad_input(tmp_path):

@@ -7,7 +7,7 @@ did not run is SKIP with the reason, never PASS.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kvbench.analyze.accept_rules import (  # noqa: F401  (load_rules, rules_for_host, applies: the rules' API)
@@ -22,6 +22,7 @@ from kvbench.analyze.accept_rules import (  # noqa: F401  (load_rules, rules_for
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import canonical_subset, describe_params
 from kvbench.benches.registry import all_benches
+from kvbench.hardware.path import path_needs
 from kvbench.metadata import LINK, PCIE_REPLAY_DELTA, PER_GPU_GBPS
 
 
@@ -34,6 +35,7 @@ class Verdict:
     measured: str
     threshold: str
     why: str
+    needs: tuple[str, ...] = ()  # hardware the rule's cases cross ("gpu", "nic"): its SKIP where expected is INCOMPLETE
 
 
 def _matching(doc: RunDocument, bench: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -193,7 +195,9 @@ def _judge_spread(rule: Rule, doc: RunDocument) -> list[Verdict]:
         ok = [r for r in _matching(doc, rule.bench, rule.params) if r["status"] == "ok"]
         verdict, why = _unjudged(doc, rule.bench, rule.params) if not ok else (
             "SKIP", f"fewer than two values of {over} in one run")
-        out.append(Verdict(rule.id, rule.bench, _case(rule.bench, rule.params), verdict, "-", threshold, why))
+        # one GPU's cases ran but there is no second to compare: incomplete only where several are expected
+        needs = ("multi-gpu",) if ok and over == "gpu" else ()
+        out.append(Verdict(rule.id, rule.bench, _case(rule.bench, rule.params), verdict, "-", threshold, why, needs))
     return out
 
 
@@ -230,5 +234,28 @@ def _judge_recorded(rule: Rule, doc: RunDocument) -> list[Verdict]:
     return out
 
 
+def rule_needs(rule: Rule) -> tuple[str, ...]:
+    """The hardware the cases a rule judges cross ("gpu", "nic"), from their benchmarks' paths (the
+    rule's parameters over the defaults; the first of a ratio's contestants)."""
+    groups = [(rule.bench, rule.params)]
+    for side in (rule.ratio.of, rule.ratio.to) if rule.ratio else ():
+        params = {k: (v[0] if isinstance(v, list) else v) for k, v in side.items() if k != "bench"}
+        named = side.get("bench", rule.bench)
+        groups.append((named[0] if isinstance(named, list) else named, {**rule.params, **params}))
+    needs: set[str] = set()
+    for bench_id, params in groups:
+        spec = all_benches().get(bench_id)
+        try:
+            needs |= path_needs(spec.path(spec.canonical_params(params))) if spec else set()
+        except Exception:  # a rule's subset that no single case completes: its needs stay unknown
+            continue
+    return tuple(sorted(needs))
+
+
 def judge(doc: RunDocument, rules: list[RulesFile]) -> list[Verdict]:
-    return [v for rules_file in rules for rule in rules_file.rule for v in judge_rule(rule, doc)]
+    out = []
+    for rules_file in rules:
+        for rule in rules_file.rule:
+            needs = rule_needs(rule)
+            out += [replace(v, needs=v.needs or needs) for v in judge_rule(rule, doc)]
+    return out

@@ -10,6 +10,7 @@ from typing import Any
 
 from kvbench.analyze.accept import Verdict
 from kvbench.analyze.runs import RunDocument
+from kvbench.overall import PASS, Overall
 
 
 def _seconds(run: dict[str, Any]) -> float:
@@ -34,14 +35,19 @@ def properties(doc: RunDocument) -> dict[str, str]:
     return {k: str(v) for k, v in found.items() if v is not None}
 
 
-def junit_xml(verdicts: list[Verdict], doc: RunDocument, name: str = "kvbench accept") -> str:
+def junit_xml(verdicts: list[Verdict], doc: RunDocument, name: str = "kvbench accept",
+              overall: Overall | None = None) -> str:
     """One testsuite (time: the run's wall seconds; timestamp: its start, UTC) holding one testcase
     per verdict; FAIL as <failure>, SKIP as <skipped>, and every case's measured value and threshold
     in its <system-out>. Class names keep a benchmark id whole when split at their last dot
-    (`kvbench.accept.dram_copy`)."""
+    (`kvbench.accept.dram_copy`). `overall` adds one testcase for the whole acceptance, failing on FAIL
+    and on INCOMPLETE (a CI page must not go green on skips)."""
     run, props = doc["run"], properties(doc)
-    suite = ET.Element("testsuite", name=name, tests=str(len(verdicts)),
-                       failures=str(sum(v.verdict == "FAIL" for v in verdicts)),
+    if overall is not None:
+        props["verdict"] = overall.word
+    whole = overall is not None and overall.word != PASS
+    suite = ET.Element("testsuite", name=name, tests=str(len(verdicts) + (overall is not None)),
+                       failures=str(sum(v.verdict == "FAIL" for v in verdicts) + whole),
                        skipped=str(sum(v.verdict == "SKIP" for v in verdicts)), errors="0",
                        time=f"{_seconds(run):.3f}", timestamp=str(run.get("started_at") or ""),
                        hostname=props.get("hostname", "unknown"))
@@ -57,4 +63,10 @@ def junit_xml(verdicts: list[Verdict], doc: RunDocument, name: str = "kvbench ac
         elif v.verdict == "SKIP":
             ET.SubElement(case, "skipped", message=text)
         ET.SubElement(case, "system-out").text = text
+    if overall is not None:
+        case = ET.SubElement(suite, "testcase", classname="kvbench.accept", name=f"overall verdict: {overall.word}",
+                             time="0")
+        if whole:
+            ET.SubElement(case, "failure", message=overall.line, type=overall.word.lower())
+        ET.SubElement(case, "system-out").text = overall.line
     return ET.tostring(suite, encoding="unicode", xml_declaration=True)

@@ -27,7 +27,7 @@ CHECK_ROWS = 64  # rows of C recomputed in fp32 by every check
 MAX_REL_ERROR = 2e-2  # of the slice's largest reference value: bf16 keeps 8 bits, accumulation is fp32
 
 
-@register_segment("gpu_compute")
+@register_segment("gpu_compute", needs="gpu")
 def _gpu_compute(segment, facts, links):
     return None, "a matrix product is bound by compute, not bandwidth: its rate is tflops, beside spec_tflops"
 

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from kvbench.errors import BadInput
+from kvbench.errors import BadInput, one_line
+from kvbench.overall import Overall
 
 # Piped output keeps whole rows: 80 columns would fold every parameter list.
 out = Console(width=None if sys.stdout.isatty() else 200)
@@ -140,6 +141,15 @@ def documents(refs: list[str], db: str | None) -> list[dict]:
         return store
 
     return [load_document(ref, store_factory, this_host_ids) for ref in refs]
+
+
+def conclude(overall: Overall, allow_incomplete: bool = False) -> None:
+    """End a judging command: its overall verdict as the last line, the word first (on stderr, so a
+    `--json -` or Markdown document on stdout stays whole), and its exit status (0, 1 or 3)."""
+    err.print(one_line(overall.line), markup=False, highlight=False, soft_wrap=True)
+    status = overall.exit_status(allow_incomplete)
+    if status:
+        raise typer.Exit(status)
 
 
 def existing_store(db: str | None):

@@ -120,3 +120,21 @@ def host_merge(
         raise BadInput(f"bad merge: host '{old}' is the host to merge into")
     moved = store.merge_host(old, target)
     out.print(f"host {old[:16]}… merged into {target[:16]}…: {moved} run(s) moved; the old id is kept as an alias")
+
+
+@host_app.command("profile")
+def host_profile(output: Annotated[str, typer.Option("-o", "--output", help="profile TOML to write, or - for "
+                                                                             "standard output")] = "-") -> None:
+    """Write this host's inventory as a host profile (GPUs, links, NICs, NVMe, NUMA, DRAM) for
+    kvbench accept --profile: edit it, or keep it as the SKU's expected inventory."""
+    from datetime import datetime, timezone
+
+    from kvbench.analyze.profile import profile_toml
+    from kvbench.cli.common import check_writable, write_text
+    from kvbench.this_host import host_facts
+
+    check_writable(output, "-o")
+    facts = host_facts().to_dict()
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    write_text(profile_toml(facts, f"measured on {facts.get('hostname') or 'this host'} by kvbench host profile, "
+                                   f"{when}"), output)

@@ -1,4 +1,5 @@
-"""`kvbench accept`, `kvbench compare`: verdicts a CI gates on (exit 1 on a FAIL or a regression)."""
+"""`kvbench accept`, `kvbench compare`: verdicts a CI gates on (exit 1 on a FAIL or a regression, 3 when an
+acceptance is INCOMPLETE)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from kvbench.cli.common import (
     DbOption,
     JsonOption,
     check_writable,
+    conclude,
     documents,
     err,
     existing_store,
@@ -30,20 +32,32 @@ from kvbench.errors import BadInput, CheckFailed
 def accept(
     suite: Annotated[str, typer.Option(help="suite to run")] = "acceptance",
     rules: Annotated[str | None, typer.Option(help="rules TOML (default: suites/rules matching this host)")] = None,
+    profile: Annotated[str | None, typer.Option(help="host profile TOML: the inventory this server must have "
+                                                     "(default: $KVBENCH_PROFILE; kvbench host profile writes one)")]
+    = None,
+    allow_incomplete: Annotated[bool, typer.Option("--allow-incomplete", help="exit 0, not 3, when INCOMPLETE")]
+    = False,
     junit: Annotated[str | None, typer.Option(help="write JUnit XML here")] = None,
     json_out: JsonOption = None,
     run_ref: Annotated[str | None, typer.Option("--run", help="judge a stored run (id, latest, baseline) or a JSON "
                                                              "export instead of running the suite")] = None,
     db: DbOption = None,
 ) -> None:
-    """Run the acceptance suite and judge it against the rules: PASS / FAIL / SKIP per rule. Exit 1 on a FAIL."""
+    """Run the acceptance suite and judge it against the rules (and the host profile's inventory): PASS / FAIL /
+    SKIP per rule, then one overall verdict as the last line. Exit 0 PASS, 1 FAIL, 3 INCOMPLETE (a rule this
+    host should judge was skipped, or nothing was judged)."""
     from kvbench.analyze.accept import judge, load_rules, rules_for_host
+    from kvbench.analyze.accept_verdict import accept_overall, expected_here
+    from kvbench.analyze.inventory import inventory_verdicts
     from kvbench.analyze.junit import junit_xml
+    from kvbench.analyze.profile import gpus_to_match, load_profile, profile_path
     from kvbench.cli.run import run_and_show
     from kvbench.report.table import verdicts_table
     from kvbench.suite_run import RunRequest
 
     rules_files = [load_rules(Path(rules))] if rules else None  # bad rules fail before anything runs
+    wanted = profile_path(profile)
+    host_profile = load_profile(wanted) if wanted else None
     check_writable(junit, "--junit", db, [run_ref] if run_ref else [])
     check_writable(json_out, "--json", db, [run_ref] if run_ref else [])
     cases_failed = None
@@ -51,24 +65,22 @@ def accept(
         try:
             run_ref = str(run_and_show(RunRequest(suite=suite, tags={"purpose": "acceptance"}, db=db), None))
         except CheckFailed as exc:  # still judged and written out: a failed case is a FAIL of its rule
-            cases_failed, run_ref = exc, "latest"
+            cases_failed, run_ref = str(exc), "latest"
     (doc,) = documents([run_ref], db)
-    gpus = ((doc.get("host") or {}).get("facts") or {}).get("gpus") or []
-    verdicts = judge(doc, rules_files or rules_for_host(gpus))
+    facts = (doc.get("host") or {}).get("facts")
+    verdicts = judge(doc, rules_files or rules_for_host(gpus_to_match(facts, host_profile)))
+    if host_profile is not None:
+        verdicts = inventory_verdicts(host_profile, facts) + verdicts
+    overall = accept_overall(verdicts, expected_here(facts, host_profile), cases_failed)
     if json_out:
         from kvbench.report.json_docs import accept_doc
 
-        write_json(accept_doc(doc, verdicts), json_out)
+        write_json(accept_doc(doc, verdicts, overall), json_out)
     if json_out != "-":
         out.print(verdicts_table(verdicts, f"acceptance of run {doc['run']['id']}"))
     if junit:
-        write_text(junit_xml(verdicts, doc), junit)
-    failed = [v for v in verdicts if v.verdict == "FAIL"]
-    if failed:
-        rules_failed = sorted({v.rule for v in failed})
-        raise CheckFailed(f"{len(failed)} case(s) failed {len(rules_failed)} acceptance rule(s): {', '.join(rules_failed)}")
-    if cases_failed:
-        raise cases_failed
+        write_text(junit_xml(verdicts, doc, overall=overall), junit)
+    conclude(overall, allow_incomplete)
 
 
 @app.command()

@@ -20,17 +20,23 @@ def report(
     baseline: Annotated[str | None, typer.Option(help="compare with this run ('baseline' = the tagged one)")] = None,
     model: Annotated[str, typer.Option(help="model for the restore plan")] = "Llama-3.1-70B",
     tokens: Annotated[int, typer.Option(min=1, help="tokens for the restore plan")] = 8192,
+    profile: Annotated[str | None, typer.Option(help="host profile for the acceptance verdict (default: "
+                                                     "$KVBENCH_PROFILE)")] = None,
     db: DbOption = None,
 ) -> None:
-    """One self-contained HTML report (plots embedded) or Markdown for a ticket."""
+    """One self-contained HTML report (plots embedded) or Markdown for a ticket; its first heading starts with
+    the acceptance's overall verdict (PASS, FAIL or INCOMPLETE)."""
+    from kvbench.analyze.profile import load_profile, profile_path
     from kvbench.report import content, render
 
     if fmt not in ("html", "markdown"):
         raise BadInput(f"bad --format '{fmt}': choose html or markdown")
+    wanted = profile_path(profile)
+    host_profile = load_profile(wanted) if wanted else None
     check_writable(output, "--output", db, [*(runs or []), *([baseline] if baseline else [])])
     docs = documents(runs or ["latest"], db)
     base = documents([baseline], db)[0] if baseline else None
-    built = content.build(docs, base, model=model, tokens=tokens)
+    built = content.build(docs, base, model=model, tokens=tokens, profile=host_profile)
     write_text(render.html(built) if fmt == "html" else render.markdown(built), output)
 
 

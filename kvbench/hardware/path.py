@@ -165,14 +165,27 @@ SEGMENTS: dict[str, Callable[[Segment, HostFacts, LinksUnderLoad], SegmentPeak]]
 }
 
 
-def register_segment(kind: str):
+# Segment kind → the hardware a case crossing it needs: a rule judging such cases should apply on a
+# host whose profile (or inventory) has it, so its SKIP there is INCOMPLETE, never a quiet pass.
+NEEDS: dict[str, str] = {"gpu_link": "gpu", "gpu_link_both": "gpu", "all_gpu_links": "gpu", "hbm": "gpu",
+                         "hbm_copy": "gpu", "nic": "nic", "nic_rails": "nic", "remote_peer": "nic"}
+
+
+def register_segment(kind: str, needs: str | None = None):
     """Decorator: `fn(segment, facts, links) -> (peak, None) | (None, reason)` is the peak of
-    segments whose first element is `kind`."""
+    segments whose first element is `kind`; `needs`: the hardware such a segment crosses ("gpu")."""
     def decorate(fn: Callable[[Segment, HostFacts, LinksUnderLoad], SegmentPeak]):
         SEGMENTS[kind] = fn
+        if needs:
+            NEEDS[kind] = needs
         return fn
 
     return decorate
+
+
+def path_needs(segments: Sequence[Segment]) -> set[str]:
+    """The hardware a path crosses ("gpu", "nic"), from its segments' kinds."""
+    return {NEEDS[s[0]] for s in segments if s and s[0] in NEEDS}
 
 
 def segment_peak(segment: Segment, facts: HostFacts, links: LinksUnderLoad | None = None) -> SegmentPeak:

@@ -7,14 +7,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvbench.analyze.accept import Verdict, judge, rules_for_host
+from kvbench.analyze.accept_verdict import accept_overall, expected_here
 from kvbench.analyze.compare import GATING, Comparison, compare_runs, differences
 from kvbench.analyze.fit import fit_results
+from kvbench.analyze.inventory import inventory_verdicts
 from kvbench.analyze.numa_ratio import NearFar, near_far
 from kvbench.analyze.pinned_ratio import PageableVsPinned, pageable_vs_pinned
+from kvbench.analyze.profile import Profile, gpus_to_match
 from kvbench.analyze.recompute import compute_rate
 from kvbench.analyze.restore_plan import TierPlan, decide, restore_plan
 from kvbench.analyze.runs import RunDocument
 from kvbench.kv.geometry import get_model
+from kvbench.overall import Overall
 from kvbench.records import result_row
 from kvbench.report import plots
 from kvbench.report.analysis_tables import plan_answer_lines
@@ -57,6 +61,7 @@ class ReportContent:
     verdicts: list[Verdict] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
     baseline: str | None = None
+    overall: Overall | None = None  # the acceptance's one word and why
     baseline_differences: list[str] = field(default_factory=list)  # host or software that changed since
     no_gpu: str | None = None  # the one line a report of a host without GPUs gives in place of the GPU questions
 
@@ -96,7 +101,7 @@ def _figure(fig) -> Figure | None:
 
 
 def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: str = "Llama-3.1-70B",
-          tokens: int = 8192, block_tokens: int = 16) -> ReportContent:
+          tokens: int = 8192, block_tokens: int = 16, profile: Profile | None = None) -> ReportContent:
     results = [{**r, "run_id": d["run"]["id"]} for d in docs for r in d["results"]]
     host = next((d.get("host") for d in docs if d.get("host") and d["host"].get("facts")), None)
     content = ReportContent(
@@ -137,7 +142,11 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
                     rate)
     content.plan, content.plan_recompute = answer.tiers, plan_answer_lines(answer)
     content.plan_title = f"Restore or recompute {tokens} tokens of {geometry.name} (bf16, {block_tokens}-token blocks)"
-    content.verdicts = judge({"results": results}, rules_for_host(gpus))
+    content.verdicts = judge({"results": results}, rules_for_host(gpus_to_match(facts, profile)))
+    if profile is not None:
+        content.verdicts = inventory_verdicts(profile, facts) + content.verdicts
+    content.overall = accept_overall(content.verdicts, expected_here(facts, profile))
+    content.title = f"{content.overall.word} — {content.title}"  # the first heading says the verdict first
     if baseline is not None:
         content.baseline = f"run {baseline['run']['id']}"
         # Across a driver upgrade or onto another box too: the report is most needed that day, so it

@@ -1,0 +1,93 @@
+"""One overall verdict for an acceptance: PASS, FAIL or INCOMPLETE (kvbench/overall.py).
+
+FAIL where any rule failed. INCOMPLETE where nothing failed but a rule that should apply here was
+not judged — its cases cross hardware (a GPU, a NIC) that the host profile promises, or, without a
+profile, that the host's own inventory shows (a GPU seen by NVML or on the PCI bus) — or where
+nothing at all was judged. A GPU server whose driver broke therefore never passes on skips.
+Every reason for INCOMPLETE is one function in `INCOMPLETE_WHEN`: adding one is one entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kvbench.analyze.accept import Verdict
+from kvbench.analyze.inventory import INVENTORY
+from kvbench.analyze.profile import Profile
+from kvbench.overall import Overall, decide
+
+LABEL = {"gpu": "GPU", "multi-gpu": "multi-GPU", "nic": "network", INVENTORY: "inventory"}
+
+
+def pci_gpus(facts: dict[str, Any]) -> list[str]:
+    """NVIDIA display/3D controllers on the PCI bus (sysfs): GPUs even where NVML cannot see them."""
+    return [d["bdf"] for d in facts.get("pci") or []
+            if str(d.get("vendor")).lower() == "0x10de" and str(d.get("pci_class")).startswith("0x03")]
+
+
+def expected_here(facts: dict[str, Any] | None, profile: Profile | None) -> dict[str, str]:
+    """What this host should be able to judge (need → why it is expected): from the profile when one
+    is given, else from the host's own inventory; without either, nothing beyond the host rules."""
+    if profile is not None:
+        e, name = profile.expect, f"profile '{profile.name}'"
+        out = {INVENTORY: f"{name} expects it"}
+        if profile.expects_gpu():
+            out["gpu"] = f"{name} expects {e.gpus if e.gpus is not None else 'a'} {e.gpu_model or ''} GPU(s)".replace("  ", " ")
+        if (e.gpus or 0) >= 2:
+            out["multi-gpu"] = f"{name} expects {e.gpus} GPUs"
+        if profile.expects_nic():
+            out["nic"] = f"{name} expects {e.nics} NIC(s)"
+        return out
+    facts = facts or {}
+    nvml, bus = facts.get("gpus") or [], pci_gpus(facts)
+    out = {}
+    if nvml:
+        out["gpu"] = f"NVML sees {len(nvml)} GPU(s)"
+    elif bus:
+        out["gpu"] = (f"the PCI bus shows {len(bus)} NVIDIA GPU(s) ({', '.join(bus)}) that NVML cannot read: "
+                      f"{facts.get('gpu_reason') or 'no reason recorded'}")
+    if max(len(nvml), len(bus)) >= 2:
+        out["multi-gpu"] = f"this host has {max(len(nvml), len(bus))} GPUs"
+    return out
+
+
+def _nothing_judged(verdicts: list[Verdict], expected: dict[str, str]) -> list[str]:
+    if any(v.verdict in ("PASS", "FAIL") for v in verdicts):
+        return []
+    return ["nothing was judged: " + ("every rule was skipped" if verdicts else "no rule applies")]
+
+
+def _expected_but_skipped(verdicts: list[Verdict], expected: dict[str, str]) -> list[str]:
+    out = []
+    for need, why in expected.items():
+        by_reason: dict[str, list[str]] = {}  # rules skipped for one reason are named together
+        for v in verdicts:
+            if v.verdict == "SKIP" and need in v.needs and v.rule not in sum(by_reason.values(), []):
+                by_reason.setdefault(v.why, []).append(v.rule)
+        if by_reason:
+            listed = "; ".join(f"{', '.join(rules)} ({reason})" for reason, rules in by_reason.items())
+            count = sum(len(rules) for rules in by_reason.values())
+            out.append(f"{count} {LABEL.get(need, need)} rule(s) not judged although {why}: {listed}")
+    return out
+
+
+# Each: (verdicts, expected) → reasons the acceptance is INCOMPLETE (none: it is not, for that reason).
+INCOMPLETE_WHEN: list[Callable[[list[Verdict], dict[str, str]], list[str]]] = [_nothing_judged, _expected_but_skipped]
+
+
+def accept_overall(verdicts: list[Verdict], expected: dict[str, str], failed_cases: str | None = None) -> Overall:
+    """The acceptance's one word and why; `failed_cases`: the run's own failure (a case that broke),
+    which fails it even where no rule covers that case."""
+    failed = [v for v in verdicts if v.verdict == "FAIL"]
+    fails = []
+    if failed:
+        rules = list(dict.fromkeys(v.rule for v in failed))
+        fails.append(f"{len(failed)} case(s) failed {len(rules)} acceptance rule(s): {', '.join(rules)}")
+    if failed_cases:
+        fails.append(failed_cases)
+    incomplete = [reason for when in INCOMPLETE_WHEN for reason in when(verdicts, expected)]
+    passed = len({v.rule for v in verdicts if v.verdict == "PASS"})
+    skipped = len({v.rule for v in verdicts if v.verdict == "SKIP"})
+    summary = [f"{passed} rule(s) passed" + (f"; {skipped} skipped, not expected on this host" if skipped else "")]
+    return decide(fails, incomplete, summary)

@@ -1,0 +1,97 @@
+"""A host profile's expectations judged against the host facts a run recorded: one acceptance
+verdict per `[expect]` key (rule `inventory-<key>`), PASS, or FAIL with what was found; SKIP where
+the run recorded no such fact (which makes the overall verdict INCOMPLETE, never PASS)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kvbench.analyze.accept import Verdict
+from kvbench.analyze.profile import DRAM_TOLERANCE, Profile, dram_bytes, physical_nics
+
+INVENTORY = "profile"  # what an inventory verdict needs: a profile that asks for it
+
+
+def _verdict(key: str, ok: bool | None, found: str, threshold: str, why: str = "") -> Verdict:
+    word = "SKIP" if ok is None else "PASS" if ok else "FAIL"
+    return Verdict(rule=f"inventory-{key}", bench="host", case="inventory", verdict=word, measured=found,
+                   threshold=threshold, why=why or ("as the profile expects" if ok else "not what the profile expects"),
+                   needs=(INVENTORY,))
+
+
+def _gpus(want: int, facts: dict[str, Any]) -> Verdict:
+    gpus = facts.get("gpus") or []
+    names = ", ".join(sorted({g.get("name") or "?" for g in gpus}))
+    found = f"{len(gpus)} GPU(s)" + (f": {names}" if names else f" ({facts.get('gpu_reason') or 'none found'})")
+    return _verdict("gpus", len(gpus) == want, found, f"= {want}")
+
+
+def _gpu_model(want: str, facts: dict[str, Any]) -> Verdict:
+    gpus = facts.get("gpus") or []
+    other = sorted({g.get("name") or "?" for g in gpus if want.lower() not in (g.get("name") or "").lower()})
+    found = ", ".join(sorted({g.get("name") or "?" for g in gpus})) or f"no GPU ({facts.get('gpu_reason') or 'none found'})"
+    return _verdict("gpu_model", bool(gpus) and not other, found, f"every GPU's name contains '{want}'")
+
+
+def _link(key: str, field: str, want: int, facts: dict[str, Any]) -> Verdict:
+    gpus = facts.get("gpus") or []
+    values = {g.get("bus_id") or str(g.get("index")): (g.get("link") or {}).get(field) for g in gpus}
+    label = "Gen" if field == "max_gen" else "x"
+    if not gpus:
+        return _verdict(key, False, f"no GPU link ({facts.get('gpu_reason') or 'no GPU found'})", f"≥ {label}{want}")
+    if any(v is None for v in values.values()):
+        unknown = ", ".join(bus for bus, v in values.items() if v is None)
+        return _verdict(key, None, "unknown", f"≥ {label}{want}", f"link {field} unreadable for GPU {unknown}")
+    low = {bus: v for bus, v in values.items() if v < want}
+    found = ", ".join(f"{bus} {label}{v}" for bus, v in (low or values).items())
+    return _verdict(key, not low, found, f"≥ {label}{want} at max, every GPU")
+
+
+def _nics(want: int, facts: dict[str, Any], gbps: float | None, key: str = "nics") -> Verdict:
+    found = physical_nics(facts, gbps)
+    names = ", ".join(f"{n['name']} {n['rate_gbit']:g} Gb/s" for n in found)
+    at = f" at ≥ {gbps:g} Gb/s" if gbps else ""
+    return _verdict(key, len(found) >= want, f"{len(found)} up{at}" + (f": {names}" if names else ""),
+                    f"≥ {want} physical, link up{at}")
+
+
+def _count(key: str, want: int, have: int | None, unit: str, exact: bool, why_unknown: str = "") -> Verdict:
+    if have is None:
+        return _verdict(key, None, "unknown", f"{'=' if exact else '≥'} {want}", why_unknown)
+    return _verdict(key, have == want if exact else have >= want, f"{have} {unit}", f"{'=' if exact else '≥'} {want}")
+
+
+def _dram(want: float, facts: dict[str, Any]) -> Verdict:
+    total = dram_bytes(facts)
+    threshold = f"{want:g} GB ± {DRAM_TOLERANCE:.0%}"
+    if total is None:
+        return _verdict("dram_gb", None, "unknown", threshold, "neither DMI nor the NUMA nodes gave a total")
+    return _verdict("dram_gb", abs(total / 1e9 - want) <= DRAM_TOLERANCE * want, f"{total / 1e9:.0f} GB", threshold)
+
+
+def inventory_verdicts(profile: Profile, facts: dict[str, Any] | None) -> list[Verdict]:
+    """One verdict per expectation the profile gives, against `facts` (a run's host facts)."""
+    e = profile.expect
+    checks: list[tuple[str, Any, Callable[[dict[str, Any]], Verdict]]] = [
+        ("gpus", e.gpus, lambda f: _gpus(e.gpus, f)),
+        ("gpu_model", e.gpu_model, lambda f: _gpu_model(e.gpu_model, f)),
+        ("pcie_gen", e.pcie_gen, lambda f: _link("pcie_gen", "max_gen", e.pcie_gen, f)),
+        ("pcie_width", e.pcie_width, lambda f: _link("pcie_width", "max_width", e.pcie_width, f)),
+        ("nics", e.nics, lambda f: _nics(e.nics, f, e.nic_gbps)),
+        ("nvme", e.nvme, lambda f: _count("nvme", e.nvme, len(f.get("nvme") or []), "NVMe", exact=False)),
+        ("numa_nodes", e.numa_nodes, lambda f: _count("numa_nodes", e.numa_nodes, len(f.get("numa") or []) or None,
+                                                      "node(s)", exact=True, why_unknown="no NUMA nodes recorded")),
+        ("dram_gb", e.dram_gb, lambda f: _dram(e.dram_gb, f)),
+        ("dram_channels", e.dram_channels, lambda f: _count(
+            "dram_channels", e.dram_channels, (f.get("dram") or {}).get("channels"), "channel(s)", exact=True,
+            why_unknown=(f.get("dram") or {}).get("reason") or "the DIMMs' locators do not say")),
+    ]
+    if e.nic_gbps is not None and e.nics is None:
+        checks.append(("nic_gbps", e.nic_gbps, lambda f: _nics(1, f, e.nic_gbps, "nic_gbps")))
+    out = []
+    for key, wanted, check in checks:
+        if wanted is None:
+            continue
+        out.append(check(facts) if facts else _verdict(key, None, "-", "", "the run recorded no host facts"))
+    return out

@@ -1,0 +1,43 @@
+"""The one overall verdict every judging command ends in (DESIGN.md, Verdicts): PASS, FAIL or
+INCOMPLETE, with the exit status a CI acts on — 0 PASS, 1 FAIL, 3 INCOMPLETE (2 stays bad input).
+
+INCOMPLETE means nothing failed but something that should have been judged was not: a verdict
+never passes on silence. Each command says *why* in `reasons`, one short clause each, so its last
+line reads `INCOMPLETE: 9 GPU rule(s) not judged: ...`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+PASS, FAIL, INCOMPLETE = "PASS", "FAIL", "INCOMPLETE"
+EXIT_STATUS = {PASS: 0, FAIL: 1, INCOMPLETE: 3}
+
+
+@dataclass(frozen=True)
+class Overall:
+    word: str  # PASS | FAIL | INCOMPLETE
+    reasons: tuple[str, ...] = ()  # why, one clause each: what failed, or what was not judged
+
+    @property
+    def line(self) -> str:
+        """The command's last line: the word first, then why."""
+        return f"{self.word}: {'; '.join(self.reasons)}" if self.reasons else self.word
+
+    def exit_status(self, allow_incomplete: bool = False) -> int:
+        """0, 1 or 3; `allow_incomplete` makes INCOMPLETE 0 for those who accept it (never FAIL)."""
+        return 0 if self.word == INCOMPLETE and allow_incomplete else EXIT_STATUS[self.word]
+
+    def to_json(self) -> dict:
+        return {"verdict": self.word, "reasons": list(self.reasons), "exit_status": self.exit_status()}
+
+
+def decide(failed: Sequence[str], incomplete: Sequence[str], passed: Sequence[str] = ()) -> Overall:
+    """FAIL where anything failed (the incomplete reasons said too), else INCOMPLETE where anything
+    was not judged that should have been, else PASS (with what passed, when given)."""
+    if failed:
+        return Overall(FAIL, (*failed, *incomplete))
+    if incomplete:
+        return Overall(INCOMPLETE, tuple(incomplete))
+    return Overall(PASS, tuple(passed))
