@@ -1,10 +1,13 @@
 """Reading a file a user gave (a run export or a model's config.json in JSON; a suite or acceptance
 rules in TOML): every way it can be wrong is one `BadInput` naming the file — missing, a folder,
+not a regular file (`/dev/zero` would be read until memory runs out), larger than its limit,
 unreadable, not UTF-8, not parseable, or nested too deeply for Python to hold."""
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -12,10 +15,22 @@ from typing import Any
 from kvbench.errors import BadInput
 
 
-def read_text_file(path: Path, where: str, kind: str) -> str:
-    """The text of `path`, UTF-8 as JSON and TOML are (`kind` names the format in the error)."""
+# A suite, a rules file or a config.json is a few KiB; a run export carries every sample of every case.
+TEXT_MAX_BYTES = 4 << 20
+EXPORT_MAX_BYTES = 256 << 20
+
+
+def read_text_file(path: Path, where: str, kind: str, max_bytes: int = TEXT_MAX_BYTES) -> str:
+    """The text of `path`, UTF-8 as JSON and TOML are (`kind` names the format in the error): a
+    regular file of at most `max_bytes` bytes."""
     try:
-        return path.read_text(encoding="utf-8")
+        if not stat.S_ISREG(os.stat(path).st_mode) and not path.is_dir():  # a pipe would block the open itself
+            raise BadInput(f"{where} is not a regular file (a device, pipe or socket): give a {kind} file")
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)  # a file growing while read stops at the limit too
+        if len(data) > max_bytes:
+            raise BadInput(f"{where} is larger than {max_bytes >> 20} MiB: too large for a kvbench {kind} input")
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise BadInput(f"{where} does not exist") from None
     except IsADirectoryError:
@@ -27,9 +42,9 @@ def read_text_file(path: Path, where: str, kind: str) -> str:
         raise BadInput(f"{where} cannot be read: {exc.strerror or exc}") from None
 
 
-def read_json_file(path: Path, where: str) -> Any:
+def read_json_file(path: Path, where: str, max_bytes: int = TEXT_MAX_BYTES) -> Any:
     """The parsed contents of `path`; `where` names it in errors (e.g. "export file 'x.json'")."""
-    text = read_text_file(path, where, "JSON")
+    text = read_text_file(path, where, "JSON", max_bytes)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

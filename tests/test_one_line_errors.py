@@ -118,3 +118,44 @@ def test_version_loads_no_heavy_library():
     assert version.startswith("kvbench ")
     heavy = {"numpy", "sqlalchemy", "pandas", "seaborn", "numba", "matplotlib", "pydantic", "scipy", "jinja2"}
     assert not heavy & set(loaded.split())
+
+
+def test_a_symlink_loop_as_the_output_is_one_line(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    _one_line_error(run_cli("export", EXPORT, "-o", str(tmp_path / "a")), "--output", "loop of symbolic links")
+    _one_line_error(run_cli("accept", "--run", EXPORT, "--json", str(tmp_path / "b")), "--json", "loop")
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "too-large"])
+def test_user_files_are_regular_files_under_a_size_limit(tmp_path, kind):
+    """`accept --rules /dev/zero` once read until the OOM killer came; a pipe would block forever."""
+    import os
+
+    from kvbench.analyze.accept_rules import load_rules
+    from kvbench.analyze.runs import load_document
+    from kvbench.input_files import EXPORT_MAX_BYTES, TEXT_MAX_BYTES
+    from kvbench.kv.geometry import read_hf_config
+    from kvbench.plan.suite import load_suite
+
+    if kind == "device":
+        path, message = Path("/dev/zero"), "not a regular file"
+    elif kind == "fifo":
+        path, message = tmp_path / "pipe.json", "not a regular file"
+        os.mkfifo(path)
+    else:
+        path, message = tmp_path / "big.json", "larger than"
+        with open(path, "wb") as f:
+            f.truncate(EXPORT_MAX_BYTES + 1)  # sparse: nothing is written
+    readers = [load_rules, read_hf_config, load_suite]
+    if path.suffix == ".json":  # what names an export file (any other RUN is a run id or a name)
+        readers.append(lambda p: load_document(str(p), None, None))
+    for read in readers:
+        with pytest.raises(BadInput, match=message):
+            read(path if read is not load_suite else str(path))
+    if kind == "too-large":
+        with open(path, "r+b") as f:
+            f.truncate(TEXT_MAX_BYTES + 1)
+        with pytest.raises(BadInput, match="larger than 4 MiB"):
+            load_rules(path)
+    _one_line_error(run_cli("accept", "--run", EXPORT, "--rules", str(path), timeout=120), message)

@@ -11,7 +11,7 @@ from typing import Any
 
 from kvbench.benches.describe import canonical_subset
 from kvbench.errors import BadInput
-from kvbench.input_files import read_json_file
+from kvbench.input_files import EXPORT_MAX_BYTES, read_json_file
 from kvbench.records import ResultRecord, RunRecord, validate_document
 from kvbench.records import run_document as document
 from kvbench.store.database import Store
@@ -41,7 +41,7 @@ def load_document(ref: str, store_factory, prefer_hosts=None) -> RunDocument:
     if path.suffix == ".json" or path.is_file():
         where = f"export file '{ref}'"
         try:
-            doc = validate_document(read_json_file(path, where), where)
+            doc = validate_document(read_json_file(path, where, EXPORT_MAX_BYTES), where)
         except RecursionError:  # a document deep enough to parse but not to walk
             raise BadInput(f"{where} is nested too deeply to be a run export") from None
         for i, result in enumerate(doc["results"]):  # params as kvbench stores them: "8MiB" is a size to parse

@@ -3,6 +3,7 @@ writes, fractions, and run documents by reference (id, latest, baseline, or an e
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import tempfile
@@ -88,6 +89,11 @@ def check_writable(target: str | None, option: str, db: str | None = None, input
     if not target.strip():
         raise BadInput(f"bad {option} '': give a file name, or - for standard output")
     path = Path(target)
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # Path.resolve would raise RuntimeError on it below
+            raise BadInput(f"bad {option} '{target}': a loop of symbolic links; give a file name") from None
     if path.is_dir():
         raise BadInput(f"bad {option} '{target}': it is a directory; give a file name")
     parent = path.parent if str(path.parent) else Path(".")

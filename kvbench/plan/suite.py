@@ -57,9 +57,9 @@ def find_suite(name_or_path: str) -> Path:
     if path.suffix == ".toml" or path.exists():
         if path.is_dir():
             raise BadInput(f"suite '{name_or_path}' is a folder; give a .toml file")
-        if not path.is_file():
+        if not path.exists():
             raise BadInput(f"suite file '{name_or_path}' does not exist")
-        return path
+        return path  # a device or a pipe is refused by its reader, which says so
     shipped = suites_dir() / f"{name_or_path}.toml"
     if not shipped.is_file():
         from kvbench.errors import unknown_name
