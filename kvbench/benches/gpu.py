@@ -1,8 +1,9 @@
 """`gpu.matmul`: the dense bf16 (or fp16) matrix-multiply rate of one GPU, through torch (cuBLAS) —
 what recomputing a prefill runs at, the other side of `plan`'s restore-or-recompute answer.
 
-C = A·B with A m×k and B k×n, random normal inputs (seeded). Every check recomputes a slice of
-C's rows in fp32 from the same inputs and bounds the relative error; the reset writes the poison
+C = A·B with A m×k and B k×n, random normal inputs (seeded). Every check recomputes three blocks
+of C's rows in fp32 from the same inputs (the first, a random one, the last) and bounds the
+relative error; the reset writes the poison
 byte into all of C, so a product that did not run fails. Rate: `tflops` = 2·m·n·k / median
 seconds; `gbps` counts the minimum traffic (A, B and C once), for the record only — a product is
 bound by compute, so its peak is the datasheet's TFLOP/s (`spec_tflops`), not a bandwidth.
@@ -11,6 +12,8 @@ bound by compute, so its peak is the datasheet's TFLOP/s (`spec_tflops`), not a 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from kvbench.benches.base import Benchmark, Prepared, prepared_on_gpu
 from kvbench.benches.params import Param
@@ -23,13 +26,21 @@ from kvbench.memory.pattern import POISON
 from kvbench.metadata import TFLOPS
 
 DTYPES = {"bf16": 2, "fp16": 2}
-CHECK_ROWS = 64  # rows of C recomputed in fp32 by every check
+CHECK_ROWS = 64  # rows of each block of C recomputed in fp32 by every check
 MAX_REL_ERROR = 2e-2  # of the slice's largest reference value: bf16 keeps 8 bits, accumulation is fp32
 
 
 @register_segment("gpu_compute", needs="gpu")
 def _gpu_compute(segment, facts, links):
     return None, "a matrix product is bound by compute, not bandwidth: its rate is tflops, beside spec_tflops"
+
+
+def check_blocks(m: int, rows: int, picker: np.random.Generator) -> list[int]:
+    """First rows of the blocks of `rows` rows a check recomputes: the first block, one drawn at
+    random (another each check) and the last, so a product that stopped early or skipped a stretch
+    of rows is caught wherever it went wrong."""
+    last = m - rows
+    return sorted({0, int(picker.integers(0, last + 1)), last})
 
 
 def flops(m: int, n: int, k: int) -> int:
@@ -40,7 +51,7 @@ def flops(m: int, n: int, k: int) -> int:
 @register
 class GpuMatmul(Benchmark):
     id = "gpu.matmul"
-    description = "dense bf16/fp16 matrix multiply on one GPU (torch, cuBLAS): TFLOP/s, checked on a slice in fp32"
+    description = "dense bf16/fp16 matrix multiply on one GPU (torch, cuBLAS): TFLOP/s, row blocks checked in fp32"
     params = {
         "m": Param("int", 8192, "rows of A and C (a prefill's tokens)", minimum=1),
         "n": Param("int", 8192, "columns of B and C (a layer's output width)", minimum=1),
@@ -57,7 +68,7 @@ class GpuMatmul(Benchmark):
         m, n, k = params["m"], params["n"], params["k"]
         if max(m, n, k) > 1 << 17:
             raise BadInput(f"bad m×n×k = {m}×{n}×{k}: each at most 131072")
-        check_gpu(params["gpu"], (m * k + k * n + m * n) * DTYPES[params["dtype"]] + CHECK_ROWS * n * 8)
+        check_gpu(params["gpu"], (m * k + k * n + m * n) * DTYPES[params["dtype"]] + k * n * 4 + CHECK_ROWS * n * 8)
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
         return [("gpu_compute", params["gpu"])]
@@ -81,7 +92,7 @@ def _build(params: dict[str, Any]) -> Prepared:
     b = torch.randn(k, n, device=device, dtype=dtype, generator=generator)
     c = torch.empty(m, n, device=device, dtype=dtype)
     rows = min(CHECK_ROWS, m)
-    reference = a[:rows].float() @ b.float()  # the slice every check compares with, in fp32
+    picker = np.random.default_rng(11)
     stream = torch.cuda.Stream(device=device)
     torch.cuda.synchronize(device)
     checked: dict[str, float] = {}
@@ -97,13 +108,17 @@ def _build(params: dict[str, Any]) -> Prepared:
 
     def check() -> None:
         torch.cuda.synchronize(device)
-        got = c[:rows].float()
-        scale = reference.abs().max().clamp_min(1e-30)
-        error = float(((got - reference).abs().max() / scale).item())
-        if not error <= MAX_REL_ERROR:  # NaN (the poison read as numbers, or a broken product) fails too
-            raise IntegrityError(f"C's first {rows} rows differ from their fp32 reference by {error:.3g} of its "
-                                 f"largest value (allowed {MAX_REL_ERROR})")
-        checked["max_rel_error"] = error
+        errors, b32 = [], b.float()  # B in fp32 for this check only: k x n x 4 bytes, freed after it
+        for first in check_blocks(m, rows, picker):
+            reference = a[first:first + rows].float() @ b32  # recomputed in fp32 from the same inputs
+            got = c[first:first + rows].float()
+            scale = reference.abs().max().clamp_min(1e-30)
+            error = float(((got - reference).abs().max() / scale).item())
+            if not error <= MAX_REL_ERROR:  # NaN (the poison read as numbers, or a broken product) fails too
+                raise IntegrityError(f"C's rows {first}..{first + rows - 1} differ from their fp32 reference by "
+                                     f"{error:.3g} of its largest value (allowed {MAX_REL_ERROR})")
+            errors.append(error)
+        checked["max_rel_error"] = max(errors)
 
     name = torch.cuda.get_device_name(device)
     spec = bf16_spec_tflops(name)

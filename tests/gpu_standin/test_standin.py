@@ -164,3 +164,10 @@ def test_a_closing_case_hands_cupy_s_cached_blocks_back(standin, bench, params):
 def test_all_gpus_at_once_hands_the_cached_blocks_back_too(standin_two_gpus):
     assert run("pcie.d2h", size="1MiB", gpus="all").status == "ok"
     assert standin_two_gpus.freed_pools == 2
+
+
+@pytest.mark.parametrize("breakage", ["nothing", "half"])
+def test_a_product_that_stops_halfway_is_caught(standin, breakage):
+    standin.breakage["matmul"] = breakage
+    result = run("gpu.matmul", m=256, n=64, k=32)
+    assert result.status == "failed" and result.reason.startswith("integrity check failed"), result.reason

@@ -199,7 +199,9 @@ def matmul(a: Tensor, b: Tensor, out: Tensor | None = None) -> Tensor:
     target = out._a
 
     def run() -> None:
-        target[...] = _from_f32(_to_f32(a._a, a.dtype) @ _to_f32(b._a, b.dtype), out.dtype)
+        how = machine().broken("matmul")  # tests: a product that does nothing or stops halfway
+        rows = 0 if how == "nothing" else len(target) // 2 if how == "half" else len(target)
+        target[:rows] = _from_f32(_to_f32(a._a[:rows], a.dtype) @ _to_f32(b._a, b.dtype), out.dtype)
 
     out._enqueue(run, "matmul")
     return out
