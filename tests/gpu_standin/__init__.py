@@ -1,9 +1,9 @@
-"""A test-only CUDA stand-in: numpy doubles of exactly the cupy, torch, cuda-bindings and NVML
-calls kvbench makes, so every GPU path runs in CI without a GPU (docs/gpu-check.md says what it
+"""A test-only CUDA stand-in: numpy doubles of exactly the cupy, torch, CUDA runtime (ctypes) and
+NVML calls kvbench makes, so every GPU path runs in CI without a GPU (docs/gpu-check.md says what it
 can and cannot prove: the bytes and the call order, never bandwidth or time).
 
-`SITE` holds the fake modules (`cupy`, `torch`, `cuda.bindings.runtime`, `pynvml`) and the machine
-behind them (`gpu_standin`). Tests put it in front of sys.path (the `gpu_standin` fixture,
+`SITE` holds the fake modules (`cupy`, `torch`, `pynvml`; libcudart's cudaMemcpyBatchAsync through
+ctypes) and the machine behind them (`gpu_standin`). Tests put it in front of sys.path (the `gpu_standin` fixture,
 tests/gpu_standin/fixture.py) or on a subprocess's PYTHONPATH (`subprocess_env`). kvbench never
 imports it (tests/test_architecture.py), and no kvbench option or variable reaches it.
 """

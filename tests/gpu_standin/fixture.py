@@ -8,14 +8,16 @@ from contextlib import contextmanager
 
 from tests.gpu_standin import SITE
 
-MODULES = ("cupy", "torch", "cuda", "pynvml", "gpu_standin")
+MODULES = ("cupy", "torch", "pynvml", "gpu_standin")
 
 
 def _clear_kvbench_caches() -> None:
     from kvbench.backends import cuda
+    from kvbench.executors import cuda_batch
 
     cuda.cuda_unavailable_reason.cache_clear()
     cuda.kernel_module.cache_clear()
+    cuda_batch._entry.cache_clear()  # the runtime entry found in the previous stand-in (or none)
 
 
 def _ours(name: str) -> bool:
@@ -25,7 +27,7 @@ def _ours(name: str) -> bool:
 @contextmanager
 def installed(gpus: int = 1) -> Iterator[object]:
     """The stand-in's machine (`gpu_standin.machine.Machine`) of `gpus` GPUs, importable as cupy,
-    torch, cuda.bindings and pynvml for the block; whatever those names were before comes back."""
+    torch and pynvml (and libcudart through ctypes) for the block; whatever those names were before comes back."""
     saved = {name: module for name, module in sys.modules.items() if _ours(name)}
     for name in saved:
         del sys.modules[name]

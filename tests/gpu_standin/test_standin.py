@@ -171,3 +171,12 @@ def test_a_product_that_stops_halfway_is_caught(standin, breakage):
     standin.breakage["matmul"] = breakage
     result = run("gpu.matmul", m=256, n=64, k=32)
     assert result.status == "failed" and result.reason.startswith("integrity check failed"), result.reason
+
+
+def test_ce_batch_times_the_driver_call_on_arrays_built_once(standin):
+    """Each timed ce-batch operation hands the runtime the same prebuilt uint64 arrays (no Python
+    lists converted per call, which cost more than the copies: issue 25, item 4)."""
+    result = run("kv.restore", **KV, strategy="ce-batch")
+    assert result.status == "ok", result.reason
+    calls = standin.batch_arrays
+    assert len(calls) > 5 and len(set(calls)) == 1  # verify, warm-up and every sample: one set of arrays

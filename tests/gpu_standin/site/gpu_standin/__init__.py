@@ -1,7 +1,8 @@
 """The simulated machine behind the kvbench GPU stand-in (TEST ONLY; see tests/gpu_standin).
 
 `activate()` makes `ctypes.CDLL("libcuda.so.1")` (kvbench's "is there a driver" question) answer
-with this process instead of a driver library. The stand-in's own settings are its environment
+with this process instead of a driver library, and `ctypes.CDLL("libcudart.so.13")` with the
+stand-in's runtime (gpu_standin.cudart: cudaMemcpyBatchAsync). The stand-in's own settings are its environment
 variables, read by no kvbench code: GPU_STANDIN_GPUS (how many simulated GPUs, default 1) and
 GPU_STANDIN_BREAK (`memcpy=half,hbm_read=nothing`: copies or kernels that do nothing or half).
 """
@@ -15,6 +16,13 @@ _REAL_CDLL = ctypes.CDLL
 
 
 class _CDLL(_REAL_CDLL):
+    def __new__(cls, name, *args, **kwargs):
+        if name == "libcudart.so.13":  # the runtime cupy would have loaded: the stand-in's batch copy
+            from gpu_standin.cudart import LIBRARY
+
+            return LIBRARY
+        return super().__new__(cls)
+
     def __init__(self, name, *args, **kwargs) -> None:
         super().__init__(None if name in FAKE_LIBRARIES else name, *args, **kwargs)
 

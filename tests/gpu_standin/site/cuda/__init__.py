@@ -1,1 +1,0 @@
-"""cuda-python as the kvbench GPU stand-in answers it (TEST ONLY)."""
