@@ -45,7 +45,8 @@ _KEYS = (
     Key("tokens_per_s", "tokens/s", "KV tokens moved per second (median sample)"),
     Key("us_per_fragment", "µs", "median seconds per operation over the fragments submitted"),
     Key("load", "ms", "load=: the kernel beside the copies — kind, its median time alone and under load (ms), "
-        "kernel_slowdown (under / alone), launches"),
+        "kernel_slowdown (under / alone), launches, launches_in_copy_windows (the launches at least half inside "
+        "a timed copy window: the only ones 'under load'), copy_windows"),
     Key("legs", "s", "two-hop: each leg of one restore timed alone (read_s: into staging; scatter_s: into dst)"),
     Key("overlap", "fraction", "two-hop: the shorter leg's share hidden behind the longer, (read + scatter - total) "
         "/ min(read, scatter)"),

@@ -3,7 +3,9 @@ loads, and what the loads do to its compute.
 
 `GpuLoad(kind, gpu)` times its kernel alone first, then `start()` keeps launching it on its own
 non-blocking stream (a few launches in flight, each bracketed by CUDA events) until `stop()`,
-which returns the kernel's median time alone and under load and their ratio. `hbm`: a 16-byte
+which returns the kernel's median time alone and under load and their ratio. "Under load" counts
+only the launches at least half inside a timed copy window (`note_window`, the copy timer's hook):
+the load also runs while copies are verified and reset, beside nothing. `hbm`: a 16-byte
 vector copy over 2 × 256 MiB (HBM-bound); `gemm`: an fp16 4096³ matrix product (cuBLAS,
 tensor cores).
 """
@@ -51,7 +53,9 @@ class GpuLoad:
             self._launch()  # compiled / planned before anything is timed
             self.stream.synchronize()
             self.alone_ms = [self._timed_once() for _ in range(ALONE_LAUNCHES)]
-        self._under_ms: list[float] = []
+        self._launches: list[tuple[float, float]] = []  # (start, end) of each launch under load, ms after the anchor
+        self._windows: list[tuple[float, float]] = []  # (start, end) of each timed copy window, ms after the anchor
+        self._anchor = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -68,8 +72,21 @@ class GpuLoad:
         end.synchronize()
         return float(self.cp.cuda.get_elapsed_time(start, end))
 
+    def _since_anchor(self, event) -> float:
+        return float(self.cp.cuda.get_elapsed_time(self._anchor, event))
+
+    def note_window(self, start, end) -> None:
+        """A timed copy window of this GPU just ended (both events complete): the copy timer's hook.
+        Only launches inside such windows count as "under load"."""
+        self._windows.append((self._since_anchor(start), self._since_anchor(end)))
+
     def start(self) -> None:
         """Keep the kernel running until `stop()`, in a thread of its own."""
+        with self.cp.cuda.Device(self.gpu):
+            self._anchor = self.cp.cuda.Event()
+            self._anchor.record(self.stream)  # every time here is measured from it, on this GPU's clock
+            self._anchor.synchronize()
+
         def loop() -> None:
             try:
                 with self.cp.cuda.Device(self.gpu):
@@ -77,16 +94,18 @@ class GpuLoad:
                     while not self._stop.is_set():
                         pending.append(self._bracketed())
                         if len(pending) >= IN_FLIGHT:
-                            start, end = pending.pop(0)
-                            end.synchronize()
-                            self._under_ms.append(float(self.cp.cuda.get_elapsed_time(start, end)))
+                            self._finished(*pending.pop(0))
                     for start, end in pending:
-                        end.synchronize()
+                        self._finished(start, end)
             except BaseException as exc:  # reported by stop(), which the case's thread calls
                 self._error = exc
 
         self._thread = threading.Thread(target=loop, name="kvbench-gpu-load", daemon=True)
         self._thread.start()
+
+    def _finished(self, start, end) -> None:
+        end.synchronize()
+        self._launches.append((self._since_anchor(start), self._since_anchor(end)))
 
     def stop(self) -> dict[str, Any]:
         """End the load; its kernel's median time alone and under load (ms), and the slowdown."""
@@ -97,6 +116,23 @@ class GpuLoad:
         if self._error is not None:
             raise RuntimeError(f"the {self.kind} load failed: {self._error}") from self._error
         alone = float(np.median(self.alone_ms))
-        under = float(np.median(self._under_ms)) if self._under_ms else None
+        inside = in_windows(self._launches, self._windows)
+        under = float(np.median(inside)) if inside else None
         return {"kind": self.kind, "kernel_alone_ms": alone, "kernel_under_load_ms": under,
-                "kernel_slowdown": under / alone if under and alone else None, "launches": len(self._under_ms)}
+                "kernel_slowdown": under / alone if under and alone else None, "launches": len(self._launches),
+                "launches_in_copy_windows": len(inside), "copy_windows": len(self._windows),
+                **({} if self._windows else {"note": "the copies were timed on the host clock: no timed window to "
+                                                     "place the kernel's launches in, so none counts as under load"})}
+
+
+def in_windows(launches: list[tuple[float, float]], windows: list[tuple[float, float]]) -> list[float]:
+    """The durations (ms) of the launches at least half inside one of the copy windows (all times in
+    ms on one clock): the kernel's time *under load*. Launches while the copies were being verified,
+    reset or not yet started ran beside nothing and are left out."""
+    inside = []
+    for start, end in launches:
+        length = end - start
+        overlap = max((min(end, w_end) - max(start, w_start) for w_start, w_end in windows), default=0.0)
+        if length > 0 and overlap >= 0.5 * length:
+            inside.append(length)
+    return inside

@@ -34,6 +34,8 @@ def with_load(prepared: Prepared, kind: str, gpu: int) -> Prepared:
     except BaseException:
         prepared.close()
         raise
+    if hasattr(prepared.workload.timer, "on_window"):  # CUDA events: the load learns each timed window
+        prepared.workload.timer.on_window = load.note_window
     load.start()
     inner_derive, inner_close = prepared.derive, prepared.close
 

@@ -107,6 +107,7 @@ class CudaEventTimer:
         self.last_stream_s: list[float] = []  # each stream's timed operations done (main first), last call
         self.last_busy_s: list[float] = []  # each stream's padding done, last call (= last_stream_s unpadded)
         self.last_loops = 0
+        self.on_window = None  # called with (start, end) events of each timed window once complete (a GPU load's hook)
         with cp.cuda.Device(device):  # events and the kernel belong to the streams' device
             self._gate = SpinGate()
             self._start = cp.cuda.Event()
@@ -151,6 +152,8 @@ class CudaEventTimer:
         self.last_loops = loops
         self.last_stream_s = [cp.cuda.get_elapsed_time(self._start, e) * 1e-3 for e in timed]
         self.last_busy_s = [cp.cuda.get_elapsed_time(self._start, e) * 1e-3 for e in busy]
+        if self.on_window is not None:
+            self.on_window(self._start, timed[self.last_stream_s.index(max(self.last_stream_s))])
         return max(self.last_stream_s)
 
 

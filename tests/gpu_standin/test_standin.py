@@ -180,3 +180,25 @@ def test_ce_batch_times_the_driver_call_on_arrays_built_once(standin):
     assert result.status == "ok", result.reason
     calls = standin.batch_arrays
     assert len(calls) > 5 and len(set(calls)) == 1  # verify, warm-up and every sample: one set of arrays
+
+
+def test_only_load_launches_inside_timed_copy_windows_count_as_under_load():
+    from kvbench.backends.gpu_load import in_windows
+
+    windows = [(10.0, 20.0), (30.0, 40.0)]
+    launches = [(0.0, 2.0), (9.0, 13.0), (18.0, 24.0), (25.0, 28.0), (35.0, 36.0), (39.0, 45.0)]
+    assert in_windows(launches, windows) == [4.0, 1.0]  # 3 of 4 ms inside; wholly inside; the rest under half
+
+
+@pytest.mark.parametrize("bench,params", [("pcie.h2d", {"size": "1MiB", "load": "hbm"}),
+                                          ("kv.restore", {**KV, "strategy": "ce-batch", "load": "gemm"})])
+def test_a_load_records_how_many_of_its_launches_ran_beside_timed_copies(standin, monkeypatch, bench, params):
+    import kvbench.backends.gpu_load as gpu_load
+
+    monkeypatch.setattr(gpu_load, "HBM_BYTES", 1 << 20)  # the stand-in's kernels are numpy: small loads
+    monkeypatch.setattr(gpu_load, "GEMM_N", 64)
+    result = run(bench, **params)
+    assert result.status == "ok", result.reason
+    load = result.metadata["load"]
+    assert load["copy_windows"] > 0 and 0 <= load["launches_in_copy_windows"] <= load["launches"]
+    assert (load["kernel_under_load_ms"] is None) is (load["launches_in_copy_windows"] == 0)
