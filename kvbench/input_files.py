@@ -6,6 +6,7 @@ unreadable, not UTF-8, not parseable, or nested too deeply for Python to hold.""
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import tomllib
@@ -45,8 +46,16 @@ def read_text_file(path: Path, where: str, kind: str, max_bytes: int = TEXT_MAX_
 def read_json_file(path: Path, where: str, max_bytes: int = TEXT_MAX_BYTES) -> Any:
     """The parsed contents of `path`; `where` names it in errors (e.g. "export file 'x.json'")."""
     text = read_text_file(path, where, "JSON", max_bytes)
+
+    def non_finite(word: str) -> float:  # Python reads NaN and Infinity, which JSON does not have
+        raise BadInput(f"{where} holds {word}, which is not a JSON number: kvbench refuses non-finite numbers")
+
+    def number(word: str) -> float:
+        value = float(word)
+        return value if math.isfinite(value) else non_finite(word)  # 1e999 reads as infinity
+
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=non_finite, parse_float=number)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{where} is not valid JSON: {exc}") from None
     except RecursionError:

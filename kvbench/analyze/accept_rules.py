@@ -98,6 +98,8 @@ def load_rules(path: Path) -> RulesFile:
         raise BadInput(f"rules {path}:{key} {err['msg'].removeprefix('Value error, ')}") from None
     for rule in rules.rule:
         _check_names(rule, path)
+        if rule.ratio is not None:
+            _check_ratio_sides(rule, path)
         if rule.min is not None and rule.min.unit not in RATE_UNITS:
             raise BadInput(f"rules {path}: rule '{rule.id}' gives unit '{rule.min.unit}' but {rule.bench} "
                            f"measures a rate: use {', '.join(RATE_UNITS)}")
@@ -122,6 +124,38 @@ def _check_names(rule: Rule, path: Path) -> None:
                     raise unknown_name(f"parameter of {bench_id}", name, known)
     except BadInput as exc:
         raise BadInput(f"rules {path}: rule '{rule.id}': {exc}") from None
+
+
+def _check_ratio_sides(rule: Rule, path: Path) -> None:
+    """A ratio whose `of` lists no case SKIPs forever, and one whose two sides can be the same case
+    (same benchmark, and every parameter either side names can take one value on both) is 1 x
+    whatever was measured: both refused."""
+    from kvbench.benches.describe import canonical_subset
+
+    of, to = dict(rule.ratio.of), dict(rule.ratio.to)
+    of_bench, to_bench = of.pop("bench", rule.bench), to.pop("bench", rule.bench)
+    for key, value in of.items():
+        if isinstance(value, list) and not value:
+            raise BadInput(f"rules {path}: rule '{rule.id}': ratio.of gives {key} = [], which names no case; "
+                           f"list the contestants, e.g. {key} = [\"a\", \"b\"]")
+    if of_bench != to_bench:
+        return
+
+    def values(side: dict[str, Any], key: str) -> set[str] | None:  # None: the side does not fix it
+        if key not in side:
+            return None
+        given = side[key] if isinstance(side[key], list) else [side[key]]
+        return {repr(canonical_subset(of_bench, {key: v})[key]) for v in given}
+
+    overlap = all(a is None or b is None or a & b for a, b in ((values(of, k), values(to, k)) for k in {*of, *to}))
+    if overlap:
+        raise BadInput(f"rules {path}: rule '{rule.id}': the ratio's of ({_sides(rule.ratio.of)}) and to "
+                       f"({_sides(rule.ratio.to)}) can name the same case, which is 1 x whatever was measured; "
+                       "give the two sides different values of one parameter")
+
+
+def _sides(side: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in side.items()) or "nothing"
 
 
 def applies(rules: RulesFile, gpus: list[dict[str, Any]]) -> bool:

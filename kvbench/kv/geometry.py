@@ -158,6 +158,12 @@ def read_hf_config(path: Path) -> ModelGeometry:
     for key in _POSITIVE_INTEGERS:  # present but of the wrong type: named here, not ignored by counting
         if config.get(key) is not None:
             need(key)
+    routed = next((config[k] for k in ("num_local_experts", "n_routed_experts", "num_experts")
+                   if config.get(k) is not None), None)
+    if routed is not None and config.get("num_experts_per_tok") is not None and config["num_experts_per_tok"] > routed:
+        # counting would price every token as running more experts than the model has
+        raise BadInput(f"{where}: num_experts_per_tok={config['num_experts_per_tok']} is more than the {routed} "
+                       "experts the model has")
     counted = count_params(config)  # None where the architecture is not one kvbench can count
     sizes = {"total_params": counted[0], "active_params": counted[1],
              "params_source": f"counted from {path}"} if counted else {}

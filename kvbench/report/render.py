@@ -9,10 +9,12 @@ import jinja2
 from kvbench.benches.describe import describe_params
 from kvbench.hardware.facts import Link
 from kvbench.report.content import ReportContent
+from kvbench.report.markdown_text import md_text
 from kvbench.units import format_gbps, format_size
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("kvbench.report", "templates"),
                           autoescape=lambda name: bool(name) and name.endswith(".html.j2"), undefined=jinja2.StrictUndefined)
+_ENV.filters["md"] = md_text  # report.md.j2: what came from a run is text, never Markdown
 
 
 def params_text(params: dict[str, Any], bench_id: str | None = None) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
+from kvbench.report.markdown_text import md_text
 from kvbench.units import format_gbps
 
 STATUS_STYLE = {"ok": "green", "skipped": "yellow", "failed": "bold red"}
@@ -111,8 +112,8 @@ def comparisons_markdown(comparisons: list, title: str, describe: Callable[[str,
              "|---|---|---|---|---|---|---|"]
     for c in sorted(comparisons, key=lambda c: _ORDER.get(c.verdict, 9)):
         verdict = f"**{c.verdict}**" if c.verdict in ("slower", "failed", "lost", "missing") else c.verdict
-        lines.append(f"| {c.bench} | {describe(c.bench, c.params)} | {format_gbps(c.base_gbps)} | "
-                     f"{format_gbps(c.new_gbps)} | {_change(c)} | {verdict} | {c.note} |")
+        lines.append(f"| {md_text(c.bench)} | {md_text(describe(c.bench, c.params))} | {format_gbps(c.base_gbps)} | "
+                     f"{format_gbps(c.new_gbps)} | {_change(c)} | {verdict} | {md_text(c.note)} |")
     counts = {v: sum(c.verdict == v for c in comparisons)
               for v in ("slower", "lost", "missing", "ambiguous", "ambiguous (contended)", "faster")}
     lines += ["", f"{counts['slower']} slower, {counts['lost']} lost, {counts['missing']} missing, "
