@@ -31,6 +31,11 @@ _KEYS = (
         "(reasons, in words; empty when clean), `faults` (GPU ECC errors, XIDs), `host` (fractions of CPU or wall "
         "time, load, runnable tasks, CPU MHz, the busiest other processes in CPUs) and `gpus` by bus id (MHz, "
         "throttle reasons, °C, W, other processes, ECC and XID counts, held-down fractions)"),
+    Key("precision", "fraction", "the stopping rule: reached (half-width of the median's 95 % confidence interval "
+        "over the median; null below 6 samples), target, samples taken and why sampling stopped"),
+    Key("paired", "ratio", "a ratio measured in the case: `against` (the other side's parameters where they differ), "
+        "this case's rate over the other side's per pair of interleaved samples (median, p10, p90, pairs, "
+        "precision, ratios) and the other side's GB/s (against_gbps)"),
     # copies on the host and KV
     Key("primitive", "", "the host copy primitive dram.copy chose"),
     Key("executor", "", "the executor that moved the bytes"),
@@ -119,10 +124,12 @@ GPU_BUS_ID = "gpu_bus_id"
 GPU_NUMA_NODE = "gpu_numa_node"
 HOST_NUMA_NODE = "host_numa_node"
 LINK = "link"
+PAIRED = "paired"
 PCIE_REPLAY_DELTA = "pcie_replay_delta"
 REQUEST_MS = "request_ms"
 TFLOPS = "tflops"
 PER_GPU_GBPS = "per_gpu_gbps"
+PRECISION = "precision"
 PER_GPU_LINK = "per_gpu_link"
 WARNING = "warning"
 

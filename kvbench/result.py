@@ -62,5 +62,6 @@ class Result:
             "verified": bool(m and m.verified),
             "status": self.status, "reason": self.reason,
             "warnings": self.warnings,
-            "extra": {**self.metadata, **({"overhead_fraction": m.overhead_fraction} if m else {})},
+            # what the engine measured besides the samples: the precision reached, a paired ratio
+            "extra": {**self.metadata, **({"overhead_fraction": m.overhead_fraction, **m.record()} if m else {})},
         }

@@ -31,6 +31,8 @@ class RunRequest:
     overrides: dict[str, Any] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
     samples: int | None = None
+    precision: float | None = None  # overrides the suite's (a fraction: 0.01 is ±1 %)
+    max_time_s: float | None = None  # overrides the suite's sampling budget per case
     db: str | None = None
     max_cases: int = MAX_CASES
 
@@ -57,6 +59,10 @@ def plan_request(request: RunRequest) -> tuple[list[Case], Settings, RunInfo]:
     engine = settings.engine_settings()
     if request.samples:
         engine = dataclasses.replace(engine, samples=request.samples)
+    if request.precision is not None:
+        engine = dataclasses.replace(engine, precision=request.precision)
+    if request.max_time_s is not None:
+        engine = dataclasses.replace(engine, max_time_s=request.max_time_s)
     return cases, engine, info
 
 

@@ -54,6 +54,9 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_the_run(tmp_pat
 @pytest.mark.parametrize("args,message", [
     (["run", "--bench", "net.write", "--set", "peer_port=70000"], "bad peer_port=70000: must be at most 65535"),
     (["run", "--samples", "3"], "Invalid value for '--samples'"),
+    (["run", "--precision", "1"], "bad --precision 1: give a fraction between 0 and 1 (0.01 is ±1 %); write 1% as 0.01"),
+    (["run", "--precision", "nan"], "bad --precision nan"),
+    (["run", "--max-time", "0"], "bad --max-time 0: give seconds per case"),
     (["run", "--bogus"], "No such option: --bogus"),
     (["nosuch"], "No such command 'nosuch'"),
     (["run", "--bench", "dram.copy", "--db", "sqlite+nosuchdriver:///x"], "needs a driver"),

@@ -19,6 +19,7 @@ from kvbench.analyze.accept_rules import (  # noqa: F401  (load_rules, rules_for
     load_rules,
     rules_for_host,
 )
+from kvbench.analyze.paired import paired_ratio, ratio_text
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import canonical_subset, describe_params
 from kvbench.benches.registry import all_benches
@@ -110,7 +111,9 @@ def judge_rule(rule: Rule, doc: RunDocument) -> list[Verdict]:
 
 
 def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
-    """One verdict per pair of ok cases that differ only in the ratio's `of` / `to` parameters.
+    """One verdict per pair of ok cases that differ only in the ratio's `of` / `to` parameters: the
+    ratio the `of` case measured against its `to` side in the same case (paired) where it recorded
+    one, else the two cases' medians divided, labelled unpaired.
 
     `of` / `to` may name another `bench` (pcie.bidir over pcie.h2d): the other parameters must
     then agree between the two benchmarks' results.
@@ -137,26 +140,35 @@ def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
         text = _case(bench, params, False) if params else ""
         return text if bench == rule.bench else f"{bench} {text}".strip()
 
-    if contest:  # only the fastest contestant of each case is judged
-        best: dict[str, dict[str, Any]] = {}
+    # a ratio the case measured itself (its two sides interleaved): read, never divided
+    against = canonical_subset(to_bench, to) if of_bench == to_bench else {}
+
+    def paired(top: dict[str, Any]) -> dict[str, Any] | None:
+        return paired_ratio(top, against)
+
+    if contest:  # only the fastest contestant of each case is judged: by its paired ratio where all have one
+        groups: dict[str, list[dict[str, Any]]] = {}
         for top in tops:
-            key = repr((sorted(rest(top).items()), top.get("run_id")))
-            if key not in best or top["gbps"]["median"] > best[key]["gbps"]["median"]:
-                best[key] = top
-        tops = list(best.values())
+            groups.setdefault(repr((sorted(rest(top).items()), top.get("run_id"))), []).append(top)
+        tops = [max(group, key=(lambda t: paired(t)["median"]) if all(paired(t) for t in group)
+                    else (lambda t: t["gbps"]["median"])) for group in groups.values()]
     out = []
     for top in tops:
         bottom = next((b for b in bottoms if same_case(b, top)), None)
-        if bottom is None:
+        record = paired(top)
+        if record is not None:
+            value, measured = record["median"], ratio_text(record)
+        elif bottom is None:
             continue
-        value = top["gbps"]["median"] / bottom["gbps"]["median"]
+        else:  # an older result, or sides no case pairs: two medians, and said so
+            value = top["gbps"]["median"] / bottom["gbps"]["median"]
+            measured = f"{value:.2f} x (unpaired)"
         run = f"run {top['run_id']} " if top.get("run_id") is not None else ""
         shown = {**of, **{k: top["params"][k] for k in contest}}
         best_of = f" (best of {', '.join(str(v) for values in listed.values() for v in values)})" if listed else ""
         case = f"{run}{_case(of_bench, rest(top))}: {label(of_bench, shown)}{best_of} / {label(to_bench, to)}"
         within = value >= ratio.min and (ratio.max is None or value <= ratio.max)
-        out.append(Verdict(rule.id, rule.bench, case, "PASS" if within else "FAIL", f"{value:.2f} x",
-                           threshold, rule.why))
+        out.append(Verdict(rule.id, rule.bench, case, "PASS" if within else "FAIL", measured, threshold, rule.why))
     if not out:
         case = f"{label(of_bench, {**rule.params, **of})} / {label(to_bench, to)}"
         missing = (of_bench, {**rule.params, **of}) if not tops else (to_bench, {**rule.params, **to})

@@ -180,7 +180,7 @@ class _Storage(Benchmark):
                     os.close(fd)
 
         def reset() -> None:
-            state["next"] = 0
+            # `next` runs on: the engine's operation-by-operation proof then checks each request in turn
             if self.operation == "READ":
                 region.poison()
             else:  # whichever request a sample ends on, its ranges held poison before it

@@ -80,6 +80,12 @@ def run(
     tag: Annotated[list[str] | None, typer.Option("--tag", help="tag the run: key=value")] = None,
     samples: Annotated[int | None, typer.Option("--samples", min=5, max=10_000,
                                                       help="samples per case (default from the suite)")] = None,
+    precision: Annotated[float | None, typer.Option(
+        "--precision", help="sample each case until its median's 95 % confidence interval is within ± this "
+        "fraction (0.01 = 1 %; default from the suite, 1 %) or --max-time runs out")] = None,
+    max_time: Annotated[float | None, typer.Option(
+        "--max-time", help="seconds of sampling per case short of --precision (default from the suite, else "
+        "samples × min_sample_s)")] = None,
     max_cases: Annotated[int, typer.Option("--max-cases", min=1, help="refuse a selection of more cases than this")]
     = 10_000,
     repeat: Annotated[int, typer.Option("--repeat", min=1, max=100, help="run the selection N times, each in a fresh "
@@ -91,7 +97,13 @@ def run(
     from kvbench.suite_run import RunRequest
 
     check_writable(json_out, "--json", db)
+    if precision is not None and not 0 < precision < 1:
+        hint = f"; write {precision:g}% as {precision / 100:g}" if 1 <= precision < 100 else ""
+        raise BadInput(f"bad --precision {precision:g}: give a fraction between 0 and 1 (0.01 is ±1 %){hint}")
+    if max_time is not None and not 0 < max_time <= 3600:
+        raise BadInput(f"bad --max-time {max_time:g}: give seconds per case, above 0 and at most 3600")
     request = RunRequest(suite=suite, benches=tuple(bench or ()), tags=pairs(tag, "--tag"), samples=samples, db=db,
+                         precision=precision, max_time_s=max_time,
                          overrides={k: coerce_text(v) for k, v in pairs(set_, "--set").items()}, max_cases=max_cases)
     run_and_show(request, json_out, repeat)
 

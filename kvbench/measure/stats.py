@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -48,3 +50,46 @@ def summarize(samples_s: Sequence[float]) -> Summary:
         min=float(values.min()),
         max=float(values.max()),
     )
+
+
+CONFIDENCE = 0.95  # of the median's interval that `relative_half_width` measures
+MIN_CI_SAMPLES = 6  # below 6 samples no pair of order statistics covers the median with 95 %
+
+
+@lru_cache(maxsize=512)
+def _median_ci_ranks(n: int) -> tuple[int, int] | None:
+    """1-based ranks (lo, hi) of the order statistics bounding the median's 95 % confidence interval:
+    distribution-free (the count of samples below the median is Binomial(n, 1/2)), the tightest
+    symmetric pair whose coverage is at least 95 %; None when n is too small for any."""
+    if n < MIN_CI_SAMPLES:
+        return None
+    tail = (1 - CONFIDENCE) / 2
+    if n > 300:  # the normal approximation of the binomial, exact enough here and O(1)
+        lo = max(1, int(math.floor(n / 2 - 1.959964 * math.sqrt(n) / 2)))
+        return lo, n + 1 - lo
+    total, below, lo = 2**n, 0, 0
+    for k in range(n):  # P(Binomial < lo + 1) ≤ tail: the order statistic lo + 1 still bounds it
+        below += math.comb(n, k)
+        if below > tail * total:
+            break
+        lo = k + 1
+    return (lo, n + 1 - lo) if lo >= 1 else None
+
+
+def median_ci(values: Sequence[float]) -> tuple[float, float] | None:
+    """The median's 95 % confidence interval (same unit as `values`); None below 6 values."""
+    ranks = _median_ci_ranks(len(values))
+    if ranks is None:
+        return None
+    ordered = np.sort(np.asarray(values, dtype=float))
+    return float(ordered[ranks[0] - 1]), float(ordered[ranks[1] - 1])
+
+
+def relative_half_width(values: Sequence[float]) -> float | None:
+    """Half the width of the median's 95 % confidence interval over the median (a fraction: 0.01 is
+    ±1 %), what the engine's stopping rule compares with its target; None below 6 values."""
+    ci = median_ci(values)
+    median = float(np.median(values)) if ci is not None else 0.0
+    if ci is None or median <= 0:
+        return None
+    return (ci[1] - ci[0]) / 2 / median

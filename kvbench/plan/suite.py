@@ -25,9 +25,12 @@ class SuiteSettings(BaseModel):
     samples: int = Field(7, ge=5, le=MAX_SAMPLES)
     min_sample_s: float = Field(0.02, gt=0, le=60)
     warmup_s: float = Field(0.05, ge=0, le=600)
+    precision: float = Field(0.01, gt=0, lt=1)  # the median's 95 % CI within ± this fraction of it
+    max_time_s: float | None = Field(None, gt=0, le=3600)  # per case; None: samples × min_sample_s
 
     def engine_settings(self) -> Settings:
-        return Settings(samples=self.samples, min_sample_s=self.min_sample_s, warmup_s=self.warmup_s)
+        return Settings(samples=self.samples, min_sample_s=self.min_sample_s, warmup_s=self.warmup_s,
+                        precision=self.precision, max_time_s=self.max_time_s)
 
 
 class BenchSweep(BaseModel):

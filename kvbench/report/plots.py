@@ -14,9 +14,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from kvbench.analyze.paired import paired_ratio  # noqa: E402
 from kvbench.benches.describe import describe_params  # noqa: E402
 from kvbench.benches.registry import all_benches  # noqa: E402
 from kvbench.metadata import DIRECTIONS_GBPS, FRAGMENT_BYTES, PER_GPU_GBPS  # noqa: E402
+from kvbench.kv.strategies import CEILINGS, is_ceiling  # noqa: E402
 from kvbench.units import format_size  # noqa: E402
 
 
@@ -97,24 +99,31 @@ def bandwidth_vs_size(results: list[dict[str, Any]], bench: str) -> plt.Figure |
 
 
 def kv_ratio_frame(results: list[dict[str, Any]]) -> pd.DataFrame:
-    """Each non-contiguous kv.restore result as a fraction of the contiguous copy of the same bytes
-    (same parameters but the strategy): median, p10 and p90 over the contiguous median, with the
-    fragment size. Empty when no result has its contiguous twin."""
+    """Each fragmented kv.restore result as a fraction of one contiguous copy of the same bytes:
+    the ratio the case measured itself, its strategy and the ceiling interleaved per pair of
+    samples (median, p10, p90 over the pairs; `paired` True). A result that recorded none (older
+    runs) falls back to its median over its contiguous twin's (same parameters but the strategy,
+    same run), `paired` False. Empty when no result has either."""
     rows = [r for r in results if r["status"] == "ok" and r["bench"] == "kv.restore"]
 
     def key(r: dict[str, Any]) -> str:
-        return repr(sorted((k, v) for k, v in r["params"].items() if k != "strategy"))
+        return repr((sorted((k, v) for k, v in r["params"].items() if k != "strategy"), r.get("run_id")))
 
-    ceiling = {key(r): r["gbps"]["median"] for r in rows if r["params"].get("strategy") == "contiguous"}
+    ceiling = {key(r): r["gbps"]["median"] for r in rows if is_ceiling(r["params"].get("strategy"))}
     out = []
     for r in rows:
-        base = ceiling.get(key(r))
-        if r["params"].get("strategy") == "contiguous" or not base:
+        if is_ceiling(r["params"].get("strategy")):
             continue
-        g = r["gbps"]
+        record = next((p for p in (paired_ratio(r, {"strategy": c}) for c in CEILINGS) if p), None)
+        g, base = r["gbps"], ceiling.get(key(r))
+        if record is not None:
+            ratio, p10, p90 = record["median"], record["p10"], record["p90"]
+        elif base:
+            ratio, p10, p90 = g["median"] / base, (g.get("p10") or g["median"]) / base, (g.get("p90") or g["median"]) / base
+        else:
+            continue
         out.append({**r["params"], "fragment_bytes": (r.get("metadata") or {}).get(FRAGMENT_BYTES),
-                    "ratio": g["median"] / base, "p10": (g.get("p10") or g["median"]) / base,
-                    "p90": (g.get("p90") or g["median"]) / base})
+                    "ratio": ratio, "p10": p10, "p90": p90, "paired": record is not None})
     return pd.DataFrame(out)
 
 
@@ -129,7 +138,8 @@ def kv_strategies(results: list[dict[str, Any]]) -> plt.Figure | None:
     for ax, model in zip(axes[0], models, strict=True):
         panel = frame[frame["model"] == model].copy()
         panel["series"] = _label(panel, ["strategy", *_varying(panel, {"block_tokens", "strategy", "model",
-                                                                        "fragment_bytes", "ratio"})])
+                                                                        "fragment_bytes", "ratio", "paired"})])
+        panel.loc[~panel["paired"], "series"] += " (unpaired: two cases' medians)"
         for series, line in panel.groupby("series"):
             line = line.sort_values("block_tokens")
             x = line["fragment_bytes"] if line["fragment_bytes"].notna().all() else line["block_tokens"]
@@ -145,7 +155,7 @@ def kv_strategies(results: list[dict[str, Any]]) -> plt.Figure | None:
             ax.set_xlabel("tokens per KV block")
         ax.set_title(model, fontsize=10)
         ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("fraction of one contiguous copy (median; band p10–p90)")
+    axes[0][0].set_ylabel("rate over one contiguous copy, per pair of samples (median; band p10–p90)")
     fig.suptitle("How close does each KV strategy get to one contiguous copy, by fragment size?")
     fig.tight_layout()
     return fig

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
+from kvbench.metadata import PAIRED, PRECISION
 from kvbench.report.markdown_text import md_text
 from kvbench.units import format_gbps
 
@@ -16,10 +17,12 @@ STATUS_STYLE = {"ok": "green", "skipped": "yellow", "failed": "bold red"}
 
 
 def results_table(rows: list[dict[str, Any]], describe: Callable[[str, dict], str], title: str = "") -> Table:
-    """One line per result: median GB/s, p10–p90, peak and its source, efficiency, verified."""
+    """One line per result: median GB/s, p10–p90, the precision reached (± % of the median), peak and
+    its source, efficiency, verified; a paired ratio among the notes."""
     table = Table(title=title, title_justify="left", show_lines=False)
     for name, kw in (("benchmark", {}), ("parameters", {"overflow": "fold"}), ("median GB/s", {"justify": "right"}),
-                     ("p10–p90 GB/s", {"justify": "right"}), ("peak GB/s", {"justify": "right"}),
+                     ("p10–p90 GB/s", {"justify": "right"}), ("median ±", {"justify": "right"}),
+                     ("peak GB/s", {"justify": "right"}),
                      ("peak source", {"overflow": "fold", "max_width": 36}), ("eff.", {"justify": "right"}),
                      ("verified", {}), ("status", {"overflow": "fold"})):
         table.add_column(name, **kw)
@@ -29,17 +32,36 @@ def results_table(rows: list[dict[str, Any]], describe: Callable[[str, dict], st
             rate = format_gbps(row["gbps_median"])
             spread = f"{format_gbps(row['gbps_p10'])}–{format_gbps(row['gbps_p90'])}"
             eff = f"{row['efficiency']:.0%}" if row["efficiency"] is not None else "-"
+            precise = precision_text(row.get("extra") or {})
             note = "; ".join(row.get("warnings") or [])
             status_text = f"[green]ok[/]{' [yellow]' + note + '[/]' if note else ''}"
+            status_text += "".join(f" {text}" for text in paired_note(row.get("extra") or {}))
         else:
             rate = spread = eff = "-"
+            precise = "-"
             status_text = f"[{STATUS_STYLE.get(status, '')}]{status} — {row['reason']}[/]"
         table.add_row(
-            row["bench"], describe(row["bench"], row["params"]), rate, spread,
+            row["bench"], describe(row["bench"], row["params"]), rate, spread, precise,
             format_gbps(row["peak_gbps"]), _short_source(row), eff,
             "yes" if row["verified"] else "no", status_text,
         )
     return table
+
+
+def precision_text(extra: dict[str, Any]) -> str:
+    """The precision a result reached: half the median's 95 % confidence interval, in % of it ("-"
+    where fewer than 6 samples bound none, or an older result recorded none)."""
+    reached = (extra.get(PRECISION) or {}).get("reached")
+    return "-" if reached is None else f"{reached:.1%}"
+
+
+def paired_note(extra: dict[str, Any]) -> list[str]:
+    """A paired ratio in words: "0.93× strategy=contiguous (paired, p10–p90 0.90–0.95)"."""
+    p = extra.get(PAIRED)
+    if not p:
+        return []
+    against = " ".join(f"{k}={v}" for k, v in p["against"].items())
+    return [f"{p['median']:.2f}× {against} (paired, p10–p90 {p['p10']:.2f}–{p['p90']:.2f})"]
 
 
 def _short_source(row: dict[str, Any]) -> str:
@@ -48,13 +70,14 @@ def _short_source(row: dict[str, Any]) -> str:
 
 
 CSV_COLUMNS = ["run_id", "bench", "params", "case_hash", "bytes_per_op", "gbps_median", "gbps_p10", "gbps_p90",
-               "median_s", "p10_s", "p90_s", "samples", "peak_gbps", "peak_source", "efficiency", "verified", "status",
+               "median_s", "p10_s", "p90_s", "samples", "precision", "paired_ratio", "peak_gbps", "peak_source", "efficiency", "verified", "status",
                "reason", "warnings"]
 
 
 def results_csv(rows: list[dict[str, Any]], describe: Callable[[str, dict], str]) -> str:
     """One line per result: the columns above (`params` described, `samples` counted, `warnings`
-    joined by '; '), then one `param.NAME` column per parameter any result has, in its canonical
+    joined by '; ', `precision` the half-width reached as a fraction, `paired_ratio` the median of a
+    paired ratio), then one `param.NAME` column per parameter any result has, in its canonical
     value (sizes in bytes), empty where a benchmark does not take it."""
     names = sorted({name for row in rows for name in row["params"]})
     out = io.StringIO()
@@ -65,6 +88,8 @@ def results_csv(rows: list[dict[str, Any]], describe: Callable[[str, dict], str]
         writer.writerow({**row, "params": describe(row["bench"], row["params"]),
                          "samples": len(samples) if isinstance(samples, list) else samples,
                          "warnings": "; ".join(row.get("warnings") or []),
+                         "precision": ((row.get("extra") or {}).get(PRECISION) or {}).get("reached"),
+                         "paired_ratio": ((row.get("extra") or {}).get(PAIRED) or {}).get("median"),
                          **{f"param.{n}": row["params"][n] for n in names if n in row["params"]}})
     return out.getvalue()
 

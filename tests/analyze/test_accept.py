@@ -8,6 +8,7 @@ import pytest
 from kvbench.analyze.accept import applies, judge, load_rules, rules_for_host
 from kvbench.benches import get_bench
 from kvbench.errors import BadInput
+from kvbench.resources import suites_dir
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
 
@@ -54,7 +55,7 @@ min_fraction_of_peak = 0.9
     assert verdicts["floor"].verdict == "PASS" and verdicts["floor"].measured.endswith("GB/s")
     assert verdicts["impossible"].verdict == "FAIL"
     assert verdicts["efficiency"].verdict == "SKIP" and "peak unknown" in verdicts["efficiency"].why
-    assert verdicts["fragments"].verdict == "PASS" and verdicts["fragments"].measured.endswith(" x")
+    assert verdicts["fragments"].verdict == "PASS" and verdicts["fragments"].measured.endswith(" x (unpaired)")
     assert verdicts["gpu"].verdict == "SKIP" and verdicts["gpu"].why.startswith("not run: ")
 
 
@@ -146,7 +147,7 @@ ratio = { of = { bench = "pcie.bidir" }, to = { bench = "pcie.h2d" }, min = 1.6 
     doc = {"results": [r("pcie.h2d", 0, 55.0), r("pcie.bidir", 0, 100.0), r("pcie.h2d", 1, 55.0),
                        r("pcie.bidir", 1, 70.0)]}
     verdicts = judge(doc, [rules])
-    assert [(v.verdict, v.measured) for v in verdicts] == [("PASS", "1.82 x"), ("FAIL", "1.27 x")]
+    assert [(v.verdict, v.measured) for v in verdicts] == [("PASS", "1.82 x (unpaired)"), ("FAIL", "1.27 x (unpaired)")]
     assert "gpu=1" in verdicts[1].case and "pcie.h2d" in verdicts[1].case
     (skip,) = judge({"results": [r("pcie.bidir", 0, 100.0)]}, [rules])
     assert skip.verdict == "SKIP"
@@ -178,10 +179,35 @@ ratio = { of = { strategy = ["ce-graph", "sm-gather"] }, to = { strategy = "gpu-
                        r("kv.restore", 52.0, strategy="gpu-contiguous", **kv)]}
     verdicts = judge(doc, [rules])
     agree = [(v.verdict, v.measured) for v in verdicts if v.rule == "agree"]
-    assert agree == [("FAIL", "1.04 x"), ("PASS", "0.98 x")]  # 4 % above is outside 3 %, either way
+    assert agree == [("FAIL", "1.04 x (unpaired)"), ("PASS", "0.98 x (unpaired)")]  # 4 % above is outside 3 %, either way
     (best,) = [v for v in verdicts if v.rule == "best"]
-    assert (best.verdict, best.measured) == ("PASS", "0.88 x")
+    assert (best.verdict, best.measured) == ("PASS", "0.88 x (unpaired)")
     assert "strategy=sm-gather (best of ce-graph, sm-gather)" in best.case
+
+
+def test_a_ratio_the_case_measured_itself_is_judged_not_two_medians_taken_apart(tmp_path):
+    """The busy box of issue 24: the fragmented case's median was taken while a neighbour ran, the
+    contiguous case's in a quiet moment. Divided, the medians fail the rule (0.45 x); the ratio the
+    case measured per pair of interleaved samples is 0.92 x and passes."""
+    rules = load_rules(suites_dir() / "rules" / "default.toml")
+    kv = {"model": "Llama-3.1-70B", "tokens": 1024, "block_tokens": 16}
+    paired = {"against": {"strategy": "contiguous"}, "median": 0.92, "p10": 0.90, "p90": 0.95, "pairs": 9}
+
+    def r(gbps, metadata=None, **params):
+        return {"bench": "kv.restore", "params": get_bench("kv.restore").canonical_params({**kv, **params}),
+                "status": "ok", "gbps": {"median": gbps}, "metadata": metadata or {}}
+
+    doc = {"results": [r(4.5, {"paired": paired}), r(10.0, strategy="contiguous")]}
+    (verdict,) = [v for v in judge(doc, [rules]) if v.rule == "kv-fragments-vs-contiguous"]
+    assert (verdict.verdict, verdict.measured) == ("PASS", "0.92 x (paired; p10–p90 0.90–0.95)")
+    # the ratio stands on its own: the contiguous case need not be in the run
+    (alone,) = [v for v in judge({"results": doc["results"][:1]}, [rules]) if v.rule == "kv-fragments-vs-contiguous"]
+    assert alone.verdict == "PASS"
+    # a pair against another side is not this rule's ratio: the medians are divided, and say so
+    other = {**paired, "against": {"strategy": "host-numpy"}}
+    (unpaired,) = [v for v in judge({"results": [r(4.5, {"paired": other}), doc["results"][1]]}, [rules])
+                   if v.rule == "kv-fragments-vs-contiguous"]
+    assert (unpaired.verdict, unpaired.measured) == ("FAIL", "0.45 x (unpaired)")
 
 
 def _every_case_ok(cases):

@@ -73,3 +73,31 @@ def test_host_memory_is_checked_for_the_host_buffers_only(monkeypatch):
         plan([BenchSweep(id="kv.restore", params={**params, "dst": "pageable"})])
     # into the GPU, only the pinned pool is host memory (the GPU's own check needs CUDA)
     assert plan([BenchSweep(id="kv.restore", params={**params, "dst": "device", "strategy": "ce-graph"})])
+
+
+@pytest.mark.parametrize("bench", ["kv.restore", "kv.offload"])
+def test_a_fragmented_strategy_measures_its_ratio_to_one_contiguous_copy_in_the_same_case(facts, bench):
+    """The ceiling runs interleaved with the strategy, on the same buffers: the ratio is taken per
+    pair of samples and recorded, not divided later between two cases timed apart."""
+    result = run_case(case(bench), facts, FAST)
+    assert result.status == "ok", result.reason
+    row = result.to_row()["extra"]
+    paired = row["paired"]
+    assert paired["against"] == {"strategy": "contiguous"}
+    assert paired["pairs"] == len(result.measurement.samples_s) == len(paired["ratios"])
+    assert paired["p10"] <= paired["median"] <= paired["p90"] and paired["against_gbps"]["median"] > 0
+    assert row["precision"]["samples"] == len(result.measurement.samples_s) and row["precision"]["stopped"]
+
+
+def test_the_ceiling_itself_records_no_pair(facts):
+    result = run_case(case(strategy="contiguous"), facts, FAST)
+    assert result.status == "ok" and "paired" not in result.to_row()["extra"]
+
+
+def test_a_ceiling_that_copies_nothing_fails_the_fragmented_case(facts, monkeypatch):
+    """The pair's side is verified like the case itself: its bytes are checked before, during and after."""
+    from kvbench.executors.host import ContiguousExecutor
+
+    monkeypatch.setattr(ContiguousExecutor, "bind", lambda self, src, dst, descriptors, threads=1: lambda: None)
+    result = run_case(case(), facts, FAST)
+    assert result.status == "failed" and result.reason.startswith("integrity check failed"), result.reason

@@ -7,6 +7,8 @@ fast this machine runs. The engine's checks, and the breakages each test proves 
 |---|---|
 | check before timing, after the reset | a transfer that writes nothing; a reset that writes nothing (stale destination); a check that compares nothing |
 | check of the last timed sample | timed operations that do nothing while untimed ones work |
+| each operation of a sample alone, poisoned and checked (untimed) | an executor alternating halves of the destination |
+| the other side of a pair, as the case | a pair side that copies nothing |
 | check after timing | bytes that go wrong during the run |
 """
 
@@ -17,7 +19,8 @@ import pytest
 
 from kvbench.errors import IntegrityError
 from kvbench.measure import MonotonicTimer, Settings, Workload, measure, summarize
-from kvbench.measure.engine import calibrate
+from kvbench.measure.engine import PROVE_OPS, Pair, calibrate
+from kvbench.measure.stats import median_ci, relative_half_width
 from kvbench.memory.pattern import POISON, pattern_bytes
 
 
@@ -110,7 +113,7 @@ def test_the_real_clock_times_what_it_runs():
 def test_measure_reports_per_operation_seconds_and_rates():
     m = measure(workload(timer=ScriptedTimer([1e-3]), nbytes=10**9), Settings(samples=5, min_sample_s=0.002,
                                                                                warmup_s=0))
-    assert len(m.samples_s) == 5
+    assert len(m.samples_s) >= 5  # at least `samples`; a steady case stops once its precision is known
     assert m.summary.median == pytest.approx(1e-3)
     assert m.gbps()["median"] == pytest.approx(1000.0)  # 1e9 bytes in 1 ms = 1000 GB/s
     assert m.verified and m.warnings == ()
@@ -179,14 +182,19 @@ def test_catches_bytes_that_go_wrong_during_the_run():
         measure(workload(copy=copy, run=run), FAST)
 
 
-@pytest.mark.parametrize("bad_check,message", [(3, "after the timed operations"), (5, "after timing")])
-def test_corruption_during_or_after_timing_is_caught(bad_check, message):
+@pytest.mark.parametrize("phase,message", [("last sample", "after the timed operations"),
+                                           ("one by one", "after operation 2 of"), ("after timing", "after timing")])
+def test_corruption_during_or_after_timing_is_caught(phase, message):
     copy = Copy()
+    proven = min(calibrate(workload(), FAST), PROVE_OPS)  # the scripted timer calibrates the same every time
+    # checks, in order: the proof (must fail), the first verify, the last sample, each proven
+    # operation, the proof after timing (must fail), the last verify
+    bad = {"last sample": 3, "one by one": 5, "after timing": 5 + proven}[phase]
     state = {"checks": 0}
 
-    def check():  # checks 1 and 4 are the proofs on a poisoned destination: they must fail
+    def check():
         state["checks"] += 1
-        if state["checks"] in (1, 4, bad_check):
+        if state["checks"] in (1, 4 + proven, bad):
             raise IntegrityError("destination poisoned")
 
     with pytest.raises(IntegrityError, match=message):
@@ -203,3 +211,119 @@ def test_a_workloads_own_verify_runs_after_the_proof_that_its_check_can_fail():
 
     measure(workload(copy=copy, verify=verify), FAST)
     assert calls == ["verify", "verify"]  # before and after timing
+
+
+def test_catches_an_executor_that_alternates_halves_of_the_destination():
+    """Each timed operation writes one half (first, second, first, ...): over a loop of two or more
+    both halves hold the bytes, so a check after the whole loop passes; a check after each
+    operation does not. Its own `verify` (a fuller path, as storage's every-request one) is sound."""
+    copy, calls = Copy(), {"n": 0}
+    half = copy.src.size // 2
+
+    def alternating():
+        calls["n"] += 1
+        part = slice(0, half) if calls["n"] % 2 else slice(half, None)
+        copy.dst[part] = copy.src[part]
+
+    def verify():
+        copy.reset()
+        copy.run()
+        copy.check()
+
+    with pytest.raises(IntegrityError, match="after operation 1 of"):
+        measure(workload(copy=copy, run=alternating, verify=verify), FAST)
+
+
+class Steps:
+    """A scripted clock shared by two workloads: each side's operation costs what its script says."""
+
+    def __init__(self, a_s, b_s):
+        self.scripts = {"a": list(a_s), "b": list(b_s)}
+        self.order = []
+
+    def timer(self, side):
+        steps = self
+
+        class SideTimer(ScriptedTimer):
+            def time(self, op, loops):
+                for _ in range(loops):
+                    op()
+                script = steps.scripts[side]
+                steps.order.append(side)
+                cost = script[min(self.calls, len(script) - 1)]
+                self.calls += 1
+                return cost * loops
+
+        return SideTimer([0.0])
+
+
+def paired(steps, settings=FAST):
+    a = workload(timer=steps.timer("a"), nbytes=1000)
+    a.pair = Pair({"strategy": "contiguous"}, workload(timer=steps.timer("b"), nbytes=1000))
+    return measure(a, settings)
+
+
+def test_a_pair_is_sampled_interleaved_and_its_ratio_taken_per_pair():
+    # the two sides drift together (a busy neighbour): each pair's ratio stays 0.5, the medians' would not
+    slow = [1e-3 * (1 + (i % 3)) for i in range(200)]
+    steps = Steps([2 * t for t in slow], slow)
+    m = paired(steps)
+    record = m.record()["paired"]
+    assert record["against"] == {"strategy": "contiguous"}
+    assert record["median"] == pytest.approx(0.5) and record["p10"] == pytest.approx(0.5)
+    assert record["p90"] == pytest.approx(0.5) and record["pairs"] == len(m.samples_s)
+    sampled = [s for s in steps.order[-2 * len(m.samples_s):]]
+    assert sampled[:4] == ["a", "b", "b", "a"]  # A B, B A: neither side always goes second
+
+
+def test_a_pair_whose_other_side_is_broken_fails_the_case():
+    a = workload()
+    a.pair = Pair({"strategy": "contiguous"}, workload(run=lambda: None))
+    with pytest.raises(IntegrityError, match="differs"):
+        measure(a, FAST)
+
+
+def test_sampling_goes_on_until_the_median_is_precise_enough():
+    # noisy at first, then steady: the rule keeps sampling past the minimum until ±1 % is reached
+    timer = ScriptedTimer([1e-3, 3e-3, 1e-3, 2e-3, 1e-3, 3e-3, 2e-3, 3e-3] + [1.5e-3] * 100)
+    m = measure(workload(timer=timer), Settings(samples=5, min_sample_s=0.0005, warmup_s=0, max_time_s=60))
+    assert m.stopped == "precision target reached"
+    assert m.precision is not None and m.precision <= 0.01 and len(m.samples_s) > 8
+    assert m.record()["precision"] == {"reached": m.precision, "target": 0.01, "samples": len(m.samples_s),
+                                       "stopped": "precision target reached"}
+
+
+def test_sampling_stops_when_the_time_budget_is_spent():
+    noisy = [1e-3 * (1 + (i % 5)) for i in range(1000)]  # never within ±1 %
+    m = measure(workload(timer=ScriptedTimer(noisy)), Settings(samples=5, min_sample_s=0.001, warmup_s=0,
+                                                                max_time_s=0.05))
+    assert m.stopped == "time budget (0.05 s) spent" and m.precision > 0.01
+    # the budget counts timed seconds: it stops where one more sample of the average length would pass it
+    timed = [s * m.loops for s in m.samples_s]
+    assert sum(timed) <= 0.05 + max(timed) and sum(timed) >= 0.05 - 2 * max(timed)
+
+
+def test_by_default_the_budget_is_what_the_minimum_samples_take():
+    """Without max_time_s a case samples as before the rule: `samples` samples, no more, and says why."""
+    noisy = [1e-3 * (1 + (i % 5)) for i in range(1000)]
+    m = measure(workload(timer=ScriptedTimer(noisy)), Settings(samples=7, min_sample_s=0.01, warmup_s=0))
+    assert len(m.samples_s) == 7 and m.stopped == "time budget (0.07 s) spent"
+
+
+def test_a_looser_target_stops_sooner():
+    script = [1e-3 * (1 + 0.02 * (i % 7)) for i in range(1000)]
+    loose = measure(workload(timer=ScriptedTimer(script)), Settings(samples=5, min_sample_s=0.001, warmup_s=0,
+                                                                    precision=0.05, max_time_s=60))
+    tight = measure(workload(timer=ScriptedTimer(script)), Settings(samples=5, min_sample_s=0.001, warmup_s=0,
+                                                                    precision=0.001, max_time_s=0.03))
+    assert loose.stopped == "precision target reached" and tight.stopped.startswith("time budget")
+    assert len(loose.samples_s) < len(tight.samples_s)
+
+
+def test_the_median_ci_uses_order_statistics():
+    assert relative_half_width([1.0] * 5) is None  # five samples cannot bound the median with 95 %
+    assert median_ci([3.0, 1.0, 2.0, 6.0, 5.0, 4.0]) == (1.0, 6.0)  # n = 6: min and max (96.9 %)
+    values = [float(x) for x in range(1, 101)]
+    lo, hi = median_ci(values)
+    assert (lo, hi) == (40.0, 61.0)  # the textbook ranks for n = 100
+    assert relative_half_width(values) == pytest.approx((61 - 40) / 2 / 50.5)

@@ -90,6 +90,29 @@ def test_the_kv_figure_plots_each_strategy_as_a_fraction_of_the_contiguous_copy_
     assert len(fig.axes[0].collections) >= 1  # the p10–p90 band
 
 
+def test_the_kv_figure_shows_the_ratio_each_case_measured_not_two_medians_taken_apart():
+    """Issue 24: a host strategy drawn at 1.9x one contiguous copy because the contiguous case was
+    timed while a neighbour ran. The strategy's own paired ratio (0.93) is what the figure shows;
+    a result without one is drawn from the medians and labelled unpaired."""
+    from kvbench.benches import get_bench
+
+    def r(strategy, gbps, block_tokens, paired=None):
+        params = get_bench("kv.restore").canonical_params({"model": "Llama-3.1-70B", "tokens": 1024,
+                                                           "block_tokens": block_tokens, "strategy": strategy})
+        return {"bench": "kv.restore", "params": params, "status": "ok", "metadata": {"paired": paired} if paired else {},
+                "gbps": {"median": gbps, "p10": gbps, "p90": gbps}}
+
+    paired = {"against": {"strategy": "contiguous"}, "median": 0.93, "p10": 0.91, "p90": 0.95, "pairs": 9}
+    results = [r("host", 9.5, 16, paired), r("contiguous", 5.0, 16), r("host", 9.0, 32), r("contiguous", 10.0, 32)]
+    frame = plots.kv_ratio_frame(results).set_index("block_tokens")
+    assert frame.loc[16, "ratio"] == 0.93 and frame.loc[16, "paired"]
+    assert (frame.loc[16, "p10"], frame.loc[16, "p90"]) == (0.91, 0.95)
+    assert frame.loc[32, "ratio"] == pytest.approx(0.9) and not frame.loc[32, "paired"]
+    fig = plots.kv_strategies(results)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any("unpaired" in label for label in labels)
+
+
 def test_history_draws_each_case_with_its_levels():
     from datetime import UTC, datetime, timedelta
 

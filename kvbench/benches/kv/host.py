@@ -1,5 +1,10 @@
 """KV transfers between host buffers with the host executors (`host`, `host-numpy`, and the
-`contiguous` ceiling), checked descriptor by descriptor against the source."""
+`contiguous` ceiling), checked descriptor by descriptor against the source.
+
+A fragmented strategy is paired with the ceiling: one contiguous copy of the same bytes, between
+the same buffers, timed interleaved with it in the same case, so its ratio to one contiguous copy
+is measured per pair of samples (metadata `paired`), never divided between two cases timed apart.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +19,12 @@ from kvbench.executors.registry import get_executor
 from kvbench.hardware.path import Segment
 from kvbench.kv.check import first_mismatch
 from kvbench.kv.descriptors import DescriptorList
-from kvbench.measure.engine import Workload
+from kvbench.measure.engine import Pair, Workload
 from kvbench.memory.kinds import allocate
 from kvbench.memory.pattern import fill_pattern, poison
+
+
+CEILING = "contiguous"  # the executor a fragmented host strategy is paired with
 
 
 def unavailable_reason(params: dict[str, Any], direction: str) -> str | None:
@@ -47,13 +55,24 @@ def prepare(case: KVCase) -> Prepared:
         dst = stack.enter_context(allocate(params["dst"], dst_bytes))
         fill_pattern(src.host_array, seed=params["seed"] + 1)
         run = executor.bind(src, dst, descriptors, params["concurrency"])
+        whole = DescriptorList.contiguous(descriptors.total_bytes)
+        # the ceiling beside a fragmented strategy: the same bytes as one copy, between the same buffers
+        ceiling = None if executor.ceiling else get_executor(CEILING).bind(src, dst, whole, params["concurrency"])
         cleanup = stack.pop_all()
 
-    def check() -> None:
-        row = first_mismatch(descriptors, src.host_array, dst.host_array)
-        if row is not None:
-            raise IntegrityError(f"descriptor {row} of {len(descriptors)} landed wrong")
+    def checker(rows: DescriptorList):
+        def check() -> None:
+            row = first_mismatch(rows, src.host_array, dst.host_array)
+            if row is not None:
+                raise IntegrityError(f"descriptor {row} of {len(rows)} landed wrong")
 
-    workload = Workload(descriptors.total_bytes, run, lambda: poison(dst.host_array), check)
+        return check
+
+    def reset() -> None:
+        poison(dst.host_array)
+
+    workload = Workload(descriptors.total_bytes, run, reset, checker(descriptors))
+    if ceiling is not None:
+        workload.pair = Pair({"strategy": CEILING}, Workload(whole.total_bytes, ceiling, reset, checker(whole)))
     metadata = {**case.layout, "fragments": fragments, "buffers": {"src": src.describe(), "dst": dst.describe()}}
     return Prepared(workload, metadata, cleanup.close, lambda m: rates(params["tokens"], fragments, m))
