@@ -19,6 +19,10 @@ def test_each_crosscheck_runs_from_the_command_line(tmp_path, args, shown):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert shown in proc.stdout and "Traceback" not in proc.stderr
     assert "GB/s" in proc.stdout
+    if args[0] == "storage":  # the directory and the filesystem it measured are named
+        from kvbench.memory.files import mount_of
+
+        assert str(tmp_path) in proc.stdout and f"on {mount_of(str(tmp_path))['fstype']} " in proc.stdout
 
 
 def test_version_is_an_option_too():

@@ -91,3 +91,19 @@ def test_text_from_an_imported_export_is_inert_in_markdown(tmp_path):
     assert "a \\| b \\<img" in row and "second line" in row
     header = next(line for line in md.splitlines() if line.startswith("| run | benchmark"))
     assert len(row.replace("\\|", "").split("|")) == len(header.split("|"))
+
+
+def test_plot_says_why_a_run_gives_no_figure(tmp_path):
+    figure = str(tmp_path / "f.png")
+    proc = run_cli("plot", str(QUICK), "--bench", "hbm.read", "-o", figure)
+    assert proc.returncode == 2 and "has no hbm.read result (it ran dram.copy" in proc.stderr, proc.stderr
+    doc = json.loads(QUICK.read_text())
+    for result in doc["results"]:
+        result.update(status="skipped", reason="no room in /dev/shm", gbps=None, seconds=None, efficiency=None)
+    skipped = tmp_path / "skipped.json"
+    skipped.write_text(json.dumps(doc))
+    proc = run_cli("plot", str(skipped), "--bench", "dram.copy", "-o", figure)
+    assert proc.returncode == 2 and "measured no dram.copy case" in proc.stderr and "no room in /dev/shm" in proc.stderr
+    assert "sweep" not in proc.stderr
+    proc = run_cli("plot", str(QUICK), "--bench", "dram.cpy", "-o", figure)
+    assert proc.returncode == 2 and "did you mean 'dram.copy'" in proc.stderr

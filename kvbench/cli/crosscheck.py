@@ -33,14 +33,23 @@ def crosscheck_storage(
     api: Annotated[str, typer.Option(help="engine on both sides: aio (fio libaio) | uring (fio io_uring)")] = "aio",
 ) -> None:
     """fio next to kvbench storage.read through NIXL POSIX: same directory, sizes, depth, engine, O_DIRECT."""
+    import tempfile
+    from pathlib import Path
+
     from kvbench.crosscheck.storage import crosscheck_storage as run_crosscheck
+    from kvbench.memory.files import mount_of
     from kvbench.report.crosscheck import render
     from kvbench.units import parse_size
 
     if api not in ("aio", "uring"):
         raise BadInput(f"bad --api '{api}': choose aio or uring")
-    figures = run_crosscheck(parse_size(io_size, "io_size"), depth, parse_size(file_size, "file_size"), path, api)
-    render(out, figures, f"storage.read crosscheck ({io_size}, depth {depth}, {api}, GB/s = 1e9 B/s)", goal=0.90)
+    directory = path or tempfile.gettempdir()
+    if not Path(directory).is_dir():
+        raise BadInput(f"bad --path '{directory}': not a directory")
+    mount = mount_of(directory)  # the same number means little on tmpfs, overlay or an NVMe: say which it was
+    figures = run_crosscheck(parse_size(io_size, "io_size"), depth, parse_size(file_size, "file_size"), directory, api)
+    render(out, figures, f"storage.read crosscheck ({io_size}, depth {depth}, {api}, in {directory} on "
+           f"{mount['fstype']} {mount['device']} mounted at {mount['mount']}, GB/s = 1e9 B/s)", goal=0.90)
 
 
 @crosscheck_app.command("pcie")

@@ -48,15 +48,17 @@ def plot(
     db: DbOption = None,
 ) -> None:
     """One figure for a slide: rate vs size for a benchmark, or KV strategies vs block size for kv.restore."""
+    from kvbench.benches.registry import get_bench
     from kvbench.report import plots
 
+    get_bench(bench)  # an unknown id is bad input, with the closest one suggested
     if not output.endswith((".png", ".svg")):
         raise BadInput(f"bad --output '{output}': use a .png or .svg file")
     check_writable(output, "--output", db, [run_ref])
     (doc,) = documents([run_ref], db)
     fig = plots.kv_strategies(doc["results"]) if bench == "kv.restore" else plots.bandwidth_vs_size(doc["results"], bench)
     if fig is None:
-        raise BadInput(f"run {doc['run']['id']} has nothing to draw for {bench} (needs a size or block_tokens sweep)")
+        raise BadInput(_nothing_to_draw(doc, bench))
     write_text(plots.figure_bytes(fig, output.rsplit(".", 1)[-1]), output)
 
 
@@ -77,3 +79,16 @@ def export(
     check_writable(output, "--output", db, [run_ref])
     (doc,) = documents([run_ref], db)
     write_text(json.dumps(makers[fmt](doc), indent=2, default=str) + "\n", output)
+
+
+def _nothing_to_draw(doc: dict, bench: str) -> str:
+    """Why a run gives no figure for `bench`: no such result, none measured (with the first reason), or no sweep."""
+    run_id, mine = doc["run"]["id"], [r for r in doc["results"] if r["bench"] == bench]
+    if not mine:
+        ran = sorted({r["bench"] for r in doc["results"]})
+        return f"run {run_id} has no {bench} result (it ran {', '.join(ran) or 'nothing'}); pick one with --bench"
+    if not any(r["status"] == "ok" for r in mine):
+        first = mine[0]
+        return (f"run {run_id} measured no {bench} case: {len(mine)} {first['status']}"
+                + (f" ({first['reason']})" if first.get("reason") else ""))
+    return f"run {run_id} has nothing to draw for {bench}: the figure needs a size or block_tokens sweep"

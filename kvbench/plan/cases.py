@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 from dataclasses import dataclass
@@ -105,7 +106,10 @@ def plan(sweeps: list[BenchSweep], only: list[str] | None = None, overrides: dic
             selected.append(BenchSweep(id=bench_id))
     for name in overrides or {}:
         if not any(name in get_bench(s.id).params for s in selected):
-            raise BadInput(f"--set {name}: no selected benchmark takes a parameter '{name}'")
+            known = {p for s in selected for p in get_bench(s.id).params}
+            close = difflib.get_close_matches(name, sorted(known), n=1)  # as a suite file's typo is answered
+            hint = f"; did you mean '{close[0]}'?" if close else f" (they take: {', '.join(sorted(known))})"
+            raise BadInput(f"--set {name}: no selected benchmark takes a parameter '{name}'{hint}")
     total = sum(combinations(sweep, overrides) for sweep in selected)
     if total > max_cases:
         raise BadInput(f"the selection expands to {total:,} cases, more than {max_cases:,}: narrow the sweep, or "

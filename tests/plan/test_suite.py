@@ -37,7 +37,7 @@ def test_a_selected_bench_not_in_the_suite_runs_with_defaults():
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"only": ["dram.cpy"]}, "unknown benchmark 'dram.cpy'; did you mean 'dram.copy'"),
-    ({"overrides": {"sise": "1MiB"}}, "no selected benchmark takes a parameter 'sise'"),
+    ({"overrides": {"sise": "1MiB"}}, "no selected benchmark takes a parameter 'sise'; did you mean 'size'"),
     ({"overrides": {"size": "12XB"}}, "bad size '12XB'"),
 ])
 def test_bad_selection_is_named(kwargs, message):
