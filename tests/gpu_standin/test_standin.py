@@ -202,3 +202,22 @@ def test_a_load_records_how_many_of_its_launches_ran_beside_timed_copies(standin
     load = result.metadata["load"]
     assert load["copy_windows"] > 0 and 0 <= load["launches_in_copy_windows"] <= load["launches"]
     assert (load["kernel_under_load_ms"] is None) is (load["launches_in_copy_windows"] == 0)
+
+
+@pytest.mark.parametrize("strategy", ["ce-loop", "ce-graph", "ce-batch", "sm-gather", "staged"])
+def test_a_cuda_kv_strategy_measures_its_ratio_to_one_contiguous_copy_in_the_same_case(standin, strategy):
+    """gpu-contiguous runs interleaved with the strategy on its buffers, stream and clock; the ratio per
+    pair of samples is what the KV figure and kv-gpu-best-vs-contiguous read (docs/measurement.md)."""
+    result = run("kv.restore", **KV, strategy=strategy)
+    assert result.status == "ok", result.reason
+    paired = result.to_row()["extra"]["paired"]
+    assert paired["against"] == {"strategy": "gpu-contiguous"}
+    assert paired["pairs"] == len(result.measurement.samples_s) and paired["p10"] <= paired["median"] <= paired["p90"]
+
+
+def test_a_gpu_ceiling_that_copies_nothing_fails_the_fragmented_case(standin, monkeypatch):
+    from kvbench.executors.cuda_kv import GpuContiguous
+
+    monkeypatch.setattr(GpuContiguous, "_bind", lambda self, *args: lambda: None)
+    result = run("kv.restore", **KV, strategy="ce-graph")
+    assert result.status == "failed" and "gpu-contiguous" in result.reason, result.reason

@@ -1,5 +1,10 @@
 """KV restore from pinned host memory into GPU memory with the CUDA strategies (executors of family
-`cuda`, kvbench/executors/cuda_kv.py), checked fragment by fragment against the source."""
+`cuda`, kvbench/executors/cuda_kv.py), checked fragment by fragment against the source.
+
+A fragmented strategy is paired with `gpu-contiguous` (one cudaMemcpyAsync of the same bytes,
+between the same buffers, on the same stream), timed interleaved with it on the same clock: CUDA
+events for an event-timed strategy, the host clock (ending in a synchronize) for a host-timed one.
+Its ratio to one contiguous copy is then measured per pair of samples (docs/measurement.md)."""
 
 from __future__ import annotations
 
@@ -20,10 +25,13 @@ from kvbench.hardware.path import Segment
 from kvbench.kv.check import first_mismatch
 from kvbench.kv.descriptors import DescriptorList
 from kvbench.measure.cuda_timer import CudaEventTimer
-from kvbench.measure.engine import Workload
+from kvbench.measure.engine import Pair, Workload
 from kvbench.measure.timer import MonotonicTimer
 from kvbench.memory.kinds import allocate, parse_kind
 from kvbench.memory.pattern import fill_pattern
+
+
+CEILING = "gpu-contiguous"  # the executor a fragmented CUDA strategy is paired with
 
 
 def unavailable_reason(params: dict[str, Any], direction: str) -> str | None:
@@ -77,9 +85,33 @@ def _build_in(case: KVCase, gpu: int, stack: ExitStack) -> Prepared:
         if row is not None:
             raise IntegrityError(f"{executor.name}: fragment {row} of {len(descriptors)} landed wrong on the GPU")
 
+    workload = Workload(descriptors.total_bytes, run, reset, check, timer)
+    if not executor.ceiling:
+        workload.pair = _ceiling_pair(case, executor.host_timed, src, dst, stream, gpu, reset)
+
     def derive(m) -> dict[str, Any]:
         return {**rates(params["tokens"], len(descriptors), m), **probe.facts()}
 
     metadata = {**case.layout, "fragments": len(descriptors), "timer": timer.name, "gpu": gpu,
                 "buffers": {"src": src.describe(), "dst": dst.describe()}}
-    return Prepared(Workload(descriptors.total_bytes, run, reset, check, timer), metadata, derive=derive)
+    return Prepared(workload, metadata, derive=derive)
+
+
+def _ceiling_pair(case: KVCase, host_timed: bool, src, dst, stream, gpu: int, reset) -> Pair:
+    """`gpu-contiguous` on the case's buffers and stream, on the case's clock."""
+    whole = DescriptorList.contiguous(case.descriptors.total_bytes)
+    copy = get_executor(CEILING).bind(src, dst, whole, stream=stream)
+    if host_timed:  # the case's operation ends in a synchronize on the host clock: so does the ceiling's
+        def run() -> None:
+            copy()
+            stream.synchronize()
+    else:
+        run = copy
+    timer = MonotonicTimer() if host_timed else CudaEventTimer(stream, gpu, copies_per_op=1)
+
+    def check() -> None:
+        stream.synchronize()
+        if first_mismatch(whole, src.host_array, dst.device_array.get()) is not None:
+            raise IntegrityError(f"{CEILING}: the contiguous copy beside the strategy landed wrong on the GPU")
+
+    return Pair({"strategy": CEILING}, Workload(whole.total_bytes, run, reset, check, timer))
