@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kvbench.errors import CheckFailed
+
 PASS, FAIL, INCOMPLETE = "PASS", "FAIL", "INCOMPLETE"
 EXIT_STATUS = {PASS: 0, FAIL: 1, INCOMPLETE: 3}
 
@@ -41,3 +43,27 @@ def decide(failed: Sequence[str], incomplete: Sequence[str], passed: Sequence[st
     if incomplete:
         return Overall(INCOMPLETE, tuple(incomplete))
     return Overall(PASS, tuple(passed))
+
+
+class Concluded(CheckFailed):
+    """A command that ends on a FAIL or INCOMPLETE verdict: the CLI prints `overall.line` as its last
+    line and exits with its status (1 or 3)."""
+
+    def __init__(self, overall: Overall) -> None:
+        super().__init__("; ".join(overall.reasons) or overall.word)
+        self.overall = overall
+        self.exit_code = overall.exit_status()
+
+
+def run_overall(statuses: Sequence[str], failed: int, label: str) -> Overall:
+    """A run's verdict from its cases' statuses (`failed`: failed cases over all its repeats): FAIL
+    where a case failed (an integrity failure above all), INCOMPLETE where nothing was measured
+    (every case skipped: a GPU suite on a host whose driver broke), else PASS — every case that
+    could run here ran ok."""
+    ok = sum(s == "ok" for s in statuses)
+    if failed:
+        return Overall(FAIL, (f"{label}: {failed} case(s) failed",))
+    if not ok:
+        return Overall(INCOMPLETE, (f"{label} measured nothing: " + (
+            f"all {len(statuses)} case(s) skipped" if statuses else "no case"),))
+    return Overall(PASS, (f"{label}: {ok} case(s) ok",))

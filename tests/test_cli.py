@@ -35,6 +35,24 @@ def test_run_quick_writes_the_json_contract(tmp_path):
     assert "dram.copy" in proc.stderr  # the table went to stderr, keeping stdout pure JSON
 
 
+
+def test_a_run_that_measured_nothing_exits_3_and_its_table_ends_with_the_counts(tmp_path):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"  # a case that skips on every host: host copies of pinned memory
+    proc = run_cli("run", "--bench", "kv.restore", "--set", "strategy=host", "--set", "src=pinned", "--db", db)
+    assert proc.returncode == 3, proc.stderr
+    assert "0 ok · 0 failed · 1 skipped (reasons: src=pinned: strategy 'host' moves host memory only)" in proc.stdout
+    assert proc.stderr.strip().splitlines()[-1] == "INCOMPLETE: run 1 measured nothing: all 1 case(s) skipped"
+
+
+def test_a_run_whose_runnable_cases_all_ran_ok_exits_0_beside_a_skipped_one(tmp_path):
+    suite = tmp_path / "mixed.toml"
+    suite.write_text('name = "mixed"\n[settings]\nsamples = 5\nmin_sample_s = 0.002\n'
+                     '[[bench]]\nid = "dram.copy"\nparams = { size = "1MiB", primitive = "memcpy" }\n'
+                     '[[bench]]\nid = "kv.restore"\nparams = { strategy = "host", src = "pinned" }\n')
+    proc = run_cli("run", "--suite", str(suite), "--db", f"sqlite:///{tmp_path / 'k.sqlite'}")
+    assert proc.returncode == 0, proc.stderr
+    assert "1 ok · 0 failed · 1 skipped (reasons: src=pinned:" in proc.stdout
+
 def test_results_reads_back_in_every_format(tmp_path, tiny_suite):
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
     assert run_cli("run", "--suite", str(tiny_suite), "--db", db).returncode == 0

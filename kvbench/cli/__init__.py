@@ -15,6 +15,7 @@ from kvbench.cli import host, run, judge, analysis, decide, reports, crosscheck 
 from kvbench.cli.app import app
 from kvbench.cli.common import err
 from kvbench.errors import BadInput, CheckFailed, one_line
+from kvbench.overall import Concluded
 
 # What SQLite says of a file whose pages are damaged, wherever a query first meets one.
 _DAMAGED = ("malformed", "file is not a database", "disk image")
@@ -36,6 +37,9 @@ def main() -> None:
         host_label()  # a bad KVBENCH_HOST_ID is refused before any command creates anything
         code = app(standalone_mode=False)  # a typer.Exit comes back as its exit status here
         sys.stdout.flush()  # a full disk under a redirected stdout is met here, not at exit
+    except Concluded as exc:  # a verdict: its line is the last, the word first
+        err.print(one_line(exc.overall.line), markup=False, highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
     except (BadInput, CheckFailed) as exc:
         prefix = "kvbench: error: " if isinstance(exc, BadInput) else "kvbench: "
         err.print(one_line(f"{prefix}{exc}"), markup=False, highlight=False, soft_wrap=True)

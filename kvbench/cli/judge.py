@@ -26,6 +26,7 @@ from kvbench.cli.common import (
     write_text,
 )
 from kvbench.errors import BadInput, CheckFailed
+from kvbench.overall import FAIL, Concluded
 
 
 @app.command()
@@ -64,8 +65,8 @@ def accept(
     if run_ref is None:
         try:
             run_ref = str(run_and_show(RunRequest(suite=suite, tags={"purpose": "acceptance"}, db=db), None))
-        except CheckFailed as exc:  # still judged and written out: a failed case is a FAIL of its rule
-            cases_failed, run_ref = str(exc), "latest"
+        except Concluded as exc:  # still judged and written out: a failed case is a FAIL of its rule
+            cases_failed, run_ref = (str(exc) if exc.overall.word == FAIL else None), "latest"
     (doc,) = documents([run_ref], db)
     facts = (doc.get("host") or {}).get("facts")
     verdicts = judge(doc, rules_files or rules_for_host(gpus_to_match(facts, host_profile)))

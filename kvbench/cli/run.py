@@ -20,7 +20,8 @@ from kvbench.cli.common import (
     this_host_ids,
     write_text,
 )
-from kvbench.errors import BadInput, CheckFailed
+from kvbench.errors import BadInput
+from kvbench.overall import PASS, Concluded, run_overall
 
 
 def write_run_json(store, run_id: int, target: str) -> None:
@@ -31,11 +32,12 @@ def write_run_json(store, run_id: int, target: str) -> None:
 
 def run_and_show(request, json_out: str | None, repeat: int = 1) -> int:
     """Run `request` (suite_run.RunRequest) `repeat` times, print the last run's table (and the
-    spread between the runs), write its JSON; returns its run id. A signal ends the process with
-    the shell's status for it; failed cases raise CheckFailed."""
+    spread between the runs) ending in `N ok · N failed · N skipped (reasons: …)`, write its JSON;
+    returns its run id. A signal ends the process with the shell's status for it; a failed case
+    raises `Concluded` FAIL (exit 1), a run that measured nothing `Concluded` INCOMPLETE (exit 3)."""
     from kvbench.benches.describe import describe_params
     from kvbench.interrupts import Interrupted
-    from kvbench.report.table import results_table
+    from kvbench.report.table import results_table, status_line
     from kvbench.suite_repeat import run_repeated
     from kvbench.suite_run import run_suite
 
@@ -48,17 +50,19 @@ def run_and_show(request, json_out: str | None, repeat: int = 1) -> int:
         raise typer.Exit(exc.exit_code) from None
     store, run_id = outcomes[-1].store, outcomes[-1].run_id
     show = err if json_out == "-" else out
-    run_row = store.run(run_id)
-    show.print(results_table(store.results(run_id), describe_params,
+    run_row, rows = store.run(run_id), store.results(run_id)
+    show.print(results_table(rows, describe_params,
                              title=f"run {run_id} · {run_row['suite'] or 'ad hoc'} · {store.url} · GB/s = 1e9 B/s"))
+    show.print(status_line(rows), markup=False, highlight=False, soft_wrap=True)
     if repeat > 1:
         show_repeats(store, [o.run_id for o in outcomes], show)
     if json_out:
         write_run_json(store, run_id, json_out)
     failed = sum(o.failed for o in outcomes)
-    if failed:
-        runs = ", ".join(str(o.run_id) for o in outcomes if o.failed)
-        raise CheckFailed(f"run {runs}: {failed} case(s) failed")
+    runs = ", ".join(str(o.run_id) for o in outcomes if o.failed) if failed else str(run_id)
+    overall = run_overall([r["status"] for r in rows], failed, f"run {runs}")
+    if overall.word != PASS:  # 1 when a case failed, 3 when nothing was measured
+        raise Concluded(overall)
     return run_id
 
 
@@ -92,7 +96,8 @@ def run(
                                         "process, as N runs; shows the spread between them (--json: the last run)")]
     = 1,
 ) -> None:
-    """Run a suite (or some benchmarks) and store every sample."""
+    """Run a suite (or some benchmarks) and store every sample. Exit 0 when every case that could run here ran ok,
+    1 when a case failed, 3 when nothing was measured (every case skipped)."""
     from kvbench.benches.params import coerce_text
     from kvbench.suite_run import RunRequest
 

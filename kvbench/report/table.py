@@ -64,6 +64,21 @@ def paired_note(extra: dict[str, Any]) -> list[str]:
     return [f"{p['median']:.2f}× {against} (paired, p10–p90 {p['p10']:.2f}–{p['p90']:.2f})"]
 
 
+def status_line(rows: list[dict[str, Any]], most: int = 4) -> str:
+    """A run table's closing line: `N ok · N failed · N skipped (reasons: …)`, each distinct skip
+    reason once with its count, the commonest first (at most `most`, then how many more)."""
+    count = {s: sum(r["status"] == s for r in rows) for s in ("ok", "failed", "skipped")}
+    reasons: dict[str, int] = {}
+    for r in rows:
+        if r["status"] == "skipped":
+            reasons[r.get("reason") or "no reason recorded"] = reasons.get(r.get("reason") or "no reason recorded", 0) + 1
+    listed = [f"{why}{f' ×{n}' if n > 1 else ''}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])]
+    if len(listed) > most:
+        listed = listed[:most] + [f"{len(listed) - most} more"]
+    line = f"{count['ok']} ok · {count['failed']} failed · {count['skipped']} skipped"
+    return line + (f" (reasons: {'; '.join(listed)})" if listed else "")
+
+
 def _short_source(row: dict[str, Any]) -> str:
     source = row.get("peak_source") or "-"
     return source.split(";")[0]
