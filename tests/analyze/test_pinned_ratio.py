@@ -27,3 +27,16 @@ def test_only_copy_engine_cases_run_both_ways_are_paired():
                copy("pageable", 20.0, backend="torch")]
     (row,) = pageable_vs_pinned(results)
     assert row.backend == "torch" and row.ratio == pytest.approx(0.5)
+
+
+def test_the_ratio_a_pageable_case_measured_against_its_pinned_twin_is_the_one_shown():
+    """Divided, two medians timed apart say 0.25 (the pinned case ran in a quiet moment); the pageable
+    case's own pairs say 0.45. A pageable case alone, paired, still has its row."""
+    paired = {"against": {"memory": "pinned"}, "median": 0.45, "p10": 0.43, "p90": 0.47, "pairs": 9,
+              "against_gbps": {"median": 48.0}}
+    results = [copy("pinned", 80.0), {**copy("pageable", 20.0), "metadata": {"paired": paired}},
+               {**copy("pageable", 21.0, bench="pcie.d2h"), "metadata": {"paired": paired}}]
+    d2h, h2d = pageable_vs_pinned(results)
+    assert h2d.paired and h2d.ratio == 0.45 and h2d.pinned_gbps == 80.0
+    assert d2h.paired and d2h.ratio == 0.45 and d2h.pinned_gbps == 48.0  # the twin's rate where no pinned case ran
+    assert not pageable_vs_pinned([copy("pinned", 80.0), copy("pageable", 20.0)])[0].paired

@@ -221,3 +221,26 @@ def test_a_gpu_ceiling_that_copies_nothing_fails_the_fragmented_case(standin, mo
     monkeypatch.setattr(GpuContiguous, "_bind", lambda self, *args: lambda: None)
     result = run("kv.restore", **KV, strategy="ce-graph")
     assert result.status == "failed" and "gpu-contiguous" in result.reason, result.reason
+
+
+@pytest.mark.parametrize("bench", ["pcie.h2d", "pcie.d2h"])
+def test_a_pageable_copy_measures_its_ratio_to_pinned_in_the_same_case(standin, bench):
+    result = run(bench, size="1MiB", memory="pageable")
+    assert result.status == "ok", result.reason
+    paired = result.to_row()["extra"]["paired"]
+    assert paired["against"] == {"memory": "pinned"} and paired["pairs"] == len(result.measurement.samples_s)
+
+
+def test_a_pinned_twin_that_copies_nothing_fails_the_pageable_case(standin, monkeypatch):
+    import kvbench.benches.pcie as pcie
+
+    real = pcie._pinned_twin
+
+    def broken(*args):
+        pair = real(*args)
+        pair.workload.run = lambda: None
+        return pair
+
+    monkeypatch.setattr(pcie, "_pinned_twin", broken)
+    result = run("pcie.h2d", size="1MiB", memory="pageable")
+    assert result.status == "failed" and "pinned copy beside the pageable one" in result.reason, result.reason

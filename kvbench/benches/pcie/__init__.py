@@ -32,7 +32,7 @@ from kvbench.benches.under_load import LOAD, refuse_load, with_load
 from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.path import Segment
 from kvbench.measure.cuda_timer import CudaEventTimer
-from kvbench.measure.engine import Workload
+from kvbench.measure.engine import Pair, Workload
 from kvbench.measure.timer import MonotonicTimer
 from kvbench.memory.cuda_memory import check_gpu
 from kvbench.memory.host import check_fits
@@ -212,7 +212,37 @@ class _Pcie(Benchmark):
                     "bytes_counted": "sum of both directions" if bidir else "one direction"}
 
         bytes_per_op = size * (2 if bidir else 1)
-        return Prepared(Workload(bytes_per_op, run, reset, check, timer), metadata, derive=derive)
+        workload = Workload(bytes_per_op, run, reset, check, timer)
+        if pageable and not bidir and engine == "ce":  # what page-locking buys, measured in this case
+            workload.pair = _pinned_twin(self.direction, size, gpu, device, stream, stack)
+        return Prepared(workload, metadata, derive=derive)
+
+
+def _pinned_twin(direction: str, size: int, gpu: int, device, stream, stack: ExitStack) -> Pair:
+    """The same copy from a pinned buffer of the same size into the same GPU buffer, on the same
+    stream, timed as a pinned case is (CUDA events): the pageable case's ratio to pinned, per pair
+    of samples (docs/measurement.md)."""
+    cp = cupy_module()
+    pinned, _ = host_buffer("pinned", size)
+    stack.enter_context(pinned)
+    p_arr, h2d = pinned.host_array, direction == "h2d"
+    fill_pattern(p_arr, seed=3)  # the bytes the pageable buffer holds, so the GPU buffer's check is the same
+    pattern = np.empty(size, dtype=np.uint8)
+    fill_pattern(pattern, seed=5)
+    dst, src = (device.data.ptr, pinned.address) if h2d else (pinned.address, device.data.ptr)
+
+    def run() -> None:
+        cp.cuda.runtime.memcpyAsync(dst, src, size, H2D if h2d else D2H, stream.ptr)
+
+    def reset() -> None:
+        poison_between_copies(gpu, device[:size] if h2d else p_arr)
+
+    def check() -> None:
+        cp.cuda.Device(gpu).synchronize()
+        if not np.array_equal(device[:size].get() if h2d else p_arr, p_arr if h2d else pattern):
+            raise IntegrityError(f"pinned copy beside the pageable one: {'GPU' if h2d else 'host'} buffer differs")
+
+    return Pair({"memory": "pinned"}, Workload(size, run, reset, check, CudaEventTimer(stream, gpu)))
 
 
 def bidir_rates(size: int, window_s: float, loops: int, h2d_s: float, d2h_s: float,
