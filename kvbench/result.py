@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvbench.hardware.peaks import Peak
+from kvbench.hardware.peaks import Peak, above_peak, above_peak_warning
 from kvbench.measure.measurement import Measurement
 from kvbench.records import STATS, Status
 
@@ -41,8 +41,8 @@ class Result:
         out = list(self.measurement.warnings) if self.measurement else []
         if self.metadata.get("warning"):
             out.append(self.metadata["warning"])
-        if self.efficiency is not None and self.efficiency > 1.0:
-            out.append(f"above 100% of peak ({self.efficiency:.0%}): a measurement bug, not a result")
+        if above_peak(self.efficiency):
+            out.append(above_peak_warning(self.efficiency))
         return out
 
     def to_row(self) -> dict[str, Any]:

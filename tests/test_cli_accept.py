@@ -79,3 +79,33 @@ def test_host_profile_writes_this_host_s_inventory_and_it_passes_here(tmp_path):
     assert inventory and all("PASS" in line for line in inventory), proc.stdout
     bad = run_cli("accept", "--run", "latest", "--db", db, "--profile", "no-such-profile")
     assert bad.returncode == 2 and "unknown profile 'no-such-profile'" in bad.stderr
+
+
+def test_an_integrity_failed_case_fails_its_rules_in_table_json_and_junit_stored_or_exported(tmp_path):
+    import sqlalchemy as sa
+
+    path = tmp_path / "k.sqlite"
+    db = f"sqlite:///{path}"
+    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db).returncode == 0
+    engine = sa.create_engine(db)
+    with engine.begin() as conn:  # the fragmented case's bytes did not verify
+        conn.execute(sa.text("UPDATE result SET status = 'failed', reason = 'integrity: destination differs at "
+                             "byte 4096' WHERE params LIKE '%4096%'"))
+    engine.dispose()
+    rules = tmp_path / "rules.toml"
+    rules.write_text('name = "t"\n[[rule]]\nid = "floor"\nbench = "dram.copy"\nmin = { value = 1, unit = "MB/s" }\n'
+                     '[[rule]]\nid = "spread"\nbench = "dram.copy"\nspread = { over = "fragment", max = 0.9 }\n')
+    export = tmp_path / "export.json"
+    assert run_cli("export", "latest", "--format", "json", "-o", str(export), "--db", db).returncode == 0
+    for ref in ("latest", str(export)):
+        junit = tmp_path / "a.xml"
+        proc = run_cli("accept", "--run", ref, "--rules", str(rules), "--db", db, "--junit", str(junit),
+                       "--json", str(tmp_path / "a.json"))
+        assert proc.returncode == 1, proc.stderr
+        assert last_line(proc).startswith("FAIL: 2 case(s) failed 2 acceptance rule(s): floor, spread")
+        doc = json.loads((tmp_path / "a.json").read_text())
+        failed = {v["rule"]: v for v in doc["verdicts"] if v["verdict"] == "FAIL"}
+        assert set(failed) == {"floor", "spread"} and "differs at byte 4096" in failed["spread"]["why"]
+        assert "FAIL" in proc.stdout and "differs at byte 4096" in proc.stdout
+        failures = [c.get("name") for c in ET.parse(junit).getroot().findall("testcase") if c.find("failure") is not None]
+        assert any(n.startswith("floor [") for n in failures) and any(n.startswith("spread [") for n in failures)

@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kvbench.analyze.accept_rules import (  # noqa: F401  (load_rules, rules_for_host, applies: the rules' API)
-    ABOVE_PEAK_TOLERANCE,
     RATE_UNITS,
     Rule,
     RulesFile,
@@ -24,6 +23,7 @@ from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import canonical_subset, describe_params
 from kvbench.benches.registry import all_benches
 from kvbench.hardware.path import path_needs
+from kvbench.hardware.peaks import above_peak, above_peak_warning
 from kvbench.metadata import LINK, PCIE_REPLAY_DELTA, PER_GPU_GBPS
 
 
@@ -65,7 +65,56 @@ def _unjudged(doc: RunDocument, bench: str, params: dict[str, Any]) -> tuple[str
     return "SKIP", f"not run: {bench} is unavailable here — {reason}" if reason else "not run: the suite has no such case"
 
 
+def _bug(rule: Rule, case: str, threshold: str, results: list[dict[str, Any]]) -> Verdict:
+    """FAIL for a case judged on a result above its peak (ABOVE_PEAK_TOLERANCE): whatever the rule's
+    kind, a number the hardware cannot reach proves nothing but a bug."""
+    r = next(r for r in results if above_peak(r.get("efficiency")))
+    which = f" ({r.get('bench', rule.bench)} {_case(r.get('bench', rule.bench), r['params'])})" if len(results) > 1 else ""
+    return Verdict(rule.id, rule.bench, case, "FAIL", f"{r['efficiency']:.1%} of {r['peak_gbps']:.1f} GB/s", threshold,
+                   above_peak_warning(r["efficiency"]) + which)
+
+
+def _sides(rule: Rule) -> list[tuple[str, dict[str, Any]]]:
+    """(benchmark, parameters) of every group of cases a rule judges: its own, and a ratio's two sides
+    (a contest's list of values kept as a list)."""
+    groups = [(rule.bench, dict(rule.params))]
+    for side in (rule.ratio.of, rule.ratio.to) if rule.ratio else ():
+        named = side.get("bench", rule.bench)
+        groups += [(b, {**rule.params, **{k: v for k, v in side.items() if k != "bench"}})
+                   for b in (named if isinstance(named, list) else [named])]
+    return groups
+
+
+def _failed_cases(rule: Rule, doc: RunDocument) -> list[dict[str, Any]]:
+    """Every failed result among the cases a rule judges (either side of a ratio, any contestant)."""
+    out: list[dict[str, Any]] = []
+    for bench, params in _sides(rule):
+        listed = {k: {canonical_subset(bench, {k: v})[k] for v in values} for k, values in params.items()
+                  if isinstance(values, list)}
+        plain = {k: v for k, v in params.items() if k not in listed}
+        out += [r for r in _matching(doc, bench, plain) if r["status"] == "failed" and r not in out
+                and all(r["params"].get(k) in values for k, values in listed.items())]
+    return out
+
+
 def judge_rule(rule: Rule, doc: RunDocument) -> list[Verdict]:
+    """The rule's verdicts; whatever its kind, every failed case it covers is a FAIL of its own
+    (an integrity failure beside passing cases must not vanish into a PASS or a SKIP)."""
+    out = _judge_kind(rule, doc)
+    named = {v.case for v in out if v.verdict == "FAIL"} | {v.why.split(" failed: ")[0] for v in out
+                                                             if v.verdict == "FAIL" and " failed: " in v.why}
+    for r in _failed_cases(rule, doc):
+        case = _case(r["bench"], r["params"])
+        case = case if r["bench"] == rule.bench else f"{r['bench']} {case}"
+        if case not in named:
+            named.add(case)
+            threshold = out[0].threshold if out else ""
+            out.append(Verdict(rule.id, rule.bench, case, "FAIL", "-", threshold,
+                               f"failed: {r.get('reason') or 'no reason recorded'}"))
+    return out
+
+
+def _judge_kind(rule: Rule, doc: RunDocument) -> list[Verdict]:
     head = {"rule": rule.id, "bench": rule.bench}
     if rule.ratio is not None:
         return _judge_ratio(rule, doc)
@@ -89,11 +138,8 @@ def judge_rule(rule: Rule, doc: RunDocument) -> list[Verdict]:
                                why=f"{r['status']}: {r['reason']}"))
             continue
         rate = r["gbps"]["median"]
-        if r.get("efficiency") is not None and r["efficiency"] > 1 + ABOVE_PEAK_TOLERANCE:
-            out.append(Verdict(**head, case=case, verdict="FAIL", threshold=threshold,
-                               measured=f"{r['efficiency']:.1%} of {r['peak_gbps']:.1f} GB/s",
-                               why=f"above its peak by more than {ABOVE_PEAK_TOLERANCE:.0%}: a measurement bug, "
-                                   "not a result"))
+        if above_peak(r.get("efficiency")):
+            out.append(_bug(rule, case, threshold, [r]))
             continue
         if rule.min_fraction_of_peak is not None:
             if r["efficiency"] is None:
@@ -167,6 +213,10 @@ def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
         shown = {**of, **{k: top["params"][k] for k in contest}}
         best_of = f" (best of {', '.join(str(v) for values in listed.values() for v in values)})" if listed else ""
         case = f"{run}{_case(of_bench, rest(top))}: {label(of_bench, shown)}{best_of} / {label(to_bench, to)}"
+        sides = [top] + ([bottom] if bottom is not None else [])
+        if any(above_peak(r.get("efficiency")) for r in sides):
+            out.append(_bug(rule, case, threshold, sides))  # a ratio of two bugs can look fine
+            continue
         within = value >= ratio.min and (ratio.max is None or value <= ratio.max)
         out.append(Verdict(rule.id, rule.bench, case, "PASS" if within else "FAIL", measured, threshold, rule.why))
     if not out:
@@ -201,6 +251,9 @@ def _judge_spread(rule: Rule, doc: RunDocument) -> list[Verdict]:
         slowest_key = min(rates, key=rates.__getitem__)
         shortfall = 1 - rates[slowest_key] / fastest
         case = f"{_case(rule.bench, {k: v for k, v in members[0]['params'].items() if k != over})}: {over} " +             ", ".join(rates)
+        if any(above_peak(m.get("efficiency")) for m in members):
+            out.append(_bug(rule, case, threshold, members))  # a spread measured against a bug's rate
+            continue
         out.append(Verdict(rule.id, rule.bench, case, "PASS" if shortfall <= rule.spread.max else "FAIL",
                            f"{over}={slowest_key} {shortfall:.1%} below the fastest", threshold, rule.why))
     if not out:
@@ -224,6 +277,9 @@ def _judge_recorded(rule: Rule, doc: RunDocument) -> list[Verdict]:
     for r in found:
         meta = r.get("metadata") or {}
         case = _case(r["bench"], r["params"])
+        if above_peak(r.get("efficiency")):
+            out.append(_bug(rule, case, threshold, [r]))
+            continue
         if rule.link_at_max:
             link = meta.get(LINK)
             if not link:
@@ -249,13 +305,9 @@ def _judge_recorded(rule: Rule, doc: RunDocument) -> list[Verdict]:
 def rule_needs(rule: Rule) -> tuple[str, ...]:
     """The hardware the cases a rule judges cross ("gpu", "nic"), from their benchmarks' paths (the
     rule's parameters over the defaults; the first of a ratio's contestants)."""
-    groups = [(rule.bench, rule.params)]
-    for side in (rule.ratio.of, rule.ratio.to) if rule.ratio else ():
-        params = {k: (v[0] if isinstance(v, list) else v) for k, v in side.items() if k != "bench"}
-        named = side.get("bench", rule.bench)
-        groups.append((named[0] if isinstance(named, list) else named, {**rule.params, **params}))
     needs: set[str] = set()
-    for bench_id, params in groups:
+    for bench_id, params in _sides(rule):
+        params = {k: (v[0] if isinstance(v, list) else v) for k, v in params.items()}
         spec = all_benches().get(bench_id)
         try:
             needs |= path_needs(spec.path(spec.canonical_params(params))) if spec else set()

@@ -13,9 +13,6 @@ from kvbench.input_files import read_toml_file
 from kvbench.resources import suites_dir
 
 RATE_UNITS = {"MB/s": 1e-3, "GB/s": 1.0, "TB/s": 1e3}
-# A result above its spec peak by more than this is a measurement bug, never a pass: timer
-# resolution and a datasheet's rounding stay well inside it.
-ABOVE_PEAK_TOLERANCE = 0.02
 
 
 class Threshold(BaseModel):

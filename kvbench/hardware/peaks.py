@@ -21,6 +21,23 @@ class Peak:
     raw: bool = False
 
 
+# A result above its spec peak by more than this is a measurement bug, never a result nor a pass:
+# timer resolution and a datasheet's rounding stay well inside it. The one threshold for the run's
+# warning (result.py), the tables and report that show it, and every acceptance rule kind.
+ABOVE_PEAK_TOLERANCE = 0.02
+
+
+def above_peak(efficiency: float | None) -> bool:
+    """Whether a rate at `efficiency` (fraction of its peak) is above the peak beyond the tolerance."""
+    return efficiency is not None and efficiency > 1 + ABOVE_PEAK_TOLERANCE
+
+
+def above_peak_warning(efficiency: float) -> str:
+    """The words every surface uses for such a result."""
+    return (f"above its peak by more than {ABOVE_PEAK_TOLERANCE:.0%} ({efficiency:.1%} of peak): "
+            "a measurement bug, not a result")
+
+
 @functools.cache
 def peak_data() -> dict:
     with _DATA.open("rb") as f:
