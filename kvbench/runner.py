@@ -25,7 +25,7 @@ from kvbench.hardware.path import PathPeak, links_under_load, path_peak
 from kvbench.hosts import adopt_older_ids, stored_id
 from kvbench.interrupts import Interrupted
 from kvbench.lifecycle import owner, pid_namespace, reap
-from kvbench.measure.engine import Settings, measure
+from kvbench.measure.engine import Pair, Settings, measure
 from kvbench.metadata import CONTENTION
 from kvbench.plan.cases import Case
 from kvbench.result import Result
@@ -55,8 +55,11 @@ def git_state() -> tuple[str | None, bool | None]:
     return sha.stdout.strip(), bool(dirty.stdout.strip())
 
 
-def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callable[[], None] | None = None) -> Result:
-    """Measure one case; never raises for a case-level problem (it becomes skipped/failed)."""
+def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callable[[], None] | None = None,
+             pair: Callable[[], Pair] | None = None) -> Result:
+    """Measure one case; never raises for a case-level problem (it becomes skipped/failed). `pair`
+    builds another side to time interleaved with it (a peer tool's copy in a crosscheck): its ratio
+    is then recorded per pair of samples (metadata `paired`)."""
     bench = get_bench(case.bench)
     base = {"bench": case.bench, "params": case.params, "case_hash": case.case_hash}
     reason = bench.case_unavailable_reason(case.params)
@@ -68,6 +71,8 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
         return Result(**base, status="failed", reason=f"could not prepare: {type(exc).__name__}: {exc}",
                       metadata={"traceback": traceback.format_exc(limit=5)})
     try:
+        if pair is not None:  # inside the case's try: one that cannot be built fails the case, its buffers freed
+            prepared.workload.pair = pair()
         with contention.watch(_case_gpus(bench, case, facts)) as seen:  # around the timed part, not inside it
             measurement = measure(prepared.workload, settings, on_sample)
             derived = prepared.derive(measurement)  # while the case's buffers and requests still exist

@@ -1,17 +1,20 @@
-"""`kvbench crosscheck dram`: mbw MEMCPY / MCBLOCK and numpy copyto next to `dram.copy`."""
+"""`kvbench crosscheck dram`: mbw MEMCPY / MCBLOCK and numpy copyto next to `dram.copy` (numpy
+timed interleaved with it in one case: a paired ratio)."""
 
 from __future__ import annotations
 
 import re
 import shutil
 import subprocess
-import time
 
 import numpy as np
 
 from kvbench.crosscheck.common import Figure, run_kvbench
-from kvbench.measure.engine import Settings
+from kvbench.errors import IntegrityError
+from kvbench.measure.engine import Pair, Settings, Workload
 from kvbench.memory.host import check_fits
+from kvbench.memory.pattern import POISON, pattern_bytes
+from kvbench.metadata import PAIRED
 
 _MBW_AVG = re.compile(r"^AVG\s+Method:\s+(\w+).*Copy:\s+([\d.]+)\s+MiB/s", re.M)
 
@@ -37,26 +40,35 @@ def mbw(size_bytes: int, repeats: int) -> list[Figure]:
     return figures
 
 
-def numpy_copyto(size_bytes: int, repeats: int) -> Figure:
+def numpy_copyto(size_bytes: int) -> Pair:
+    """np.copyto between two buffers of `size_bytes`, as a side to time interleaved with dram.copy."""
     check_fits(2 * size_bytes, "numpy copyto's source + destination")
-    src = np.ones(size_bytes, dtype=np.uint8)
-    dst = np.zeros(size_bytes, dtype=np.uint8)
-    np.copyto(dst, src)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        np.copyto(dst, src)
-        times.append(time.perf_counter() - start)
-    return Figure("numpy copyto", size_bytes / float(np.median(times)) / 1e9, "median of plain np.copyto calls")
+    src = pattern_bytes(size_bytes, seed=7)
+    dst = np.empty(size_bytes, dtype=np.uint8)
+
+    def check() -> None:
+        if not np.array_equal(dst, src):
+            raise IntegrityError("numpy copyto: destination differs from its source")
+
+    return Pair({"tool": "numpy copyto"}, Workload(size_bytes, lambda: np.copyto(dst, src),
+                                                   lambda: dst.fill(POISON), check))
 
 
 def crosscheck_dram(size_bytes: int, repeats: int = 10) -> tuple[Figure, list[Figure]]:
-    """(kvbench's figure, the peers' figures), all single-threaded, in decimal GB/s."""
+    """(kvbench's figure, the peers' figures), all single-threaded, in decimal GB/s. numpy copyto is
+    timed interleaved with dram.copy in one case, so their ratio is taken per pair of samples; mbw,
+    another process, runs after it (its ratio is the rates divided)."""
     result = run_kvbench("dram.copy", {"size": size_bytes, "threads": 1, "src": "pageable", "dst": "pageable",
-                                       "fragment": 0, "primitive": "auto"}, Settings(samples=9))
+                                       "fragment": 0, "primitive": "auto"}, Settings(samples=9),
+                         pair=lambda: numpy_copyto(size_bytes))
     if result.status != "ok":
         ours = Figure("kvbench dram.copy", None, f"{result.status}: {result.reason}")
+        numpy_figure = Figure("numpy copyto", None, "timed with dram.copy, which did not run")
     else:
         ours = Figure("kvbench dram.copy", result.gbps["median"],
                       f"primitive {result.metadata['primitive']} (trial GB/s {result.metadata['primitive_trial_gbps']})")
-    return ours, [*mbw(size_bytes, repeats), numpy_copyto(size_bytes, repeats)]
+        paired = result.to_row()["extra"][PAIRED]
+        numpy_figure = Figure("numpy copyto", paired["against_gbps"]["median"],
+                              f"np.copyto interleaved with dram.copy, {paired['pairs']} pairs of samples",
+                              paired=paired)
+    return ours, [*mbw(size_bytes, repeats), numpy_figure]

@@ -18,11 +18,14 @@ def render(console: Console, figures: tuple[Figure, list[Figure]],
         table.add_column(col, overflow="fold")
     table.add_row(ours.name, f"{ours.gbps:.2f}" if ours.gbps else "-", "", ours.note)
     for peer in peers:
-        ratio = f"{ours.gbps / peer.gbps:.2f}" if ours.gbps and peer.gbps else "-"
+        value = peer.ratio_to(ours)
+        ratio = "-" if value is None else f"{value:.2f}" + (
+            f" paired (p10–p90 {peer.paired['p10']:.2f}–{peer.paired['p90']:.2f})" if peer.paired else "")
         table.add_row(peer.name, f"{peer.gbps:.2f}" if peer.gbps else "-", ratio, peer.note)
     console.print(table)
     best = max((p for p in peers if p.gbps and p.comparable), key=lambda p: p.gbps, default=None)
     if best and ours.gbps:
         wanted = (f"no goal: {no_goal}" if goal is None else
                   f"goal ≥ {goal:.2f}" if goal_max is None else f"goal {goal:.2f}–{goal_max:.2f}")
-        console.print(f"kvbench / best peer ({best.name}): {ours.gbps / best.gbps:.2f} ({wanted})")
+        how = "paired" if best.paired else "rates divided"
+        console.print(f"kvbench / best peer ({best.name}): {best.ratio_to(ours):.2f} ({how}; {wanted})")

@@ -25,3 +25,26 @@ def test_crosscheck_measures_kvbench_next_to_numpy():
     ours, peers = crosscheck_dram(8 << 20, repeats=2)
     assert ours.gbps > 0 and "primitive" in ours.note
     assert any(p.name == "numpy copyto" and p.gbps > 0 for p in peers)
+
+
+def test_numpy_is_timed_interleaved_with_dram_copy_and_its_ratio_taken_per_pair():
+    ours, peers = crosscheck_dram(8 << 20, repeats=2)
+    (numpy_figure,) = [p for p in peers if p.name == "numpy copyto"]
+    paired = numpy_figure.paired
+    assert paired["against"] == {"tool": "numpy copyto"} and paired["pairs"] >= 9
+    assert numpy_figure.ratio_to(ours) == paired["median"]  # not the two rates divided
+
+
+def test_a_numpy_peer_that_copies_nothing_fails_the_crosscheck(monkeypatch):
+    import kvbench.crosscheck.dram as dram
+
+    real = dram.numpy_copyto
+
+    def broken(size_bytes):
+        pair = real(size_bytes)
+        pair.workload.run = lambda: None
+        return pair
+
+    monkeypatch.setattr(dram, "numpy_copyto", broken)
+    ours, peers = crosscheck_dram(8 << 20, repeats=2)
+    assert ours.gbps is None and "numpy copyto" in ours.note
