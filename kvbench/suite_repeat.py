@@ -96,7 +96,7 @@ def _passed_on(child: subprocess.Popen) -> Iterator[list[int]]:
 def child_main() -> int:
     """One repeat: the request from stdin, progress on stderr, `{"run_id", "failed"}` on stdout."""
     fields = json.loads(sys.stdin.read())
-    request = RunRequest(**{**fields, "benches": tuple(fields["benches"])})
+    request = RunRequest(**{**fields, "benches": tuple(fields["benches"]), "cases": tuple(fields.get("cases", ()))})
     try:
         outcome = run_suite(request, Console(stderr=True))
     except Interrupted as exc:

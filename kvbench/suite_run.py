@@ -35,6 +35,7 @@ class RunRequest:
     max_time_s: float | None = None  # overrides the suite's sampling budget per case
     db: str | None = None
     max_cases: int = MAX_CASES
+    cases: tuple[str, ...] = ()  # only these case ids of the plan (accept's re-measurement); () = all
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ def plan_request(request: RunRequest) -> tuple[list[Case], Settings, RunInfo]:
         loaded, _path, digest = load_suite(request.suite or "quick")
         settings, info = loaded.settings, RunInfo(loaded.name, digest, request.tags)
         cases = plan(loaded.bench, list(request.benches) or None, request.overrides, request.max_cases, str(_path))
+    if request.cases:
+        cases = [c for c in cases if c.case_hash in request.cases]
     if not cases:
         raise BadInput("the selection has no cases to run")
     engine = settings.engine_settings()

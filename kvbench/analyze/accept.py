@@ -27,6 +27,11 @@ from kvbench.hardware.peaks import above_peak, above_peak_warning
 from kvbench.metadata import LINK, PCIE_REPLAY_DELTA, PER_GPU_GBPS
 
 
+# The thresholds of rules on facts a result records (not its rate): a busy neighbour cannot explain their failure.
+LINK_AT_MAX = "link at max gen/width under load"
+REPLAY_UNCHANGED = "replay counter unchanged"
+
+
 @dataclass(frozen=True)
 class Verdict:
     rule: str
@@ -37,6 +42,12 @@ class Verdict:
     threshold: str
     why: str
     needs: tuple[str, ...] = ()  # hardware the rule's cases cross ("gpu", "nic"): its SKIP where expected is INCOMPLETE
+    cases: tuple[str, ...] = ()  # the ids of the cases (results) this verdict judged
+
+
+def _ids(*results: dict[str, Any] | None) -> tuple[str, ...]:
+    """The case ids of the results a verdict judged, each once."""
+    return tuple(dict.fromkeys(r["case"] for r in results if r and r.get("case")))
 
 
 def _matching(doc: RunDocument, bench: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -152,7 +163,7 @@ def _judge_kind(rule: Rule, doc: RunDocument) -> list[Verdict]:
             ok = rate >= rule.min.value * RATE_UNITS[rule.min.unit]
             measured = f"{rate:.2f} GB/s"
         out.append(Verdict(**head, case=case, verdict="PASS" if ok else "FAIL", measured=measured,
-                           threshold=threshold, why=rule.why))
+                           threshold=threshold, why=rule.why, cases=_ids(r)))
     return out
 
 
@@ -218,7 +229,8 @@ def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
             out.append(_bug(rule, case, threshold, sides))  # a ratio of two bugs can look fine
             continue
         within = value >= ratio.min and (ratio.max is None or value <= ratio.max)
-        out.append(Verdict(rule.id, rule.bench, case, "PASS" if within else "FAIL", measured, threshold, rule.why))
+        out.append(Verdict(rule.id, rule.bench, case, "PASS" if within else "FAIL", measured, threshold, rule.why,
+                           cases=_ids(top, bottom)))
     if not out:
         case = f"{label(of_bench, {**rule.params, **of})} / {label(to_bench, to)}"
         missing = (of_bench, {**rule.params, **of}) if not tops else (to_bench, {**rule.params, **to})
@@ -240,7 +252,7 @@ def _judge_spread(rule: Rule, doc: RunDocument) -> list[Verdict]:
                if r["status"] == "ok" and (r.get("metadata") or {}).get(PER_GPU_GBPS) and over == "gpu"]
     for r in per_gpu:  # one result of every GPU at once (gpus=all) carries the per-GPU rates
         groups[("all", r["case"] if "case" in r else id(r))] = [
-            {"params": {**r["params"], over: key}, "gbps": {"median": rate}}
+            {"params": {**r["params"], over: key}, "gbps": {"median": rate}, "case": r.get("case")}
             for key, rate in r["metadata"][PER_GPU_GBPS].items()]
     out = []
     for members in groups.values():
@@ -255,7 +267,8 @@ def _judge_spread(rule: Rule, doc: RunDocument) -> list[Verdict]:
             out.append(_bug(rule, case, threshold, members))  # a spread measured against a bug's rate
             continue
         out.append(Verdict(rule.id, rule.bench, case, "PASS" if shortfall <= rule.spread.max else "FAIL",
-                           f"{over}={slowest_key} {shortfall:.1%} below the fastest", threshold, rule.why))
+                           f"{over}={slowest_key} {shortfall:.1%} below the fastest", threshold, rule.why,
+                           cases=_ids(*members)))
     if not out:
         ok = [r for r in _matching(doc, rule.bench, rule.params) if r["status"] == "ok"]
         verdict, why = _unjudged(doc, rule.bench, rule.params) if not ok else (
@@ -269,7 +282,7 @@ def _judge_spread(rule: Rule, doc: RunDocument) -> list[Verdict]:
 def _judge_recorded(rule: Rule, doc: RunDocument) -> list[Verdict]:
     """Facts a GPU benchmark records with its result: the link under load, the replay-counter delta."""
     found = [r for r in _matching(doc, rule.bench, rule.params) if r["status"] == "ok"]
-    threshold = "link at max gen/width under load" if rule.link_at_max else "replay counter unchanged"
+    threshold = LINK_AT_MAX if rule.link_at_max else REPLAY_UNCHANGED
     if not found:
         verdict, why = _unjudged(doc, rule.bench, rule.params)
         return [Verdict(rule.id, rule.bench, _case(rule.bench, rule.params), verdict, "-", threshold, why)]
@@ -298,7 +311,8 @@ def _judge_recorded(rule: Rule, doc: RunDocument) -> list[Verdict]:
                 continue
             ok = meta[PCIE_REPLAY_DELTA] == 0
             measured = f"+{meta[PCIE_REPLAY_DELTA]} replays"
-        out.append(Verdict(rule.id, rule.bench, case, "PASS" if ok else "FAIL", measured, threshold, rule.why))
+        out.append(Verdict(rule.id, rule.bench, case, "PASS" if ok else "FAIL", measured, threshold, rule.why,
+                           cases=_ids(r)))
     return out
 
 

@@ -3,7 +3,9 @@
 FAIL where any rule failed. INCOMPLETE where nothing failed but a rule that should apply here was
 not judged — its cases cross hardware (a GPU, a NIC) that the host profile promises, or, without a
 profile, that the host's own inventory shows (a GPU seen by NVML or on the PCI bus) — or where
-nothing at all was judged. A GPU server whose driver broke therefore never passes on skips.
+nothing at all was judged, or a rule failed only on cases measured under contention (accept measured
+them once more first; kvbench/analyze/contended.py). A GPU server whose driver broke therefore never
+passes on skips, and a busy neighbour never fails a box.
 Every reason for INCOMPLETE is one function in `INCOMPLETE_WHEN`: adding one is one entry.
 """
 
@@ -15,7 +17,7 @@ from typing import Any
 from kvbench.analyze.accept import Verdict
 from kvbench.analyze.inventory import INVENTORY
 from kvbench.analyze.profile import Profile
-from kvbench.overall import Overall, decide
+from kvbench.overall import INCOMPLETE, Overall, decide
 
 LABEL = {"gpu": "GPU", "multi-gpu": "multi-GPU", "nic": "network", INVENTORY: "inventory"}
 
@@ -53,7 +55,7 @@ def expected_here(facts: dict[str, Any] | None, profile: Profile | None) -> dict
 
 
 def _nothing_judged(verdicts: list[Verdict], expected: dict[str, str]) -> list[str]:
-    if any(v.verdict in ("PASS", "FAIL") for v in verdicts):
+    if any(v.verdict in ("PASS", "FAIL", INCOMPLETE) for v in verdicts):  # INCOMPLETE: judged, on a busy box
         return []
     return ["nothing was judged: " + ("every rule was skipped" if verdicts else "no rule applies")]
 
@@ -72,8 +74,18 @@ def _expected_but_skipped(verdicts: list[Verdict], expected: dict[str, str]) -> 
     return out
 
 
+def _failed_only_while_contended(verdicts: list[Verdict], expected: dict[str, str]) -> list[str]:
+    """Rules that failed only on cases measured under contention (kvbench/analyze/contended.py)."""
+    rules = list(dict.fromkeys(v.rule for v in verdicts if v.verdict == INCOMPLETE))
+    if not rules:
+        return []
+    count = sum(v.verdict == INCOMPLETE for v in verdicts)
+    return [f"{count} case(s) of {', '.join(rules)} failed only while the box was contended: re-measure on a quiet box"]
+
+
 # Each: (verdicts, expected) → reasons the acceptance is INCOMPLETE (none: it is not, for that reason).
-INCOMPLETE_WHEN: list[Callable[[list[Verdict], dict[str, str]], list[str]]] = [_nothing_judged, _expected_but_skipped]
+INCOMPLETE_WHEN: list[Callable[[list[Verdict], dict[str, str]], list[str]]] = [
+    _nothing_judged, _expected_but_skipped, _failed_only_while_contended]
 
 
 def accept_overall(verdicts: list[Verdict], expected: dict[str, str], failed_cases: str | None = None) -> Overall:

@@ -38,7 +38,7 @@ def properties(doc: RunDocument) -> dict[str, str]:
 def junit_xml(verdicts: list[Verdict], doc: RunDocument, name: str = "kvbench accept",
               overall: Overall | None = None) -> str:
     """One testsuite (time: the run's wall seconds; timestamp: its start, UTC) holding one testcase
-    per verdict; FAIL as <failure>, SKIP as <skipped>, and every case's measured value and threshold
+    per verdict; FAIL (and INCOMPLETE: failed only while contended) as <failure>, SKIP as <skipped>, and every case's measured value and threshold
     in its <system-out>. Class names keep a benchmark id whole when split at their last dot
     (`kvbench.accept.dram_copy`). `overall` adds one testcase for the whole acceptance, failing on FAIL
     and on INCOMPLETE (a CI page must not go green on skips)."""
@@ -47,7 +47,7 @@ def junit_xml(verdicts: list[Verdict], doc: RunDocument, name: str = "kvbench ac
         props["verdict"] = overall.word
     whole = overall is not None and overall.word != PASS
     suite = ET.Element("testsuite", name=name, tests=str(len(verdicts) + (overall is not None)),
-                       failures=str(sum(v.verdict == "FAIL" for v in verdicts) + whole),
+                       failures=str(sum(v.verdict in ("FAIL", "INCOMPLETE") for v in verdicts) + whole),
                        skipped=str(sum(v.verdict == "SKIP" for v in verdicts)), errors="0",
                        time=f"{_seconds(run):.3f}", timestamp=str(run.get("started_at") or ""),
                        hostname=props.get("hostname", "unknown"))
@@ -60,6 +60,8 @@ def junit_xml(verdicts: list[Verdict], doc: RunDocument, name: str = "kvbench ac
         text = f"measured {v.measured}, threshold {v.threshold}; {v.why}".strip("; ")
         if v.verdict == "FAIL":
             ET.SubElement(case, "failure", message=text, type="below threshold")
+        elif v.verdict == "INCOMPLETE":  # not judged: a CI must not pass it silently
+            ET.SubElement(case, "failure", message=text, type="incomplete: measured under contention")
         elif v.verdict == "SKIP":
             ET.SubElement(case, "skipped", message=text)
         ET.SubElement(case, "system-out").text = text

@@ -9,6 +9,7 @@ from typing import Any
 from kvbench.analyze.accept import Verdict, judge, rules_for_host
 from kvbench.analyze.accept_verdict import accept_overall, expected_here
 from kvbench.analyze.compare import GATING, Comparison, compare_runs, differences
+from kvbench.analyze.contended import incomplete_on_contention
 from kvbench.analyze.fit import fit_results
 from kvbench.analyze.inventory import inventory_verdicts
 from kvbench.analyze.numa_ratio import NearFar, near_far
@@ -66,8 +67,8 @@ class ReportContent:
     no_gpu: str | None = None  # the one line a report of a host without GPUs gives in place of the GPU questions
 
     def verdict_counts(self) -> dict[str, int]:
-        """PASS / FAIL / SKIP counts of the acceptance rules: the report's first line."""
-        return {kind: sum(v.verdict == kind for v in self.verdicts) for kind in ("PASS", "FAIL", "SKIP")}
+        """PASS / FAIL / SKIP / INCOMPLETE counts of the acceptance rules: the report's first line."""
+        return {kind: sum(v.verdict == kind for v in self.verdicts) for kind in ("PASS", "FAIL", "SKIP", "INCOMPLETE")}
 
     def failures(self) -> list[Verdict]:
         return [v for v in self.verdicts if v.verdict == "FAIL"]
@@ -142,7 +143,8 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
                     rate)
     content.plan, content.plan_recompute = answer.tiers, plan_answer_lines(answer)
     content.plan_title = f"Restore or recompute {tokens} tokens of {geometry.name} (bf16, {block_tokens}-token blocks)"
-    content.verdicts = judge({"results": results}, rules_for_host(gpus_to_match(facts, profile)))
+    judged = {"results": results}
+    content.verdicts = incomplete_on_contention(judge(judged, rules_for_host(gpus_to_match(facts, profile))), judged)
     if profile is not None:
         content.verdicts = inventory_verdicts(profile, facts) + content.verdicts
     content.overall = accept_overall(content.verdicts, expected_here(facts, profile))

@@ -10,7 +10,7 @@ from typing import Any
 
 def accept_doc(doc: dict[str, Any], verdicts: list[Any], overall: Any) -> dict[str, Any]:
     """`accept --json`: the overall verdict (word, reasons, exit status), the counts, every verdict."""
-    counts = {kind: sum(v.verdict == kind for v in verdicts) for kind in ("PASS", "FAIL", "SKIP")}
+    counts = {kind: sum(v.verdict == kind for v in verdicts) for kind in ("PASS", "FAIL", "SKIP", "INCOMPLETE")}
     return {"run": doc["run"]["id"], "host_id": doc["run"]["host_id"], **overall.to_json(), "counts": counts,
             "verdicts": [dataclasses.asdict(v) for v in verdicts]}
 
