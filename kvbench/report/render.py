@@ -10,6 +10,7 @@ from kvbench.benches.describe import describe_params
 from kvbench.hardware.facts import Link
 from kvbench.report.content import ReportContent
 from kvbench.report.markdown_text import md_text
+from kvbench.report.table import precision_text
 from kvbench.units import format_gbps, format_size
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("kvbench.report", "templates"),
@@ -38,6 +39,7 @@ def _links(host: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 def _context(content: ReportContent) -> dict[str, Any]:
     return {"c": content, "links": _links(content.host), "gbps": format_gbps, "params": params_text, "size": format_size,
+            "precision": lambda r: precision_text(r.get("metadata") or {}),
             "ms": lambda s, missing="-": f"{s * 1e3:.2f} ms" if s is not None else missing}
 
 

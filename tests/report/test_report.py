@@ -75,6 +75,7 @@ def test_html_is_self_contained(built):
 def test_markdown_has_the_tables(built):
     md = render.markdown(built)
     assert "| rule | case | verdict |" in md and "## Regressions vs baseline run" in md
+    assert "| median ± |" in md  # the precision each result reached (docs/measurement.md)
     assert "&#39;" not in md  # no HTML escaping in Markdown
 
 
