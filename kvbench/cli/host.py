@@ -10,7 +10,7 @@ import typer
 
 from kvbench import __version__
 from kvbench.cli.app import app
-from kvbench.cli.common import JsonOption, existing_store, out, this_host_ids, write_json
+from kvbench.cli.common import JsonOption, conclude, existing_store, out, this_host_ids, write_json
 from kvbench.errors import BadInput
 
 
@@ -40,9 +40,9 @@ def doctor(json_out: JsonOption = None,
            seconds: Annotated[float, typer.Option(help="how long background load is sampled, s")] = 2.0) -> None:
     """What to fix on this box before an acceptance run: CPU governor, turbo, background load, swap,
     CPU and GPU throttling, other processes on the GPUs. Exit 1 when something needs fixing."""
-    from kvbench.hardware.doctor import Box, needs_fixing, run_checks
+    from kvbench.hardware.doctor import Box, run_checks, verdict
     from kvbench.hardware.nvml import nvml_session
-    from kvbench.report.doctor import doctor_doc, doctor_table, verdict_line
+    from kvbench.report.doctor import doctor_doc, doctor_table
 
     if not 0 < seconds <= 600:
         raise BadInput(f"bad --seconds {seconds:g}: give a window between 0 and 600 s")
@@ -52,9 +52,7 @@ def doctor(json_out: JsonOption = None,
         write_json(doctor_doc(findings), json_out)
     if json_out != "-":
         out.print(doctor_table(findings))
-        out.print(verdict_line(findings))
-    if needs_fixing(findings):
-        raise typer.Exit(1)
+    conclude(verdict(findings))
 
 
 @app.command("list")

@@ -18,6 +18,7 @@ from typing import ClassVar
 
 from kvbench.hardware import contention, nvml_watch, proc_load
 from kvbench.hardware.nvml import call, text
+from kvbench.overall import Overall, decide
 
 SWAP_USED_MAX_BYTES = 64 * 2**20  # a few pages swapped out is history; more is memory a benchmark may fault back in
 
@@ -186,3 +187,9 @@ def run_checks(box: Box, checks: tuple[Check, ...] = CHECKS) -> list[Finding]:
 
 def needs_fixing(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.state == "fix"]
+
+
+def verdict(findings: list[Finding]) -> Overall:
+    """FAIL naming each check to fix, else PASS: `advice` and `n/a` never fail a box."""
+    fixes = [f"{f.check}: {f.todo}" for f in needs_fixing(findings)]
+    return decide(fixes, [], ["nothing to fix before an acceptance run"])

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from kvbench.hardware.doctor import Finding, needs_fixing
+from kvbench.hardware.doctor import Finding, verdict
 
 _STYLE = {"ok": "green", "fix": "red", "advice": "yellow", "n/a": "dim"}
 
@@ -21,14 +21,6 @@ def doctor_table(findings: list[Finding]) -> Table:
     return table
 
 
-def verdict_line(findings: list[Finding]) -> str:
-    """PASS when nothing needs fixing, FAIL naming what does."""
-    fix = needs_fixing(findings)
-    if not fix:
-        return "PASS: nothing to fix before an acceptance run"
-    return f"FAIL: {len(fix)} thing(s) to fix before an acceptance run: {', '.join(f.check for f in fix)}"
-
-
 def doctor_doc(findings: list[Finding]) -> dict[str, Any]:
-    return {"verdict": "FAIL" if needs_fixing(findings) else "PASS",
-            "checks": [dataclasses.asdict(f) for f in findings]}
+    """`doctor --json`: the verdict (word, reasons, exit status) and every check's finding."""
+    return {**verdict(findings).to_json(), "checks": [dataclasses.asdict(f) for f in findings]}

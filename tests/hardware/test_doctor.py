@@ -128,7 +128,9 @@ def test_the_command_exits_1_exactly_when_its_verdict_is_fail():
     doc = json.loads(proc.stdout)
     assert [c["check"] for c in doc["checks"]] == [c.name for c in doctor.CHECKS]
     fixes = [c for c in doc["checks"] if c["state"] == "fix"]
-    assert doc["verdict"] == ("FAIL" if fixes else "PASS") and proc.returncode == (1 if fixes else 0)
+    assert doc["verdict"] == ("FAIL" if fixes else "PASS") and proc.returncode == doc["exit_status"] == (1 if fixes else 0)
+    assert doc["reasons"] == ([f"{c['check']}: {c['todo']}" for c in fixes] or ["nothing to fix before an acceptance run"])
+    assert proc.stderr.strip().splitlines()[-1].startswith(doc["verdict"])
 
 
 def test_a_bad_window_is_one_line():
