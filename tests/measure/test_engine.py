@@ -19,6 +19,7 @@ import pytest
 
 from kvbench.errors import IntegrityError
 from kvbench.measure import MonotonicTimer, Settings, Workload, measure, summarize
+from kvbench.measure import engine
 from kvbench.measure.engine import PROVE_OPS, Pair, calibrate
 from kvbench.measure.stats import median_ci, relative_half_width
 from kvbench.memory.pattern import POISON, pattern_bytes
@@ -184,7 +185,8 @@ def test_catches_bytes_that_go_wrong_during_the_run():
 
 @pytest.mark.parametrize("phase,message", [("last sample", "after the timed operations"),
                                            ("one by one", "after operation 2 of"), ("after timing", "after timing")])
-def test_corruption_during_or_after_timing_is_caught(phase, message):
+def test_corruption_during_or_after_timing_is_caught(phase, message, monkeypatch):
+    monkeypatch.setattr(engine, "PROVE_S", 1e9)  # every operation proven, however busy the machine: a fixed count
     copy = Copy()
     proven = min(calibrate(workload(), FAST), PROVE_OPS)  # the scripted timer calibrates the same every time
     # checks, in order: the proof (must fail), the first verify, the last sample, each proven
@@ -327,3 +329,18 @@ def test_the_median_ci_uses_order_statistics():
     lo, hi = median_ci(values)
     assert (lo, hi) == (40.0, 61.0)  # the textbook ranks for n = 100
     assert relative_half_width(values) == pytest.approx((61 - 40) / 2 / 50.5)
+
+
+def test_operations_past_the_first_two_are_proven_only_while_the_proof_is_short(monkeypatch):
+    """A reset far dearer than an operation (storage poisoning every request on disk) must not make the
+    proof run for minutes: two operations always (an alternation shows in two), more while time allows."""
+    monkeypatch.setattr(engine, "PROVE_S", 0.0)
+    copy, resets = Copy(), {"n": 0}
+
+    def reset():
+        resets["n"] += 1
+        copy.reset()
+
+    m = measure(workload(copy=copy, reset=reset), FAST)
+    # the proofs before and after timing, the last sample, two operations proven one by one
+    assert m.loops > 2 and resets["n"] == 1 + 1 + 2 + 1
