@@ -8,10 +8,14 @@ import math
 import sys
 from typing import NoReturn
 
+from kvbench.errors import one_line
+from kvbench.redact import redact
+
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        # argparse echoes what was typed (`unrecognized arguments: --db postgresql://kv:PASSWORD@…`)
+        print(redact(one_line(f"{self.prog}: error: {message}")), file=sys.stderr)
         sys.exit(2)
 
 

@@ -18,6 +18,7 @@ import sys
 
 from kvbench.argparse_oneline import Parser, port, positive_int, seconds
 from kvbench.errors import BadInput, CheckFailed, one_line
+from kvbench.redact import redact
 from kvbench.units import parse_size
 
 
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         with signals_end_runs():
             return _main(sys.argv[1:] if argv is None else argv)
     except (BadInput, CheckFailed) as exc:
-        print(one_line(f"python -m kvbench.launch: error: {exc}"), file=sys.stderr)
+        print(redact(one_line(f"python -m kvbench.launch: error: {exc}")), file=sys.stderr)
         return exc.exit_code
     except Interrupted as exc:
         return exc.exit_code

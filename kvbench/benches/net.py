@@ -44,9 +44,19 @@ from kvbench.peers.protocol import PATTERN_SEED, expected_crc, free_port
 REMOTE_SEED, LOCAL_SEED = PATTERN_SEED, 23
 
 
+# UCX variables whose values are stored with a result: those that choose transports, devices, rails
+# and protocols. Any other UCX_* is stored by name only: its value may be a path, a key or a password.
+_UCX_KEPT = ("UCX_TLS", "UCX_NET_DEVICES", "UCX_SOCKADDR_TLS_PRIORITY", "UCX_PROTO_ENABLE", "UCX_RNDV_SCHEME",
+             "UCX_IB_GID_INDEX", "UCX_IB_PCI_RELAXED_ORDERING", "UCX_IB_ADDR_TYPE", "UCX_MEMTYPE_CACHE",
+             "UCX_CM_USE_ALL_DEVICES", "UCX_USE_MT_MUTEX", "UCX_WARN_UNUSED_ENV_VARS")
+_UCX_KEPT_SUFFIXES = ("_THRESH", "_RAILS", "_TLS", "_DEVICES", "_ENABLE")
+
+
 def ucx_settings() -> dict[str, str]:
-    """The UCX environment that decides transports and devices (what UCX picked is not exposed)."""
-    return {k: v for k, v in os.environ.items() if k.startswith("UCX_")}
+    """The UCX environment that decides transports and devices (what UCX picked is not exposed):
+    allow-listed values, every other UCX_* variable by name with its value left out."""
+    return {k: v if k in _UCX_KEPT or k.endswith(_UCX_KEPT_SUFFIXES) else "(set; value not recorded)"
+            for k, v in os.environ.items() if k.startswith("UCX_")}
 
 
 def _agent_on(name: str, rail: str | None, threads: int, listen: int | None):

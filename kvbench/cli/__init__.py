@@ -16,6 +16,7 @@ from kvbench.cli.app import app
 from kvbench.cli.common import err
 from kvbench.errors import BadInput, CheckFailed, one_line
 from kvbench.overall import Concluded
+from kvbench.redact import redact
 
 # What SQLite says of a file whose pages are damaged, wherever a query first meets one.
 _DAMAGED = ("malformed", "file is not a database", "disk image")
@@ -42,7 +43,7 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except (BadInput, CheckFailed) as exc:
         prefix = "kvbench: error: " if isinstance(exc, BadInput) else "kvbench: "
-        err.print(one_line(f"{prefix}{exc}"), markup=False, highlight=False, soft_wrap=True)
+        err.print(redact(one_line(f"{prefix}{exc}")), markup=False, highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -59,7 +60,7 @@ def main() -> None:
             _database_exit(exc)
         kinds = {c.__name__ for c in type(exc).__mro__}  # typer's own (vendored) click exceptions
         if "NoArgsIsHelpError" in kinds:
-            err.print(exc.format_message() if hasattr(exc, "format_message") else str(exc), markup=False)
+            err.print(redact(exc.format_message() if hasattr(exc, "format_message") else str(exc)), markup=False)
             sys.exit(2)
         if "UsageError" not in kinds:
             raise
@@ -69,7 +70,8 @@ def main() -> None:
             names.insert(0, ctx.info_name)
             ctx = ctx.parent
         command = "".join(f" {n}" for n in names)
-        err.print(f"kvbench{command}: error: {exc.format_message()} (see kvbench{command} --help)", markup=False,
+        err.print(redact(f"kvbench{command}: error: {one_line(exc.format_message())} (see kvbench{command} --help)"),
+                  markup=False,
                   highlight=False, soft_wrap=True)
         sys.exit(2)
     if isinstance(code, int) and code:
@@ -90,8 +92,6 @@ def _database_error(exc: BaseException) -> bool:
 def _database_exit(exc: BaseException) -> None:
     """One line and status 2 for a database that refused a query, lacks a table or is damaged; returns
     for any other database error, which the caller raises."""
-    from kvbench.store.connect import redact
-
     text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     lower, statement = text.lower(), (getattr(exc, "statement", None) or "").lstrip().upper()
     if any(s in lower for s in _REFUSED_WRITE):
@@ -107,5 +107,5 @@ def _database_exit(exc: BaseException) -> None:
 
 
 def _exit(message: str) -> NoReturn:
-    err.print(one_line(f"kvbench: error: {message}"), markup=False, highlight=False, soft_wrap=True)
+    err.print(redact(one_line(f"kvbench: error: {message}")), markup=False, highlight=False, soft_wrap=True)
     sys.exit(2)

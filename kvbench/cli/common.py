@@ -15,6 +15,7 @@ from rich.console import Console
 
 from kvbench.errors import BadInput, one_line
 from kvbench.overall import Overall
+from kvbench.redact import redact
 
 # Piped output keeps whole rows: 80 columns would fold every parameter list.
 out = Console(width=None if sys.stdout.isatty() else 200)
@@ -43,13 +44,13 @@ def pairs(items: list[str] | None, option: str) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise BadInput(f"bad {option} '{item}': expected key=value")
-        result[tag_key(key, option)] = value.strip()
+        result[tag_key(key, option)] = redact(value.strip())  # a URL in the wrong slot is stored without its password
     return result
 
 
 def tag_key(key: str, option: str = "tag") -> str:
     """A tag's or parameter's name, stripped: not empty, no '=' and no space inside."""
-    name = key.strip()
+    name = redact(key.strip())
     if not name or "=" in name or any(c.isspace() for c in name) or len(name) > 64:
         raise BadInput(f"bad {option} name '{key}': give a name of at most 64 characters without spaces or '=' (e.g. baseline)")
     return name

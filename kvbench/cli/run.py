@@ -22,6 +22,7 @@ from kvbench.cli.common import (
 )
 from kvbench.errors import BadInput
 from kvbench.overall import PASS, Concluded, run_overall
+from kvbench.redact import redact
 
 
 def write_run_json(store, run_id: int, target: str) -> None:
@@ -159,5 +160,6 @@ def tag(
             raise BadInput(f"run {run_id} has no tag '{key}'")
         out.print(f"run {run_id}: {key} removed")
         return
+    value = redact(value)  # a URL typed into the wrong slot is stored without its password
     store.set_tag(run_id, key, value)
     out.print(f"run {run_id}: {key}={value}")

@@ -20,12 +20,12 @@ import sqlite3
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import sqlalchemy as sa
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 from kvbench.errors import BadInput
+from kvbench.redact import redact  # noqa: F401  (kvbench.store.connect.redact, as before)
 from kvbench.store import migrate, schema
 
 DEFAULT_PATH = Path("results") / "kvbench.sqlite"
@@ -47,22 +47,6 @@ def sqlite_path(url: str) -> Path | None:
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
         return None
     return Path(parsed.database)
-
-
-_SECRET_KEYS = {"password", "passwd", "pwd", "sslpassword"}
-
-
-def redact(url: str) -> str:
-    """The URL with any password replaced by *** — in the authority (even an empty user, a password
-    holding '@' or '%'), in a query parameter (its name percent-encoded too), and in a libpq
-    `key=value` string."""
-    text = re.sub(r"://([^:/@?#]*):.*@(?=[^@]*$)", r"://\1:***@", str(url))
-
-    def hide(match: re.Match) -> str:
-        lead, key = match.group(1), match.group(2)
-        return f"{lead}{key}=***" if unquote(key).strip().lower() in _SECRET_KEYS else match.group(0)
-
-    return re.sub(r"(^|[?&;\s])([^=&?;\s]+)\s*=\s*('[^']*'|[^&;\s]*)", hide, text)
 
 
 def _one_line(exc: BaseException) -> str:
