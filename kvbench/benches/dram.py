@@ -22,9 +22,10 @@ from kvbench.executors.host import PIECE_BYTES, HostExecutor, NumpyExecutor, max
 from kvbench.hardware.path import Segment
 from kvbench.kv.descriptors import DescriptorList
 from kvbench.measure.engine import Workload
+from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
-from kvbench.memory.pattern import fill_pattern, poison
+from kvbench.memory.pattern import fill_pattern
 from kvbench.memory.region import Region
 from kvbench.units import format_size
 
@@ -50,16 +51,16 @@ def pick_fastest(candidates: dict[str, Callable[[], None]], trials: int = 3) -> 
     return min(seconds, key=seconds.__getitem__), seconds
 
 
-def host_copy_workload(src: Region, dst: Region, run: Callable[[], None], expected: np.ndarray) -> Workload:
-    """A workload whose check compares the whole destination with `expected`."""
+def host_copy_workload(src: Region, dst: GuardedRegion, run: Callable[[], None], expected: np.ndarray) -> Workload:
+    """A workload whose check compares the whole destination with `expected` and its guards with the poison."""
     def check() -> None:
-        if not np.array_equal(dst.host_array, expected):
-            bad = int(np.argmax(dst.host_array != expected))
+        got = dst.region.host_array
+        if not np.array_equal(got, expected):
+            bad = int(np.argmax(got != expected))
             raise IntegrityError(f"destination differs from the source first at byte {bad}")
+        dst.check()
 
-    return Workload(
-        bytes_per_op=src.size_bytes, run=run, reset=lambda: poison(dst.host_array), check=check,
-    )
+    return Workload(bytes_per_op=src.size_bytes, run=run, reset=dst.poison, check=check)
 
 
 @register
@@ -104,7 +105,8 @@ class DramCopy(Benchmark):
         check_fits(2 * size, "pageable source + destination")
         with ExitStack() as stack:
             src = stack.enter_context(allocate(params["src"], size))
-            dst = stack.enter_context(allocate(params["dst"], size))
+            guarded = stack.enter_context(GuardedRegion(params["dst"], size))  # bytes written past its ends are seen
+            dst = guarded.region
             fill_pattern(src.host_array)
             fragment = params["fragment"]
             descriptors = DescriptorList.fragments(size, fragment) if fragment else DescriptorList.contiguous(size)
@@ -123,4 +125,4 @@ class DramCopy(Benchmark):
                 "buffers": {"src": src.describe(), "dst": dst.describe()},
             }
             cleanup = stack.pop_all()
-        return Prepared(host_copy_workload(src, dst, bound[chosen], src.host_array), metadata, cleanup.close)
+        return Prepared(host_copy_workload(src, guarded, bound[chosen], src.host_array), metadata, cleanup.close)

@@ -1,5 +1,6 @@
-"""The pattern's compiled kernels (numba), apart so that importing `kvbench.memory.pattern` for its
-constants does not pay numba's start-up: a `kvbench history` never fills a byte."""
+"""The pattern's compiled kernels (numba), and the guard check's, apart so that importing
+`kvbench.memory.pattern` for its constants does not pay numba's start-up: a `kvbench history` never
+fills a byte."""
 
 from __future__ import annotations
 
@@ -37,3 +38,18 @@ def fill_words(words, first, key):  # pragma: no cover - compiled
 @numba.njit(nogil=True, cache=True)
 def one_word(index, key):  # pragma: no cover - compiled
     return _word(np.uint64(index), key)
+
+
+@numba.njit(nogil=True, parallel=True, cache=True)
+def first_not_poison(data, starts, ends):  # pragma: no cover - compiled: the guard check (memory/guard.py)
+    """Index of the first byte in the [starts[i], ends[i]) ranges of `data` that is not the poison, -1 if none."""
+    bad = np.full(starts.shape[0], -1, dtype=np.int64)
+    for i in numba.prange(starts.shape[0]):
+        for j in range(starts[i], ends[i]):
+            if data[j] != POISON:
+                bad[i] = j
+                break
+    for i in range(bad.shape[0]):
+        if bad[i] >= 0:
+            return bad[i]
+    return -1

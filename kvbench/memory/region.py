@@ -42,7 +42,7 @@ class Region:
         elif self.device_array is not None:
             from kvbench.backends.cuda import poison_between_copies
 
-            poison_between_copies(self.device_array.device.id, self.device_array)
+            poison_between_copies(int(self.facts.get("gpu", 0)), self.device_array)
 
     def release_first(self, step: Callable[[], None]) -> None:
         """Run `step` when the region closes, before its memory is freed (cudaHostUnregister)."""

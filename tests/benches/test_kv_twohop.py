@@ -83,19 +83,33 @@ def test_reads_that_move_bytes_once_then_none_fail_the_case(facts, monkeypatch, 
 def test_without_poisoned_staging_reads_that_stopped_moving_bytes_pass(facts, monkeypatch, params):
     """The test above's sensitivity: with the staging buffers' poisoning taken out of the reset, the
     same stalled reads come out ok and verified. So that test is what goes red if it is dropped."""
-    real_allocate, made = twohop.allocate, []
+    real_allocate = twohop.allocate
 
-    def allocate(kind, size):
+    def allocate(kind, size):  # what two-hop allocates itself are the staging buffers (dst is guarded apart)
         region = real_allocate(kind, size)
-        if made:  # the first is the destination; the staging buffers follow
-            region.poison = lambda: None
-        made.append(region)
+        region.poison = lambda: None
         return region
 
     monkeypatch.setattr(twohop, "allocate", allocate)
     monkeypatch.setattr(twohop, "PreparedTransfer", OnceThenIdle)
     result = run_case(case(**params), facts, FAST)
     assert result.status == "ok" and result.measurement.verified, result.reason
+
+
+@pytest.mark.parametrize("breakage", ["one byte written past a fragment", "one byte written before a fragment"])
+def test_a_scatter_writing_outside_every_fragment_fails_the_case(facts, monkeypatch, breakage):
+    from kvbench.executors.host import HostExecutor
+    from tests.verification.saboteurs import array_spoiler, break_after
+
+    real, every = HostExecutor.bind, []  # every chunk's fragments: a byte outside all of them is outside the restore
+
+    def bind(self, src, dst, descriptors, threads=1):
+        every.extend(zip(descriptors.dst_offset.tolist(), descriptors.length.tolist(), strict=True))
+        return break_after(breakage, real(self, src, dst, descriptors, threads), every, *array_spoiler(dst.host_array))
+
+    monkeypatch.setattr(HostExecutor, "bind", bind)
+    result = run_case(case(), facts, FAST)
+    assert result.status == "failed" and "a byte outside every fragment was written" in result.reason, result.reason
 
 
 @pytest.mark.parametrize("params,message", [

@@ -1,5 +1,5 @@
 """Proof that the GPU benchmarks' checks fail, for each way a kernel or copy can go wrong (runs on
-a GPU host: scripts/gpu-check --stage full).
+a GPU host: scripts/gpu-check --stage full; and on the CUDA stand-in, tests/verification/test_cuda_kv_guards.py).
 
 | check | benchmarks | breakages it is shown to catch |
 |---|---|---|
@@ -7,6 +7,7 @@ a GPU host: scripts/gpu-check --stage full).
 | destination words against hbm_write's pattern | hbm.write, hbm.copy | kernel not launched; half the vectors written; first bytes skipped |
 | destination against the source's bytes | pcie.h2d, pcie.d2h (copy engine) | nothing copied; half copied; first bytes skipped (H2D) |
 | every fragment against its source (`kv.check.first_mismatch`) | kv.restore, every CUDA strategy | nothing copied; one fragment skipped; last byte of each fragment skipped |
+| guard bytes around the destination unchanged (`memory.guard`) | kv.restore, every CUDA strategy | one byte written past the last fragment |
 """
 
 import pytest
@@ -95,7 +96,8 @@ def test_a_broken_copy_engine_copy_fails_the_case(facts, monkeypatch, bench, bre
 
 
 @pytest.mark.parametrize("strategy", ["ce-loop", "ce-graph", "ce-batch", "sm-gather", "gpu-contiguous"])
-@pytest.mark.parametrize("breakage", ["nothing", "one fragment skipped", "last byte of each fragment skipped"])
+@pytest.mark.parametrize("breakage", ["nothing", "one fragment skipped", "last byte of each fragment skipped",
+                                      "one byte written past the last fragment"])
 def test_a_broken_cuda_kv_strategy_fails_the_case(facts, monkeypatch, strategy, breakage):
     import cupy as cp
 
@@ -109,14 +111,16 @@ def test_a_broken_cuda_kv_strategy_fails_the_case(facts, monkeypatch, strategy, 
         dst_ptr = int(dst.device_array.data.ptr)
         rows = list(zip(descriptors.dst_offset.tolist(), descriptors.length.tolist(), strict=True))
         spoiled = ([rows[len(rows) // 2]] if breakage == "one fragment skipped"
+                   else [(max(d + n for d, n in rows), 1)] if breakage.startswith("one byte written past")
                    else [(d + n - 1, 1) for d, n in rows])
+        value = POISON ^ 0xFF if breakage.startswith("one byte written past") else POISON  # an overrun's byte
 
         def broken():
             if breakage == "nothing":
                 return
             transfer()
             for offset, length in spoiled:  # on the same stream: after the copies, before the check
-                cp.cuda.runtime.memsetAsync(dst_ptr + offset, POISON, length, stream.ptr)
+                cp.cuda.runtime.memsetAsync(dst_ptr + offset, value, length, stream.ptr)
 
         return broken
 

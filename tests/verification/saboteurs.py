@@ -42,6 +42,36 @@ def swap_two_fragments(fragments: Fragments, spoil, read=None, write=None) -> No
     write(b, first)
 
 
+OVERRUN = bytes([POISON ^ 0xFF])  # what a copy writes where it should not: anything but the poison
+
+
+def write_one_byte_past_a_fragment(fragments: Fragments, spoil, read=None, write=None) -> None:
+    """A fragment copied one byte too long, where no other fragment's copy would hide the byte: past
+    the first fragment end (in address order) that no fragment continues."""
+    starts = {s for s, _ in fragments}
+    write(next(e for e in sorted(s + n for s, n in fragments) if e not in starts), OVERRUN)
+
+
+def write_one_byte_before_a_fragment(fragments: Fragments, spoil, read=None, write=None) -> None:
+    """A fragment copied from one byte early: before the first fragment that no fragment precedes."""
+    ends = {s + n for s, n in fragments}
+    write(next(s for s in sorted(s for s, _ in fragments) if s not in ends) - 1, OVERRUN)
+
+
+def write_one_byte_between_fragments(fragments: Fragments, spoil, read=None, write=None) -> None:
+    """A byte written in the middle of the widest gap between two fragments (an unselected pool slot)."""
+    gaps = gaps_between(fragments)
+    if gaps:  # none where the fragments cover the destination: nothing to break
+        width, start = max(gaps)
+        write(start + width // 2, OVERRUN)
+
+
+def gaps_between(fragments: Fragments) -> list[tuple[int, int]]:
+    """(width, start) of every gap between consecutive fragments in address order."""
+    spans = sorted((s, s + n) for s, n in fragments)
+    return [(b[0] - a[1], a[1]) for a, b in zip(spans, spans[1:], strict=False) if b[0] > a[1]]
+
+
 # name → what happens after the real transfer (None: the transfer does not happen at all)
 BREAKAGES: dict[str, Callable | None] = {
     "nothing written": None,
@@ -50,17 +80,25 @@ BREAKAGES: dict[str, Callable | None] = {
     "one fragment skipped": spoil_one_fragment,
     "two fragments swapped": swap_two_fragments,
 }
+# Writes outside every fragment, which only a destination's guard bytes see (memory/guard.py): for
+# destinations that have guards (kv, dram), not for buffers whose neighbours are someone else's memory.
+GUARD_BREAKAGES: dict[str, Callable] = {
+    "one byte written past a fragment": write_one_byte_past_a_fragment,
+    "one byte written before a fragment": write_one_byte_before_a_fragment,
+    "one byte written between fragments": write_one_byte_between_fragments,  # where the layout leaves gaps
+}
+NEEDS_READ_WRITE = (swap_two_fragments, *GUARD_BREAKAGES.values())
 
 
 def break_after(breakage: str, transfer: Callable[[], None], fragments: Fragments, spoil, read, write) -> Callable[[], None]:
     """`transfer`, broken as `breakage` says."""
-    after = BREAKAGES[breakage]
+    after = {**BREAKAGES, **GUARD_BREAKAGES}[breakage]
     if after is None:
         return lambda: None
 
     def broken() -> None:
         transfer()
-        if after is swap_two_fragments:
+        if after in NEEDS_READ_WRITE:
             after(fragments, spoil, read, write)
         else:
             after(fragments, spoil)

@@ -4,6 +4,7 @@
 |---|---|---|
 | whole destination compared with the source (`dram.copy`) | dram.copy (every primitive) | nothing written; first bytes skipped; last byte of each fragment skipped; one fragment skipped; two fragments swapped; reset skipped (stale destination); the check compares nothing |
 | every descriptor's destination compared with its source (`kv.check.first_mismatch`) | kv.restore, kv.offload (host, host-numpy, contiguous) | the same |
+| guard bytes unchanged: a page of poison on each side of the destination, and every byte no fragment writes (`memory.guard`) | dram.copy, kv.restore, kv.offload | one byte written past a fragment; one byte written before one; one byte written between fragments (an offload's unselected pool slot) |
 
 Each breakage is put in at the executor (the bound copy a benchmark times) or at the workload's
 own reset / check; the case must come out `failed` with the integrity check named.
@@ -16,7 +17,7 @@ from kvbench.executors.host import HostExecutor, NumpyExecutor
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
 from kvbench.runner import run_case
-from tests.verification.saboteurs import BREAKAGES, array_spoiler, break_after
+from tests.verification.saboteurs import BREAKAGES, GUARD_BREAKAGES, array_spoiler, break_after, gaps_between
 
 FAST = Settings(samples=5, min_sample_s=0.001, warmup_s=0)
 
@@ -37,14 +38,14 @@ def run(facts, name):
 
 
 def break_executors(monkeypatch, breakage, seen):
-    """Every host executor binds a broken copy; `seen` collects how many fragments each had."""
+    """Every host executor binds a broken copy; `seen` collects each one's fragments (start, length)."""
     for cls in (HostExecutor, NumpyExecutor):
         real = cls.bind
 
         def bind(self, src, dst, descriptors, threads=1, _real=real):
             transfer = _real(self, src, dst, descriptors, threads)
             fragments = list(zip(descriptors.dst_offset.tolist(), descriptors.length.tolist(), strict=True))
-            seen.append(len(fragments))
+            seen.append(fragments)
             return break_after(breakage, transfer, fragments, *array_spoiler(dst.host_array))
 
         monkeypatch.setattr(cls, "bind", bind)
@@ -62,7 +63,7 @@ def test_a_broken_copy_fails_the_case(facts, monkeypatch, name, breakage):
     seen = []
     break_executors(monkeypatch, breakage, seen)
     result = run(facts, name)
-    if breakage == "two fragments swapped" and max(seen) == 1:
+    if breakage == "two fragments swapped" and max(map(len, seen)) == 1:
         pytest.skip("one fragment: nothing to swap")
     assert result.status == "failed", f"{name} passed with '{breakage}'"
     assert result.reason.startswith("integrity check failed"), result.reason
@@ -82,6 +83,31 @@ def test_a_reset_or_check_that_does_nothing_fails_the_case(facts, monkeypatch, n
     monkeypatch.setattr(type(bench), "prepare", prepare)
     result = run(facts, name)
     assert result.status == "failed" and "the reset or the check is broken" in result.reason, result.reason
+
+
+@pytest.mark.parametrize("breakage", GUARD_BREAKAGES)
+@pytest.mark.parametrize("name", CASES)
+def test_a_write_outside_every_fragment_fails_the_case(facts, monkeypatch, name, breakage):
+    seen = []
+    break_executors(monkeypatch, breakage, seen)
+    result = run(facts, name)
+    if breakage == "one byte written between fragments" and not any(gaps_between(f) for f in seen):
+        assert result.status == "ok", result.reason
+        pytest.skip("the fragments cover the destination: no gap between them")
+    assert result.status == "failed", f"{name} passed with '{breakage}'"
+    assert result.reason.startswith("integrity check failed: a byte outside every fragment was written"), result.reason
+
+
+def test_without_guard_bytes_a_write_past_a_fragment_passes(facts, monkeypatch):
+    """The guard tests' sensitivity: with the guard check taken out, an offload writing past its
+    fragments into the pool comes out ok. So the test above is what goes red if the guards go."""
+    from kvbench.memory.guard import GuardedRegion
+
+    for breakage in ("one byte written past a fragment", "one byte written between fragments"):
+        with monkeypatch.context() as patch:
+            patch.setattr(GuardedRegion, "check", lambda self, whole=None: None)
+            break_executors(patch, breakage, [])
+            assert run(facts, "kv.offload host 2 threads").status == "ok", breakage
 
 
 def test_a_check_narrowed_to_each_fragments_first_half_is_what_the_last_byte_breakage_catches(facts, monkeypatch):

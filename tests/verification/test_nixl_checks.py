@@ -4,6 +4,7 @@
 |---|---|---|
 | every I/O of every prepared request compared with the file's pattern (read) or read back from the file (write) | storage.read, storage.write (POSIX) | nothing moved; first bytes skipped; last byte of each I/O skipped; one I/O skipped; two I/Os swapped; a later request (not the first) wrong; reset skipped; the check compares nothing |
 | every fragment compared with the pool's pattern (`kv.check.first_mismatch`) | kv.restore strategy=nixl, src=file and src=remote | nothing moved; first bytes skipped; last byte of each fragment skipped; one fragment skipped; two fragments swapped; reset skipped; the check compares nothing |
+| guard bytes unchanged around the destination (`memory.guard`) | kv.restore strategy=nixl, src=file and src=remote | one byte written past a fragment; one byte written before one |
 | crc32 of the whole buffer against the pattern's | net.read, net.write | nothing moved; first bytes skipped; last byte of each block skipped; one block skipped; two blocks swapped; reset skipped; the check compares nothing |
 
 crc32's guarantee: it detects every error confined to 32 consecutive bits (any one corrupted
@@ -20,6 +21,7 @@ from kvbench.plan.cases import Case
 from kvbench.runner import run_case
 from tests.verification.saboteurs import (
     BREAKAGES,
+    GUARD_BREAKAGES,
     break_after,
     file_spoiler,
     memory_spoiler,
@@ -107,6 +109,16 @@ def test_a_broken_request_fails_the_case(facts, tmp_path, monkeypatch, name, bre
         pytest.skip("one request: no later one")
     assert result.status == "failed", f"{name} passed with '{breakage}'"
     assert result.reason.startswith("integrity check failed"), result.reason
+
+
+@pytest.mark.parametrize("breakage", [b for b in GUARD_BREAKAGES if b != "one byte written between fragments"])
+@pytest.mark.parametrize("name", ["kv.restore nixl file", "kv.restore nixl remote"])
+def test_a_request_writing_outside_every_fragment_fails_the_case(facts, tmp_path, monkeypatch, name, breakage):
+    """A restore's destination is whole (no gap between fragments): its guards are the margins."""
+    break_requests(monkeypatch, breakage)
+    result = run(facts, tmp_path, name)
+    assert result.status == "failed", f"{name} passed with '{breakage}'"
+    assert result.reason.startswith("integrity check failed: a byte outside every fragment was written"), result.reason
 
 
 @pytest.mark.parametrize("part", ["reset", "check"])

@@ -1,5 +1,6 @@
 """KV restore from pinned host memory into GPU memory with the CUDA strategies (executors of family
-`cuda`, kvbench/executors/cuda_kv.py), checked fragment by fragment against the source.
+`cuda`, kvbench/executors/cuda_kv.py), checked fragment by fragment against the source, with guard
+bytes around the destination checked unchanged (kvbench/memory/guard.py).
 
 A fragmented strategy is paired with `gpu-contiguous` (one cudaMemcpyAsync of the same bytes,
 between the same buffers, on the same stream), timed interleaved with it on the same clock: CUDA
@@ -15,7 +16,6 @@ from kvbench.backends.cuda import (
     cuda_unavailable_reason,
     cupy_module,
     link_probe,
-    poison_between_copies,
 )
 from kvbench.benches.base import Prepared, built_in_stack, prepared_on_gpu
 from kvbench.benches.kv.case import KVCase, rates
@@ -27,6 +27,7 @@ from kvbench.kv.descriptors import DescriptorList
 from kvbench.measure.cuda_timer import CudaEventTimer
 from kvbench.measure.engine import Pair, Workload
 from kvbench.measure.timer import MonotonicTimer
+from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.kinds import allocate, parse_kind
 from kvbench.memory.pattern import fill_pattern
 
@@ -66,7 +67,8 @@ def _build_in(case: KVCase, gpu: int, stack: ExitStack) -> Prepared:
     stack.callback(probe.close)
     src = stack.enter_context(allocate("pinned", case.pool_bytes))
     fill_pattern(src.host_array, seed=params["seed"] + 1)
-    dst = stack.enter_context(allocate(params["dst"], case.moved_bytes))
+    guarded = stack.enter_context(GuardedRegion(params["dst"], case.moved_bytes))
+    dst = guarded.region
     stream = cp.cuda.Stream(non_blocking=True)
     stack.callback(stream.synchronize)  # nothing in flight when the buffers go
     run = executor.bind(src, dst, descriptors, stream=stream)
@@ -76,18 +78,10 @@ def _build_in(case: KVCase, gpu: int, stack: ExitStack) -> Prepared:
              else CudaEventTimer(stream, gpu, while_busy=probe.read_under_load,
                                  copies_per_op=executor.copies_per_op(len(descriptors))))
 
-    def reset() -> None:
-        poison_between_copies(gpu, dst.device_array)
-
-    def check() -> None:
-        stream.synchronize()
-        row = first_mismatch(descriptors, src.host_array, dst.device_array.get())
-        if row is not None:
-            raise IntegrityError(f"{executor.name}: fragment {row} of {len(descriptors)} landed wrong on the GPU")
-
-    workload = Workload(descriptors.total_bytes, run, reset, check, timer)
+    check = checker(executor.name, descriptors, src, guarded, stream)
+    workload = Workload(descriptors.total_bytes, run, guarded.poison, check, timer)
     if not executor.ceiling:
-        workload.pair = _ceiling_pair(case, executor.host_timed, src, dst, stream, gpu, reset)
+        workload.pair = _ceiling_pair(case, executor.host_timed, src, guarded, stream, gpu)
 
     def derive(m) -> dict[str, Any]:
         return {**rates(params["tokens"], len(descriptors), m), **probe.facts()}
@@ -97,10 +91,26 @@ def _build_in(case: KVCase, gpu: int, stack: ExitStack) -> Prepared:
     return Prepared(workload, metadata, derive=derive)
 
 
-def _ceiling_pair(case: KVCase, host_timed: bool, src, dst, stream, gpu: int, reset) -> Pair:
+def checker(name: str, rows: DescriptorList, src, guarded: GuardedRegion, stream):
+    """Every row's bytes on the GPU against the source, and every byte the rows do not write against the
+    poison, from one copy of the destination to the host."""
+    guards = guarded.guards(rows.dst_offset, rows.length)
+
+    def check() -> None:
+        stream.synchronize()
+        whole = guarded.host_bytes()
+        row = first_mismatch(rows, src.host_array, guarded.inner(whole))
+        if row is not None:
+            raise IntegrityError(f"{name}: fragment {row} of {len(rows)} landed wrong on the GPU")
+        guarded.check(whole, guards)
+
+    return check
+
+
+def _ceiling_pair(case: KVCase, host_timed: bool, src, guarded: GuardedRegion, stream, gpu: int) -> Pair:
     """`gpu-contiguous` on the case's buffers and stream, on the case's clock."""
     whole = DescriptorList.contiguous(case.descriptors.total_bytes)
-    copy = get_executor(CEILING).bind(src, dst, whole, stream=stream)
+    copy = get_executor(CEILING).bind(src, guarded.region, whole, stream=stream)
     if host_timed:  # the case's operation ends in a synchronize on the host clock: so does the ceiling's
         def run() -> None:
             copy()
@@ -109,9 +119,5 @@ def _ceiling_pair(case: KVCase, host_timed: bool, src, dst, stream, gpu: int, re
         run = copy
     timer = MonotonicTimer() if host_timed else CudaEventTimer(stream, gpu, copies_per_op=1)
 
-    def check() -> None:
-        stream.synchronize()
-        if first_mismatch(whole, src.host_array, dst.device_array.get()) is not None:
-            raise IntegrityError(f"{CEILING}: the contiguous copy beside the strategy landed wrong on the GPU")
-
-    return Pair({"strategy": CEILING}, Workload(whole.total_bytes, run, reset, check, timer))
+    check = checker(f"{CEILING} (the contiguous copy beside the strategy)", whole, src, guarded, stream)
+    return Pair({"strategy": CEILING}, Workload(whole.total_bytes, run, guarded.poison, check, timer))

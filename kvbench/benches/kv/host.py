@@ -1,5 +1,6 @@
 """KV transfers between host buffers with the host executors (`host`, `host-numpy`, and the
-`contiguous` ceiling), checked descriptor by descriptor against the source.
+`contiguous` ceiling), checked descriptor by descriptor against the source, and the destination's
+guard bytes (its margins, the pool slots an offload did not select) checked unchanged.
 
 A fragmented strategy is paired with the ceiling: one contiguous copy of the same bytes, between
 the same buffers, timed interleaved with it in the same case, so its ratio to one contiguous copy
@@ -20,8 +21,9 @@ from kvbench.hardware.path import Segment
 from kvbench.kv.check import first_mismatch
 from kvbench.kv.descriptors import DescriptorList
 from kvbench.measure.engine import Pair, Workload
+from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.kinds import allocate
-from kvbench.memory.pattern import fill_pattern, poison
+from kvbench.memory.pattern import fill_pattern
 
 
 CEILING = "contiguous"  # the executor a fragmented host strategy is paired with
@@ -52,7 +54,8 @@ def prepare(case: KVCase) -> Prepared:
     fragments = len(descriptors)  # what this strategy really submits: 1 for the ceiling
     with ExitStack() as stack:
         src = stack.enter_context(allocate(params["src"], src_bytes))
-        dst = stack.enter_context(allocate(params["dst"], dst_bytes))
+        guarded = stack.enter_context(GuardedRegion(params["dst"], dst_bytes))
+        dst = guarded.region
         fill_pattern(src.host_array, seed=params["seed"] + 1)
         run = executor.bind(src, dst, descriptors, params["concurrency"])
         whole = DescriptorList.contiguous(descriptors.total_bytes)
@@ -61,18 +64,19 @@ def prepare(case: KVCase) -> Prepared:
         cleanup = stack.pop_all()
 
     def checker(rows: DescriptorList):
+        guards = guarded.guards(rows.dst_offset, rows.length)  # every byte these rows do not write
+
         def check() -> None:
             row = first_mismatch(rows, src.host_array, dst.host_array)
             if row is not None:
                 raise IntegrityError(f"descriptor {row} of {len(rows)} landed wrong")
+            guarded.check(guards=guards)
 
         return check
 
-    def reset() -> None:
-        poison(dst.host_array)
-
-    workload = Workload(descriptors.total_bytes, run, reset, checker(descriptors))
+    workload = Workload(descriptors.total_bytes, run, guarded.poison, checker(descriptors))
     if ceiling is not None:
-        workload.pair = Pair({"strategy": CEILING}, Workload(whole.total_bytes, ceiling, reset, checker(whole)))
+        workload.pair = Pair({"strategy": CEILING}, Workload(whole.total_bytes, ceiling, guarded.poison,
+                                                             checker(whole)))
     metadata = {**case.layout, "fragments": fragments, "buffers": {"src": src.describe(), "dst": dst.describe()}}
     return Prepared(workload, metadata, cleanup.close, lambda m: rates(params["tokens"], fragments, m))

@@ -24,7 +24,8 @@ from kvbench.kv.check import first_mismatch
 from kvbench.kv.descriptors import DescriptorList
 from kvbench.measure.engine import Workload
 from kvbench.memory.files import create_files, mount_of
-from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
+from kvbench.memory.guard import GuardedRegion
+from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.memory.pattern import fill_pattern
 from kvbench.peers.initiator import InprocPeer, ProcessPeer
@@ -63,7 +64,9 @@ def prepare(case: KVCase) -> Prepared:
     params, descriptors = case.params, case.descriptors
     expected = np.empty(case.pool_bytes, dtype=np.uint8)  # what the pool holds, to check against
     with ExitStack() as stack:
-        dst = stack.enter_context(allocate(params["dst"], case.moved_bytes))
+        guarded = stack.enter_context(GuardedRegion(params["dst"], case.moved_bytes, descriptors.dst_offset,
+                                                    descriptors.length))
+        dst = guarded.region
         mem_type, base, device = nixl_memory(dst)
         whole_dst = desc_array(np.array([base]), np.array([case.moved_bytes]), device)
         from_file = parse_kind(params["src"]).name == "file"
@@ -74,17 +77,18 @@ def prepare(case: KVCase) -> Prepared:
         cleanup = stack.pop_all()
 
     def check() -> None:
-        got = dst.host_array if dst.host_array is not None else dst.device_array.get()
-        row = first_mismatch(descriptors, expected, got)
+        whole = guarded.host_bytes()
+        row = first_mismatch(descriptors, expected, guarded.inner(whole))
         if row is not None:
             raise IntegrityError(f"fragment {row} of {len(descriptors)} restored wrong")
+        guarded.check(whole)
 
     def derive(m) -> dict[str, Any]:
         return {**rates(params["tokens"], len(descriptors), m), "telemetry": run.telemetry()}
 
     metadata = {**case.layout, **meta, "nixl_backend": run.backend, "requests": len(run.transfers),
                 "fragments": len(descriptors), "buffers": {"dst": dst.describe(), **meta.get("buffers", {})}}
-    return Prepared(Workload(descriptors.total_bytes, run, dst.poison, check), metadata, cleanup.close, derive)
+    return Prepared(Workload(descriptors.total_bytes, run, guarded.poison, check), metadata, cleanup.close, derive)
 
 
 def file_source(case: KVCase, expected: np.ndarray, stack: ExitStack, register_dst,

@@ -34,6 +34,7 @@ from kvbench.kv.check import first_mismatch
 from kvbench.kv.descriptors import DescriptorList
 from kvbench.kv.layouts import unit_offsets
 from kvbench.measure.engine import Workload
+from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
 
@@ -109,7 +110,9 @@ def prepare(case: KVCase) -> Prepared:
         np.full(len(c), shape.block_bytes, dtype=np.uint64)) for c in chunks]
     expected = np.empty(case.pool_bytes, dtype=np.uint8)
     with ExitStack() as stack:
-        dst = stack.enter_context(allocate(params["dst"], case.moved_bytes))
+        guarded = stack.enter_context(GuardedRegion(params["dst"], case.moved_bytes, case.descriptors.dst_offset,
+                                                    case.descriptors.length))
+        dst = guarded.region
         stages = [stack.enter_context(allocate(params["via"], stage_bytes)) for _ in range(STAGES)]
         mem_type = nixl_memory(stages[0])[0]
         bases = [nixl_memory(s)[1] for s in stages]
@@ -153,7 +156,7 @@ def prepare(case: KVCase) -> Prepared:
                 scatter()
 
     def reset() -> None:
-        dst.poison()
+        guarded.poison()
         for stage in stages:  # stale chunks in the staging buffers must not pass for fresh reads
             stage.poison()
 
@@ -161,6 +164,7 @@ def prepare(case: KVCase) -> Prepared:
         row = first_mismatch(case.descriptors, expected, dst.host_array)
         if row is not None:
             raise IntegrityError(f"fragment {row} of {len(case.descriptors)} restored wrong")
+        guarded.check()
 
     def derive(m) -> dict[str, Any]:
         read_s, scatter_s = (_median_time(leg) for leg in (read_leg, scatter_leg))
