@@ -21,6 +21,7 @@ from kvbench.memory.pattern import POISON
 from kvbench.memory.region import Region
 
 GUARD_BYTES = 4096  # on each side: one page, so the destination between keeps its pages' alignment
+CHECK_PIECE = 16 << 20  # bytes of guard one thread checks at a time
 
 
 class GuardedRegion:
@@ -125,4 +126,10 @@ def _unwritten(size_bytes: int, offsets: np.ndarray, lengths: np.ndarray) -> tup
     starts = np.concatenate(([0], end))
     ends = np.concatenate((begin, [size_bytes + 2 * GUARD_BYTES]))
     keep = ends > starts
-    return np.ascontiguousarray(starts[keep]), np.ascontiguousarray(ends[keep])
+    starts, ends = starts[keep], ends[keep]
+    # Long ranges (an offload's unselected slots) cut into pieces, so the check's threads share them.
+    pieces = (ends - starts + CHECK_PIECE - 1) // CHECK_PIECE
+    row = np.repeat(np.arange(len(starts)), pieces)
+    k = np.arange(int(pieces.sum())) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    piece_starts = starts[row] + k * CHECK_PIECE
+    return np.ascontiguousarray(piece_starts), np.ascontiguousarray(np.minimum(piece_starts + CHECK_PIECE, ends[row]))

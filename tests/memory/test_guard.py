@@ -48,3 +48,22 @@ def test_a_destination_the_fragments_cover_is_guarded_by_its_margins():
         whole.whole.host_array[GUARD_BYTES + 8192] = 7
         with pytest.raises(IntegrityError, match="1 byte"):
             whole.check()
+
+
+def test_the_compiled_check_finds_the_first_bad_byte_at_every_alignment():
+    """It compares 8 bytes at a time with loose bytes around them: every edge is covered."""
+    from kvbench.memory.pattern_kernels import first_not_poison
+
+    data = np.full(61, POISON, dtype=np.uint8)  # not a multiple of 8 either
+    for start in range(0, 20):
+        for end in range(start, 61):
+            ranges = (np.array([start]), np.array([end]))
+            assert first_not_poison(data, *ranges) == -1
+            for bad in {start, end - 1, (start + end) // 2} - {end} if end > start else ():
+                data[bad] = 0x5A
+                assert first_not_poison(data, *ranges) == bad, (start, end, bad)
+                data[bad] = POISON
+            data[:start] = 0  # bytes outside the ranges are not looked at
+            data[end:] = 0
+            assert first_not_poison(data, *ranges) == -1
+            data[:] = POISON
