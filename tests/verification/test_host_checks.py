@@ -82,7 +82,12 @@ def test_a_reset_or_check_that_does_nothing_fails_the_case(facts, monkeypatch, n
 
     monkeypatch.setattr(type(bench), "prepare", prepare)
     result = run(facts, name)
-    assert result.status == "failed" and "the reset or the check is broken" in result.reason, result.reason
+    assert result.status == "failed", result.reason
+    if part == "reset" and name.startswith("kv.offload"):  # its paired ceiling writes pool slots the case did not
+        # select: without the case's own reset, the guards find them first
+        assert "the reset or the check is broken" in result.reason or "outside every fragment" in result.reason
+    else:
+        assert "the reset or the check is broken" in result.reason, result.reason
 
 
 @pytest.mark.parametrize("breakage", GUARD_BREAKAGES)
@@ -105,9 +110,10 @@ def test_without_guard_bytes_a_write_past_a_fragment_passes(facts, monkeypatch):
 
     for breakage in ("one byte written past a fragment", "one byte written between fragments"):
         with monkeypatch.context() as patch:
-            patch.setattr(GuardedRegion, "check", lambda self, whole=None: None)
+            patch.setattr(GuardedRegion, "check", lambda self, whole=None, guards=None: None)
             break_executors(patch, breakage, [])
-            assert run(facts, "kv.offload host 2 threads").status == "ok", breakage
+            result = run(facts, "kv.offload host 2 threads")
+            assert result.status == "ok", (breakage, result.reason)
 
 
 def test_a_check_narrowed_to_each_fragments_first_half_is_what_the_last_byte_breakage_catches(facts, monkeypatch):
