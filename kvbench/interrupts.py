@@ -45,6 +45,9 @@ def signals_end_runs() -> Iterator[None]:
         nonlocal raised
         if not raised:
             raised = True
+            if _held is not None:  # inside `signals_deferred`: raised as that block ends
+                _held.append(signum)
+                return
             raise Interrupted(signum)
 
     previous = {s: signal.signal(s, handler) for s in SIGNALS}
@@ -53,3 +56,21 @@ def signals_end_runs() -> Iterator[None]:
     finally:
         for s, old in previous.items():
             signal.signal(s, old)
+
+
+_held: list[int] | None = None  # signals received inside `signals_deferred`, None outside it
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Within the block, a signal that ends runs is held and raised (`Interrupted`) as the block ends:
+    a child process being started, or a file being made, is never left behind half-known (Popen
+    interrupted after the fork leaves a child nobody can kill)."""
+    global _held
+    outer, _held = _held, []
+    try:
+        yield
+    finally:
+        held, _held = _held, outer
+    if held:
+        raise Interrupted(held[0])

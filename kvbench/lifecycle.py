@@ -2,9 +2,14 @@
 
 SIGINT, SIGTERM and SIGHUP end a run in an orderly way (kvbench/interrupts.py). SIGKILL and the
 OOM killer cannot be caught: the run stays `running`. So each run records its process (pid, boot
-id, machine), and the next kvbench that writes to the database marks such runs `crashed` — the
-process is gone, or the machine rebooted — and removes the temporary files they left (their names
-carry the pid that made them).
+id, pid namespace, machine) and beats a heartbeat while it runs, and the next kvbench that writes
+to the database (run, tag, host merge) marks such runs `crashed` and removes the temporary files
+they left (their names carry the pid that made them):
+
+* where the run's pid means the same process as here (the same boot id and pid namespace: a
+  hostname proves nothing, containers share one), by that process being gone;
+* on this box after a reboot (its host id and machine, another boot id);
+* anywhere, by a heartbeat older than STALE_AFTER_S (a container that was killed, another box).
 """
 
 from __future__ import annotations
@@ -13,10 +18,18 @@ import os
 import re
 import socket
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+HEARTBEAT_S = 30.0  # a running run says it is alive this often, whatever its case is doing
+# a run silent this long is crashed: twenty missed beats, so a busy box or a slow database never
+# costs a live run (and a fleet's clocks may disagree by minutes)
+STALE_AFTER_S = 20 * HEARTBEAT_S
 # files kvbench makes for a process: storage test files, and the UCX logs of that process and of
 # the peer processes it started (kvbench-ucx-<its pid>-<writer's pid>.log)
 TEMP_NAMES = (re.compile(r"^kvbench-(\d+)-\d+-.*\.dat$"), re.compile(r"^kvbench-ucx-(\d+)(?:-\d+)?\.log$"))
@@ -57,23 +70,59 @@ def alive(pid: int) -> bool:
     return b"kvbench" in command
 
 
-def gone(run: dict[str, Any], me: dict[str, Any], my_host_ids: list[str] | None = None) -> str | None:
-    """Why `run` (status running) can no longer be running, None if it may be (or is elsewhere).
-
-    A run is this machine's when its hostname is this one's, or when it was stored under this box's
-    host id from this same pid namespace (a hostname renamed since); a container beside this one on
-    the same box has its own pid namespace, so its live runs are never taken for dead ones."""
-    if run.get("pid") is None:
-        return None  # one an older kvbench began: nothing to tell here
+def same_process_space(run: dict[str, Any], me: dict[str, Any]) -> bool:
+    """True when the run's pid names a process here: the same kernel boot and pid namespace. A
+    hostname does not tell it (containers on one box share boot ids and may share a hostname; the
+    first pid namespace has the same number on every box)."""
     namespace = (run.get("system_state") or {}).get("pid_namespace")
-    same_box = run.get("host_id") in (my_host_ids or []) and namespace is not None and namespace == me.get("pid_namespace")
-    if run.get("machine") != me["machine"] and not same_box:
-        return None  # another box's run, or another container's
-    if run.get("boot_id") and me["boot_id"] and run["boot_id"] != me["boot_id"]:
+    return (run.get("boot_id") is not None and run["boot_id"] == me.get("boot_id")
+            and namespace is not None and namespace == me.get("pid_namespace"))
+
+
+def gone(run: dict[str, Any], me: dict[str, Any], my_host_ids: list[str] | None = None,
+         now: datetime | None = None) -> str | None:
+    """Why `run` (status running) can no longer be running, None if it may be.
+
+    Its pid is judged only where it means the same process as here (`same_process_space`); a
+    reboot only on this box (its host id and machine); any other run by its heartbeat alone."""
+    if run.get("pid") is not None and same_process_space(run, me):
+        if run["pid"] != me["pid"] and not alive(run["pid"]):
+            return (f"its process {run['pid']} is gone: killed (SIGKILL or the out-of-memory killer), or it "
+                    "could not write to the database (found by a later kvbench)")
+        return None
+    if _rebooted_here(run, me, my_host_ids):
         return "the machine rebooted while it ran (found by a later kvbench)"
-    if run["pid"] != me["pid"] and not alive(run["pid"]):
-        return f"its process {run['pid']} is gone: killed (SIGKILL or the out-of-memory killer) (found by a later kvbench)"
+    beat = run.get("heartbeat_at")
+    if beat is not None:
+        silent = ((now or datetime.now(UTC)) - beat).total_seconds()
+        if silent > STALE_AFTER_S:
+            return (f"no heartbeat for {silent / 60:.0f} min (a live run beats every {HEARTBEAT_S:.0f} s): its "
+                    "process, container or machine is gone (found by a later kvbench)")
     return None
+
+
+def _rebooted_here(run: dict[str, Any], me: dict[str, Any], my_host_ids: list[str] | None) -> bool:
+    this_box = run.get("host_id") in (my_host_ids or []) and run.get("machine") == me.get("machine")
+    return bool(this_box and run.get("boot_id") and me.get("boot_id") and run["boot_id"] != me["boot_id"])
+
+
+@contextmanager
+def heartbeat(store, run_id: int, every_s: float = HEARTBEAT_S) -> Iterator[None]:
+    """Within the block, a thread beats run `run_id`'s heartbeat every `every_s` seconds, so a long
+    case is never taken for a dead run. A beat that fails is left to the run's own writes to report."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every_s):
+            with suppress(Exception):
+                store.beat(run_id)
+
+    thread = threading.Thread(target=beat, name=f"kvbench-heartbeat-{run_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
 
 
 def sweep_temp_files(directories: set[str], pids: set[int]) -> list[str]:
@@ -98,8 +147,8 @@ def sweep_temp_files(directories: set[str], pids: set[int]) -> list[str]:
 
 
 def reap(store, my_host_ids: list[str] | None = None) -> list[int]:
-    """Mark this machine's runs whose owner is gone `crashed`, sweep their temporary files; the runs.
-    `my_host_ids`: the ids this box's runs are stored under (see `gone`)."""
+    """Mark the runs whose owner is gone `crashed`, sweep the temporary files of those that ran here;
+    the runs. `my_host_ids`: the ids this box's runs are stored under (see `gone`)."""
     me = {**owner(), "pid_namespace": pid_namespace()}
     crashed: list[int] = []
     pids: set[int] = set()
@@ -109,7 +158,9 @@ def reap(store, my_host_ids: list[str] | None = None) -> list[int]:
         if why:
             store.mark_crashed([run["id"]], why)
             crashed.append(run["id"])
-            pids.add(run["pid"])
+            # its files carry its pid: swept where that pid was this space's (not another namespace's)
+            if run["pid"] is not None and (same_process_space(run, me) or _rebooted_here(run, me, my_host_ids)):
+                pids.add(run["pid"])
             dirs.update((run.get("system_state") or {}).get("temp_dirs") or [])
     if pids:
         sweep_temp_files(dirs, pids)

@@ -24,12 +24,13 @@ from kvbench.hardware.facts import HostFacts
 from kvbench.hardware.path import PathPeak, links_under_load, path_peak
 from kvbench.hosts import adopt_older_ids, stored_id
 from kvbench.interrupts import Interrupted
-from kvbench.lifecycle import owner, pid_namespace, reap
+from kvbench.lifecycle import heartbeat, owner, pid_namespace, reap
 from kvbench.measure.engine import Pair, Settings, measure
 from kvbench.metadata import CONTENTION
 from kvbench.plan.cases import Case
 from kvbench.result import Result
 from kvbench.store.database import Store
+from kvbench.store.durable import Unwritable
 
 
 @dataclass
@@ -129,14 +130,18 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
         raise BadInput(f"cannot write to database {store.url}: {_first_line(exc)}") from None
     failed = 0
     try:
-        for i, case in enumerate(cases):
-            if on_start:
-                on_start(i, case)
-            result = run_case(case, facts, settings, on_sample)
-            store.add_result(run_id, result.to_row(), list(result.measurement.samples_s) if result.measurement else [])
-            failed += result.status == "failed"
-            if on_result:
-                on_result(result)
+        with heartbeat(store, run_id):  # a long case is never taken for a dead run
+            for i, case in enumerate(cases):
+                if on_start:
+                    on_start(i, case)
+                result = run_case(case, facts, settings, on_sample)
+                store.add_result(run_id, result.to_row(),
+                                 list(result.measurement.samples_s) if result.measurement else [])
+                failed += result.status == "failed"
+                if on_result:
+                    on_result(result)
+    except Unwritable as exc:  # the database file was deleted or replaced: nothing left to mark
+        raise Unwritable(f"{exc}; run {run_id} ended there") from None
     except KeyboardInterrupt as exc:
         name = exc.name if isinstance(exc, Interrupted) else "SIGINT"
         _finish(store, run_id, "aborted", f"interrupted ({name})", fingerprint.end_state())
@@ -180,7 +185,7 @@ def _finish(store: Store, run_id: int, status: str, reason: str, end_state: dict
     try:
         store.finish_run(run_id, status, reason, end_state)
         return True
-    except DBAPIError:
+    except (DBAPIError, Unwritable):
         return False
 
 

@@ -7,13 +7,17 @@ noise at once, instead of the allowance it assumes while a host has fewer than 3
 Each repeat is `python -m kvbench.suite_repeat` with the request as JSON on its stdin; it answers
 one JSON line on stdout. A signal the parent receives (SIGTERM from `timeout` or a CI cancel,
 SIGHUP, SIGINT) is passed on to the running repeat, which ends its run as `aborted` with its
-finished results kept; the parent then stops too, with the same status.
+finished results kept; the parent then stops too, with the same status. A repeat killed outright
+has its run marked `crashed` by the parent; a parent killed outright takes its repeat with it
+(the kernel sends the repeat SIGTERM when its parent dies: it ends its run as `aborted`, quietly).
 """
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -25,10 +29,13 @@ from rich.console import Console
 
 from kvbench.errors import BadInput, CheckFailed, one_line
 from kvbench.interrupts import SIGNALS, Interrupted, signals_end_runs
+from kvbench.lifecycle import boot_id, pid_namespace
 from kvbench.store import open_store
 from kvbench.suite_run import RunOutcome, RunRequest, plan_request, run_suite
 
 MAX_REPEAT = 100
+PARENT_ENV = "KVBENCH_REPEAT_PARENT"  # the parent's pid, for the repeat to check it is still there
+PR_SET_PDEATHSIG = 1
 
 
 def run_repeated(request: RunRequest, times: int, progress: Console) -> list[RunOutcome]:
@@ -53,7 +60,7 @@ def run_repeated(request: RunRequest, times: int, progress: Console) -> list[Run
 def _run_in_child(request: RunRequest, label: str) -> tuple[int, int]:
     """(run id, failed cases) of `request` run by a child process."""
     child = subprocess.Popen([sys.executable, "-m", "kvbench.suite_repeat"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, text=True, env={**os.environ, PARENT_ENV: str(os.getpid())})
     with _passed_on(child) as received:
         answer, _ = child.communicate(json.dumps(dataclasses.asdict(request)))
     code = child.returncode
@@ -69,7 +76,29 @@ def _run_in_child(request: RunRequest, label: str) -> tuple[int, int]:
     if "error" in reply:
         raise BadInput(reply["error"])
     how = f"signal {signal.Signals(-code).name}" if code < 0 else f"status {code}"
-    raise CheckFailed(f"{label}: its process ended with {how}; the next kvbench marks an unfinished run crashed")
+    run_id = _mark_orphan_run(request.db, child.pid, f"its process {child.pid} ended with {how} "
+                                                     "(found by its --repeat parent)")
+    raise CheckFailed(f"{label}: its process ended with {how}; "
+                      + (f"run {run_id} is marked crashed, its finished results kept" if run_id is not None
+                         else "no run of it was left running"))
+
+
+def _mark_orphan_run(db: str | None, pid: int, reason: str) -> int | None:
+    """Mark the run process `pid` (a repeat that died without closing it) left running `crashed`;
+    its id, None when it left none (it died before beginning one, or its database cannot be opened)."""
+    try:
+        store = open_store(db, existing=True)
+    except BadInput:
+        return None
+    here = (boot_id(), pid_namespace())
+    try:
+        for run in store.runs(status="running"):
+            if run["pid"] == pid and (run["boot_id"], (run["system_state"] or {}).get("pid_namespace")) == here:
+                store.mark_crashed([run["id"]], reason)
+                return int(run["id"])
+        return None
+    finally:
+        store.dispose()
 
 
 @contextmanager
@@ -93,19 +122,38 @@ def _passed_on(child: subprocess.Popen) -> Iterator[list[int]]:
             signal.signal(s, old)
 
 
+def _die_with_parent() -> None:
+    """Ask the kernel for SIGTERM when the parent dies (Linux), and stop now if it already has: a
+    repeat outliving a killed parent would measure for nobody."""
+    parent = os.environ.get(PARENT_ENV)
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if parent and os.getppid() != int(parent):
+        sys.exit(128 + signal.SIGTERM)
+
+
+def _answer(reply: dict) -> None:
+    """The one JSON line for the parent; nothing (and no traceback) when the parent is gone."""
+    try:
+        print(json.dumps(reply), flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit: quiet too
+
+
 def child_main() -> int:
     """One repeat: the request from stdin, progress on stderr, `{"run_id", "failed"}` on stdout."""
+    _die_with_parent()
     fields = json.loads(sys.stdin.read())
     request = RunRequest(**{**fields, "benches": tuple(fields["benches"]), "cases": tuple(fields.get("cases", ()))})
     try:
         outcome = run_suite(request, Console(stderr=True))
     except Interrupted as exc:
-        print(json.dumps({"aborted_run": exc.run_id}))
+        _answer({"aborted_run": exc.run_id})
         return exc.exit_code
     except BadInput as exc:
-        print(json.dumps({"error": one_line(str(exc))}))
+        _answer({"error": one_line(str(exc))})
         return 2
-    print(json.dumps({"run_id": outcome.run_id, "failed": outcome.failed}))
+    _answer({"run_id": outcome.run_id, "failed": outcome.failed})
     return 0
 
 

@@ -5,9 +5,11 @@ import os
 import subprocess
 import sys
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
-from kvbench.lifecycle import gone, sweep_temp_files
+from kvbench.lifecycle import STALE_AFTER_S, gone, sweep_temp_files
 
 ME = {"pid": 100, "boot_id": "boot-a", "machine": "node1", "pid_namespace": "pid:[1]"}
 
@@ -18,24 +20,49 @@ def _dead_pid() -> int:
     return proc.pid  # reaped: no such process now (pids are not reused this quickly)
 
 
-@pytest.mark.parametrize("machine,host_id,namespace,dead", [
-    ("node1", "other", "pid:[9]", True),     # this hostname: its pid is checked
-    ("old-name", "mine", "pid:[1]", True),   # renamed since, same box and pid namespace
-    ("old-name", "mine", "pid:[9]", False),  # a container beside this one: its pids are not ours to check
-    ("node2", "other", "pid:[1]", False),    # another box
+@pytest.mark.parametrize("machine,boot,host_id,namespace,dead", [
+    ("node1", "boot-a", "other", "pid:[1]", True),   # this boot and pid namespace: its pid is checked
+    ("old-name", "boot-a", "mine", "pid:[1]", True),  # renamed since: the pid still means the same here
+    # a container beside this one, even with this hostname: its pids are not ours to check (issue 29.7)
+    ("node1", "boot-a", "mine", "pid:[9]", False),
+    ("node1", "boot-a", "other", "pid:[9]", False),
+    # another box named alike: the first pid namespace has one number on every box, the boot id differs
+    ("node1", "boot-b", "other", "pid:[1]", False),
 ])
-def test_a_run_is_judged_only_where_its_pid_means_something(machine, host_id, namespace, dead):
-    run = {"pid": _dead_pid(), "boot_id": "boot-a", "machine": machine, "host_id": host_id,
-           "system_state": {"pid_namespace": namespace}}
+def test_a_run_is_judged_only_where_its_pid_means_something(machine, boot, host_id, namespace, dead):
+    run = {"pid": _dead_pid(), "boot_id": boot, "machine": machine, "host_id": host_id,
+           "system_state": {"pid_namespace": namespace}, "heartbeat_at": datetime.now(UTC)}
     why = gone(run, ME, ["mine"])
     assert (why is not None) == dead
     if dead:
         assert f"process {run['pid']} is gone" in why
 
 
-def test_a_reboot_ends_every_run_of_this_machine():
-    run = {"pid": os.getpid(), "boot_id": "boot-old", "machine": "node1", "host_id": "x", "system_state": {}}
-    assert "rebooted" in gone(run, ME)
+@pytest.mark.parametrize("namespace,boot", [("pid:[9]", "boot-a"), ("pid:[1]", "boot-b")])
+def test_a_run_elsewhere_is_crashed_by_its_silent_heartbeat_alone(namespace, boot):
+    run = {"pid": os.getpid(), "boot_id": boot, "machine": "node1", "host_id": "other",
+           "system_state": {"pid_namespace": namespace}}
+    now = datetime.now(UTC)
+    fresh = now - timedelta(seconds=STALE_AFTER_S / 2)
+    assert gone({**run, "heartbeat_at": fresh}, ME, ["mine"], now=now) is None
+    stale = now - timedelta(seconds=STALE_AFTER_S + 60)
+    assert "no heartbeat for" in gone({**run, "heartbeat_at": stale}, ME, ["mine"], now=now)
+
+
+def test_a_live_process_here_is_never_crashed_by_a_late_heartbeat():
+    live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "kvbench"], stdin=subprocess.PIPE)
+    try:  # a run stalled past the bound whose process still runs (suspended, a busy box) is left alone
+        run = {"pid": live.pid, "boot_id": "boot-a", "machine": "node1", "host_id": "mine",
+               "system_state": {"pid_namespace": "pid:[1]"}, "heartbeat_at": datetime.now(UTC) - timedelta(days=1)}
+        assert gone(run, ME, ["mine"]) is None
+    finally:
+        live.communicate(b"", timeout=60)
+
+
+def test_a_reboot_ends_every_run_of_this_box():
+    run = {"pid": os.getpid(), "boot_id": "boot-old", "machine": "node1", "host_id": "mine", "system_state": {}}
+    assert "rebooted" in gone(run, ME, ["mine"])
+    assert gone({**run, "host_id": "other"}, ME, ["mine"]) is None  # another box that shares the hostname
 
 
 def test_the_sweep_takes_a_dead_run_s_files_and_its_peers_logs_only(tmp_path):

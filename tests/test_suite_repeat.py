@@ -75,15 +75,39 @@ def _child_of(pid: int, timeout: float = 60) -> int:
     raise AssertionError("no repeat process started")
 
 
-def test_a_repeat_killed_outright_is_one_line_and_exit_1(tmp_path):
-    proc, _, _ = _started(tmp_path, "--repeat", "2")
+def test_a_repeat_killed_outright_is_one_line_and_exit_1_and_its_run_marked_crashed(tmp_path):
+    proc, _, db = _started(tmp_path, "--repeat", "2")
     child = _child_of(proc.pid)
     os.kill(child, signal.SIGKILL)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert stderr.strip().splitlines()[-1] == ("kvbench: repeat 1/2: its process ended with signal SIGKILL; "
-                                               "the next kvbench marks an unfinished run crashed")
+                                               "run 1 is marked crashed, its finished results kept")
     assert "Traceback" not in stderr
+    assert _statuses(db) == ["crashed"]  # by its parent, not left for some later kvbench
+    assert f"its process {child} ended with signal SIGKILL" in open_store(db).run(1)["reason"]
+
+
+def _ended(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie nobody reaped yet: ended
+    except FileNotFoundError:
+        return True
+
+
+def test_a_parent_killed_outright_takes_its_repeat_with_it_quietly(tmp_path):
+    proc, work, db = _started(tmp_path, "--repeat", "2")
+    child = _child_of(proc.pid)
+    proc.kill()  # SIGKILL: the parent can pass nothing on
+    deadline = time.monotonic() + 120
+    while not _ended(child):
+        assert time.monotonic() < deadline, "the repeat outlived its parent"
+        time.sleep(0.05)
+    _, stderr = proc.communicate(timeout=60)  # the repeat wrote its progress to the same pipe
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+    assert _statuses(db) == ["aborted"] and "SIGTERM" in open_store(db).run(1)["reason"]
+    assert os.listdir(work) == []  # it removed its files as it ended
 
 
 def test_a_signal_before_any_run_began_says_nothing_was_stored(monkeypatch, capsys):

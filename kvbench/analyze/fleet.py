@@ -48,6 +48,9 @@ def latest_per_host_case(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def fleet(rows: list[dict[str, Any]], hosts: dict[str, dict[str, Any]], k: float = 3.0,
           floor: float = 0.05) -> list[FleetRow]:
     """One row per (case, host) with the host's latest result, outliers flagged within each SKU."""
+    # a result whose host has no row (written under an id merged away meanwhile) is shown by its id
+    hosts = {**{r["host_id"]: {"hostname": f"{r['host_id'][:16]} (unknown host)", "facts": {}} for r in rows},
+             **hosts}
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in latest_per_host_case(rows):
         groups[(row["case_hash"], sku_of(hosts[row["host_id"]]["facts"]))].append(row)

@@ -1,14 +1,30 @@
-"""`kvbench crosscheck dram|storage|pcie|net`: kvbench beside a peer tool, with their ratio."""
+"""`kvbench crosscheck dram|storage|pcie|net`: kvbench beside a peer tool, with their ratio. A
+signal (Ctrl-C, SIGTERM, SIGHUP) ends a crosscheck as it ends a run: its files and peer
+processes are removed on the way out, and the status is the shell's for that signal."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
 
 from kvbench.cli.app import crosscheck_app
-from kvbench.cli.common import out
+from kvbench.cli.common import err, out
 from kvbench.errors import BadInput
+
+
+@contextmanager
+def _ends_on_signals() -> Iterator[None]:
+    from kvbench.interrupts import Interrupted, signals_end_runs
+
+    try:
+        with signals_end_runs():
+            yield
+    except Interrupted as exc:
+        err.print(f"kvbench: crosscheck interrupted ({exc.name}); its temporary files are removed")
+        raise typer.Exit(exc.exit_code) from None
 
 
 @crosscheck_app.command("dram")
@@ -21,7 +37,9 @@ def crosscheck_dram(
     from kvbench.report.crosscheck import render
     from kvbench.units import parse_size
 
-    render(out, run_crosscheck(parse_size(size), repeats))
+    with _ends_on_signals():
+        figures = run_crosscheck(parse_size(size), repeats)
+    render(out, figures)
 
 
 @crosscheck_app.command("storage")
@@ -47,7 +65,9 @@ def crosscheck_storage(
     if not Path(directory).is_dir():
         raise BadInput(f"bad --path '{directory}': not a directory")
     mount = mount_of(directory)  # the same number means little on tmpfs, overlay or an NVMe: say which it was
-    figures = run_crosscheck(parse_size(io_size, "io_size"), depth, parse_size(file_size, "file_size"), directory, api)
+    with _ends_on_signals():
+        figures = run_crosscheck(parse_size(io_size, "io_size"), depth, parse_size(file_size, "file_size"), directory,
+                                 api)
     render(out, figures, f"storage.read crosscheck ({io_size}, depth {depth}, {api}, in {directory} on "
            f"{mount['fstype']} {mount['device']} mounted at {mount['mount']}, GB/s = 1e9 B/s)", goal=0.90)
 
@@ -59,8 +79,9 @@ def crosscheck_pcie() -> None:
     from kvbench.crosscheck.pcie import crosscheck_pcie as run_crosscheck
     from kvbench.report.crosscheck import render
 
-    for figures in run_crosscheck():
-        render(out, figures, "pcie crosscheck (GB/s = 1e9 B/s)", goal=0.97, goal_max=1.03)
+    with _ends_on_signals():
+        for figures in run_crosscheck():
+            render(out, figures, "pcie crosscheck (GB/s = 1e9 B/s)", goal=0.97, goal_max=1.03)
 
 
 @crosscheck_app.command("net")
@@ -75,6 +96,8 @@ def crosscheck_net(
     from kvbench.units import parse_size
 
     sizes = tuple(parse_size(s, "--size") for s in size) if size else (1 << 20, 64 << 10)
-    for figures in run_crosscheck(sizes, tls=tls, iterations=iterations):
-        render(out, figures, f"net.write crosscheck (loopback, UCX_TLS={tls or 'default'}, GB/s = 1e9 B/s)", goal=None,
-               no_goal="NIXL's request path, checked end to end, against ucx_perftest's bare puts; shown, not judged")
+    with _ends_on_signals():
+        for figures in run_crosscheck(sizes, tls=tls, iterations=iterations):
+            render(out, figures, f"net.write crosscheck (loopback, UCX_TLS={tls or 'default'}, GB/s = 1e9 B/s)",
+                   goal=None, no_goal="NIXL's request path, checked end to end, against ucx_perftest's bare puts; "
+                   "shown, not judged")

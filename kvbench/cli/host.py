@@ -105,11 +105,13 @@ def host_merge(
     db: Annotated[str | None, typer.Option(help="results database (default: $KVBENCH_DB or the embedded one)")] = None,
 ) -> None:
     """Move OLD's runs to INTO (one box that appeared under two ids); OLD is kept as an alias."""
-    from kvbench.hosts import stored_id
+    from kvbench.hosts import stored_id, this_host_ids
+    from kvbench.lifecycle import reap
     from kvbench.store import open_store
     from kvbench.this_host import host_facts
 
     store = open_store(db, existing=True)
+    reap(store, this_host_ids(store, host_facts()))  # a dead run of OLD is crashed, a live one refuses the merge
     into = store.aliases().get(into, into) if into is not None else None  # a merged id stands for its host
     if into is not None and store.host(into) is None:
         raise BadInput(f"no host '{into}' in {store.url} to merge into (kvbench host list shows them)")

@@ -150,11 +150,14 @@ def tag(
 ) -> None:
     """Tag a stored run, or remove a tag. The run tagged `baseline` last (this host's where it has one)
     is what `compare baseline` and `report --baseline baseline` compare with."""
+    from kvbench.lifecycle import reap
     from kvbench.store import open_store
 
     key = tag_key(key)
     store = open_store(db, existing=True)
-    run_id = store.resolve_run(run_ref, this_host_ids(store))
+    mine = this_host_ids(store)
+    reap(store, mine)  # a run whose owner is gone is crashed before anyone tags it
+    run_id = store.resolve_run(run_ref, mine)
     if remove:
         if not store.remove_tag(run_id, key):
             raise BadInput(f"run {run_id} has no tag '{key}'")

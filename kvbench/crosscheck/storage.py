@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 
 from kvbench.crosscheck.common import Figure, run_kvbench
+from kvbench.interrupts import signals_deferred
 from kvbench.measure.engine import Settings
 
 FIO_ENGINES = {"aio": "libaio", "uring": "io_uring"}
@@ -20,22 +21,30 @@ def fio_read(directory: str, file_bytes: int, io_size: int, depth: int, engine: 
     exe = shutil.which("fio")
     if exe is None:
         return Figure("fio read", None, "skipped — fio is not installed (apt-get install fio)")
-    path = tempfile.mktemp(prefix="kvbench-fio-", suffix=".dat", dir=directory)
+    fio, path = None, None
     try:
-        proc = subprocess.run(
-            [exe, "--name=kvbench", f"--filename={path}", "--rw=read", f"--bs={io_size}", f"--iodepth={depth}",
-             f"--ioengine={engine}", "--direct=1",
-             # kvbench posts `batch` I/Os as one request and waits for all of them: fio likewise
-             f"--iodepth_batch_submit={depth}", f"--iodepth_batch_complete_min={depth}", f"--size={file_bytes}", f"--runtime={seconds}", "--time_based",
-             "--invalidate=1", "--output-format=json"],
-            capture_output=True, text=True, timeout=seconds + 120)
-        if proc.returncode != 0:
-            return Figure("fio read", None, f"failed: {proc.stderr.strip()[:120]}")
-        job = json.loads(proc.stdout)["jobs"][0]["read"]
+        with signals_deferred():  # a signal while the file is made or fio starts is raised once both are known
+            fd, path = tempfile.mkstemp(prefix="kvbench-fio-", suffix=".dat", dir=directory)  # never another's
+            os.close(fd)
+            fio = subprocess.Popen(
+                # --thread: one process, so killing fio leaves no job behind re-creating its file
+                [exe, "--name=kvbench", "--thread", f"--filename={path}", "--rw=read", f"--bs={io_size}",
+                 f"--iodepth={depth}", f"--ioengine={engine}", "--direct=1",
+                 # kvbench posts `batch` I/Os as one request and waits for all of them: fio likewise
+                 f"--iodepth_batch_submit={depth}", f"--iodepth_batch_complete_min={depth}", f"--size={file_bytes}",
+                 f"--runtime={seconds}", "--time_based", "--invalidate=1", "--output-format=json"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout, stderr = fio.communicate(timeout=seconds + 120)
+        if fio.returncode != 0:
+            return Figure("fio read", None, f"failed: {stderr.strip()[:120]}")
+        job = json.loads(stdout)["jobs"][0]["read"]
         return Figure(f"fio read {engine}", job["bw_bytes"] / 1e9,
                       f"{engine}, depth {depth} submitted and reaped {depth} at a time, O_DIRECT, {job['iops']:.0f} IOPS")
     finally:
-        if os.path.exists(path):
+        if fio is not None and fio.poll() is None:  # ended by a signal or the timeout: fio goes first
+            fio.kill()
+            fio.communicate()
+        if path is not None and os.path.exists(path):
             os.unlink(path)
 
 

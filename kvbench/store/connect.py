@@ -27,6 +27,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from kvbench.errors import BadInput
 from kvbench.redact import redact  # noqa: F401  (kvbench.store.connect.redact, as before)
 from kvbench.store import migrate, schema
+from kvbench.store.durable import FileIdentity
 
 DEFAULT_PATH = Path("results") / "kvbench.sqlite"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -219,7 +220,9 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
     elif backend == "postgresql":
         connect_args["connect_timeout"] = 5
     try:
-        engine = sa.create_engine(parsed, connect_args=connect_args)
+        # a pooled PostgreSQL connection the server dropped (restart, idle_session_timeout) is replaced before use
+        engine = sa.create_engine(parsed, connect_args=connect_args,
+                                  pool_pre_ping=backend == "postgresql")
     except (NoSuchModuleError, ModuleNotFoundError) as exc:
         raise BadInput(f"database URL '{shown}' needs a driver that is not installed: {exc}") from None
     except ArgumentError as exc:  # sqlite://name.sqlite: the path needs a third slash
@@ -250,6 +253,8 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
             if full:
                 raise BadInput(f"cannot create database '{shown}': the filesystem holding it is full") from None
         raise BadInput(f"cannot reach database '{shown}': {redact(_one_line(exc))}") from None
+    if backend == "sqlite" and not read_only:
+        store.file = FileIdentity(Path(parsed.database))  # a later write checks the path still names this file
     return store
 
 

@@ -1,6 +1,7 @@
 """Reading and writing results. Each finished result is committed at once, with its samples, so an
 interrupted run keeps everything it measured; host and context rows are written once however many
-processes race to write them."""
+processes race to write them; a write survives a lost connection, and a deleted database file is
+found before it (store/durable.py)."""
 
 from __future__ import annotations
 
@@ -12,26 +13,25 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from kvbench.errors import BadInput
 from kvbench.store import schema
-
-WHOLE = ("complete", "failed")  # ended by itself; "failed" runs hold every case, some of them failed
+from kvbench.store.durable import FileIdentity, retrying
+from kvbench.store.tags import WHOLE, Tags
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Store:
+class Store(Tags):
     def __init__(self, engine: sa.Engine, shown_url: str, read_only: bool = False) -> None:
         self.engine = engine
         self.url = shown_url  # redacted: no password
         self.read_only = read_only
-        self._run_hosts: dict[int, str] = {}
+        self.file: FileIdentity | None = None  # an SQLite store's file, once open_store has made it
 
-    def _host_of(self, conn: sa.Connection, run_id: int) -> str:
-        if run_id not in self._run_hosts:
-            self._run_hosts[run_id] = conn.execute(sa.select(schema.run.c.host_id)
-                                                   .where(schema.run.c.id == run_id)).scalar_one()
-        return self._run_hosts[run_id]
+    def check_file(self) -> None:
+        """`Unwritable` when this store's SQLite file was deleted or replaced since it was opened."""
+        if self.file is not None:
+            self.file.check(self.url)
 
     def _insert_once(self, conn: sa.Connection, table: sa.Table, values: dict[str, Any]) -> None:
         """INSERT, or nothing when another process inserted the same key first."""
@@ -45,15 +45,18 @@ class Store:
 
     # --- writing -----------------------------------------------------------------------
 
+    @retrying
     def ensure_host(self, host_id: str, hostname: str, facts: dict) -> None:
         with self.engine.begin() as conn:
             self._insert_once(conn, schema.host, {"id": host_id, "hostname": hostname, "facts": facts,
                                                   "first_seen": _now()})
 
+    @retrying
     def ensure_context(self, context_id: str, facts: dict) -> None:
         with self.engine.begin() as conn:
             self._insert_once(conn, schema.context, {"id": context_id, "facts": facts})
 
+    @retrying
     def begin_run(self, *, host_id: str, context_id: str, suite: str | None, suite_hash: str | None,
                   kvbench_version: str, git_sha: str | None, git_dirty: bool | None, tags: dict,
                   system_state: dict, cases_planned: int | None = None, owner: dict | None = None) -> int:
@@ -69,6 +72,7 @@ class Store:
                 pid=owner.get("pid"), boot_id=owner.get("boot_id"), machine=owner.get("machine"),
             )).inserted_primary_key[0])
 
+    @retrying
     def finish_run(self, run_id: int, status: str, reason: str | None = None, end_state: dict | None = None) -> None:
         """Close the run; `end_state` is kept beside the start state as system_state["at_end"]."""
         with self.engine.begin() as conn:
@@ -83,11 +87,14 @@ class Store:
         the runner commits each case as it is measured, so an interrupted run keeps it."""
         return self.add_results(run_id, [(row, samples_s)])[0]
 
+    @retrying
     def add_results(self, run_id: int, items: list[tuple[dict, list[float]]]) -> list[int]:
         """Insert many results with their samples in one transaction (an import, a fleet's bulk
         writer): two statements, however many results."""
         with self.engine.begin() as conn:
-            host_id = self._host_of(conn, run_id)
+            # the heartbeat first: it locks the run's row, so its host is read as a merge left it (results follow)
+            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(heartbeat_at=_now()))
+            host_id = conn.execute(sa.select(schema.run.c.host_id).where(schema.run.c.id == run_id)).scalar_one()
             rows = [{**row, "run_id": run_id, "host_id": host_id} for row, _samples in items]
             # one INSERT ... RETURNING for every row, ids in the rows' order (SQLAlchemy's insertmanyvalues)
             inserted = conn.execute(schema.result.insert().returning(schema.result.c.id, sort_by_parameter_order=True),
@@ -97,40 +104,35 @@ class Store:
                        for rid, (_row, values) in zip(ids, items, strict=True) for i, s in enumerate(values)]
             if samples:
                 conn.execute(schema.sample.insert(), samples)
-            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(heartbeat_at=_now()))
             return ids
 
-    def set_tag(self, run_id: int, key: str, value: str) -> None:
-        """Tag a run (again: the tag's time moves to now, so the run named last is the one `key` picks)."""
+    def beat(self, run_id: int) -> None:
+        """Say run `run_id` is alive (its heartbeat, while a long case runs: kvbench/lifecycle.py)."""
+        self.check_file()
         with self.engine.begin() as conn:
-            row = conn.execute(sa.select(schema.run.c.tags, schema.run.c.tags_at).where(schema.run.c.id == run_id)).one()
-            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(
-                tags={**(row.tags or {}), key: value}, tags_at={**(row.tags_at or {}), key: _now().isoformat()}))
+            conn.execute(schema.run.update().where(schema.run.c.id == run_id, schema.run.c.status == "running")
+                         .values(heartbeat_at=_now()))
 
-    def remove_tag(self, run_id: int, key: str) -> bool:
-        """Drop tag `key` from a run; False when it had none."""
-        with self.engine.begin() as conn:
-            row = conn.execute(sa.select(schema.run.c.tags, schema.run.c.tags_at).where(schema.run.c.id == run_id)).one()
-            tags, tags_at = dict(row.tags or {}), dict(row.tags_at or {})
-            if key not in tags:
-                return False
-            del tags[key]
-            tags_at.pop(key, None)
-            conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(tags=tags, tags_at=tags_at))
-            return True
-
+    @retrying
     def mark_crashed(self, run_ids: list[int], reason: str) -> None:
         with self.engine.begin() as conn:
             conn.execute(schema.run.update().where(schema.run.c.id.in_(run_ids), schema.run.c.status == "running")
                          .values(status="crashed", reason=reason, ended_at=_now()))
 
+    @retrying
     def merge_host(self, old_id: str, new_id: str) -> int:
         """Make `old_id`'s runs `new_id`'s (an older kvbench's id of this same box); returns how many
-        runs moved. The old id is kept as an alias, with its facts."""
+        runs moved. The old id is kept as an alias, with its facts. `BadInput` while a run of `old_id`
+        is running (it would go on writing under the old id): merge once it has ended."""
         with self.engine.begin() as conn:
             old = conn.execute(sa.select(schema.host).where(schema.host.c.id == old_id)).mappings().first()
             if old is None:
-                raise BadInput(f"no host '{old_id}' in {self.url} (kvbench host list shows them)")
+                return self._move_strays(conn, old_id)
+            running = [r.id for r in conn.execute(sa.select(schema.run.c.id).where(
+                schema.run.c.host_id == old_id, schema.run.c.status == "running").order_by(schema.run.c.id))]
+            if running:
+                raise BadInput(f"host '{old_id}' has run(s) {', '.join(map(str, running))} still running in "
+                               f"{self.url}: merge it once they have ended")
             if conn.execute(sa.select(schema.host.c.id).where(schema.host.c.id == new_id)).first() is None:
                 conn.execute(schema.host.insert().values(id=new_id, hostname=old["hostname"], facts=old["facts"],
                                                          first_seen=old["first_seen"]))
@@ -140,6 +142,17 @@ class Store:
                                                         "old_facts": old["facts"]})
             conn.execute(schema.host.delete().where(schema.host.c.id == old_id))
             return int(moved)
+
+    def _move_strays(self, conn: sa.Connection, old_id: str) -> int:
+        """Runs and results still carrying an id merged away (an older kvbench wrote them during the
+        merge) go where it was merged; `BadInput` when `old_id` is no host and no merged id."""
+        into = conn.execute(sa.select(schema.host_alias.c.host_id)
+                            .where(schema.host_alias.c.old_id == old_id)).scalar()
+        if into is None:
+            raise BadInput(f"no host '{old_id}' in {self.url} (kvbench host list shows them)")
+        moved = conn.execute(schema.run.update().where(schema.run.c.host_id == old_id).values(host_id=into)).rowcount
+        conn.execute(schema.result.update().where(schema.result.c.host_id == old_id).values(host_id=into))
+        return int(moved)
 
     # --- reading -----------------------------------------------------------------------
 
@@ -209,25 +222,6 @@ class Store:
         with self.engine.connect() as conn:
             return {r.host_id: r.n for r in conn.execute(sa.select(schema.run.c.host_id, sa.func.count().label("n"))
                                                          .group_by(schema.run.c.host_id))}
-
-    def tagged_run(self, tag: str, host_ids: list[str] | None = None) -> int | None:
-        """The whole run that was tagged `tag` last (on one of `host_ids` where given), None if none is:
-        tagging a run again makes it the newest so tagged, whatever its age."""
-        query = (sa.select(schema.run.c.id, schema.run.c.tags_at, schema.run.c.started_at)
-                 .where(schema.run.c.tags[tag].as_string().is_not(None), schema.run.c.status.in_(WHOLE)))
-        if host_ids is not None:
-            query = query.where(schema.run.c.host_id.in_(host_ids))
-        with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
-
-            def tagged_at(row) -> datetime:
-                when = (row.tags_at or {}).get(tag)
-                return datetime.fromisoformat(when) if when else row.started_at
-
-            for row in sorted(rows, key=lambda r: (tagged_at(r), r.id), reverse=True):
-                if self._partial(conn, row.id) is None:
-                    return int(row.id)
-        return None
 
     def host(self, host_id: str) -> dict | None:
         with self.engine.connect() as conn:

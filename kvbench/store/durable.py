@@ -1,0 +1,99 @@
+"""Writes that outlive what a database goes through during a long run.
+
+* A PostgreSQL connection lost mid-run (a server restart, `pg_terminate_backend`, an
+  `idle_session_timeout` shorter than a case) costs nothing: the engine pings a pooled connection
+  before use, and a write that fails because the connection went away is made again on a new one
+  (its rows are still in memory), for up to RECONNECT_WAIT_S.
+* An SQLite file deleted or replaced while a run has it open is found before the next write (the
+  path no longer names the file kvbench opened: another inode or device), and refused loudly,
+  instead of results going into a file nobody can reach or a fresh empty one.
+* Writes that read a run's row and then change it (tags, the run's host) lock that row first, so
+  concurrent writers never lose each other's changes.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError
+
+from kvbench.errors import BadInput
+from kvbench.store import schema
+
+RECONNECT_WAIT_S = 120.0  # a PostgreSQL restart takes seconds; a server that stays away ends the run
+# what PostgreSQL and libpq say when the connection, not the statement, failed
+_GONE = ("terminating connection", "server closed the connection", "connection is closed", "connection refused",
+         "the database system is starting up", "the database system is shutting down", "consuming input failed",
+         "could not receive data", "could not send data", "connection to server", "ssl connection has been closed",
+         "idle-session timeout", "connection has been lost", "no connection to the server")
+
+T = TypeVar("T")
+
+
+class Unwritable(BadInput):
+    """The database can no longer take this process's writes (its file was deleted or replaced)."""
+
+
+def connection_lost(exc: DBAPIError) -> bool:
+    """True when `exc` is the connection going away (worth a new connection), not a statement's fault."""
+    return bool(getattr(exc, "connection_invalidated", False)) or any(s in str(exc.orig).lower() for s in _GONE)
+
+
+def retrying(write: Callable[..., T]) -> Callable[..., T]:
+    """A Store write, checked against a replaced SQLite file first, and made again on a new connection
+    when the connection was lost (each write is one transaction: a lost one committed nothing)."""
+
+    @functools.wraps(write)
+    def again(store, *args, **kwargs) -> T:
+        deadline, pause = time.monotonic() + RECONNECT_WAIT_S, 0.2
+        while True:
+            store.check_file()
+            try:
+                return write(store, *args, **kwargs)
+            except DBAPIError as exc:
+                if store.engine.dialect.name != "postgresql" or not connection_lost(exc) \
+                        or time.monotonic() > deadline:
+                    raise
+            time.sleep(random.uniform(pause, 2 * pause))
+            pause = min(2 * pause, 5.0)
+
+    return again
+
+
+class FileIdentity:
+    """The SQLite file a store opened, by device and inode: a path that names another file now (or
+    none) means the database was deleted or replaced under a running kvbench."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.key = self._key()
+
+    def _key(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def check(self, shown: str) -> None:
+        """`Unwritable` when the path no longer names the file that was opened."""
+        now = self._key()
+        if now != self.key:
+            what = "deleted" if now is None else "replaced by another file"
+            raise Unwritable(f"database '{shown}' was {what} while kvbench had it open: nothing more can be "
+                             "stored in it (the results written before are gone with it)")
+
+
+def lock_run(conn: sa.Connection, run_id: int) -> bool:
+    """Take run `run_id`'s row for this transaction before reading it (PostgreSQL: its row lock;
+    SQLite: the database's write lock), so a read-modify-write never races another writer; False
+    when there is no such run."""
+    return conn.execute(schema.run.update().where(schema.run.c.id == run_id)
+                        .values(status=schema.run.c.status)).rowcount > 0

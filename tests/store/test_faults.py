@@ -1,0 +1,140 @@
+"""Nothing lost under faults (issue 26): concurrent tags, a host merged during a run, a PostgreSQL
+connection lost mid-run, an SQLite file deleted under a run — on SQLite and a real PostgreSQL."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from kvbench.analyze.fleet import fleet
+from kvbench.errors import BadInput
+from kvbench.store import open_store, schema
+from kvbench.store.durable import Unwritable
+from tests.conftest import REPO
+from tests.store.test_database import ROW, _begin
+
+TAGGER = """
+import sys, time
+from kvbench.store import open_store
+store = open_store(sys.argv[1], existing=True)
+writer, start = sys.argv[2], float(sys.argv[3])
+while time.time() < start:  # every writer starts together: the race is on
+    time.sleep(0.001)
+for i in range(5):
+    store.set_tag(1, f"k{writer}-{i}", f"v{writer}")
+"""
+
+
+def test_eight_processes_tagging_one_run_keep_every_tag(db_url):
+    store = open_store(db_url)
+    run_id = _begin(store)
+    assert run_id == 1
+    start = time.time() + 10  # after every interpreter has loaded, however busy the box
+    procs = [subprocess.Popen([sys.executable, "-c", TAGGER, db_url, str(w), str(start)], cwd=REPO,
+                              stderr=subprocess.PIPE, text=True) for w in range(8)]
+    failures = [p.communicate(timeout=300)[1] for p in procs if p.wait(timeout=300) != 0]
+    assert not failures, failures[0]
+    tags = store.run(run_id)
+    expected = {f"k{w}-{i}" for w in range(8) for i in range(5)}
+    assert expected <= set(tags["tags"]) and expected <= set(tags["tags_at"])
+
+
+def test_a_partial_run_is_refused_as_baseline_and_named(db_url):
+    store = open_store(db_url)
+    aborted = _begin(store)
+    store.finish_run(aborted, "aborted", "interrupted (SIGTERM)")
+    with pytest.raises(BadInput, match=rf"run {aborted} is aborted \(interrupted \(SIGTERM\)\): a baseline must be "
+                                       "a whole run"):
+        store.set_tag(aborted, "baseline", "1")
+    store.set_tag(aborted, "note", "cut short")  # any other tag is the user's business
+    assert store.run(aborted)["tags"] == {"purpose": "test", "note": "cut short"}
+    assert store.tagged_run("baseline") is None
+
+
+def test_results_follow_their_run_when_its_host_is_merged_meanwhile(db_url):
+    store = open_store(db_url)
+    run_id = _begin(store, host="a" * 64)
+    store.add_result(run_id, ROW, [1e-4] * 5)
+    store.ensure_host("b" * 64, "box", {"cpu": "x"})
+    with store.engine.begin() as conn:  # what a merge does to the run between two of its results
+        conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(host_id="b" * 64))
+    store.add_result(run_id, ROW, [1e-4] * 5)
+    assert [r["host_id"] for r in store.results(run_id)] == ["a" * 64, "b" * 64]
+
+
+def test_a_merge_refuses_a_running_run_of_the_host_and_mends_a_poisoned_database(db_url):
+    store = open_store(db_url)
+    old, new = "o" * 64, "n" * 64
+    run_id = _begin(store, host=old)
+    with pytest.raises(BadInput, match=rf"host '{old}' has run\(s\) {run_id} still running"):
+        store.merge_host(old, new)
+    store.finish_run(run_id, "complete")
+    assert store.merge_host(old, new) == 1
+    # a result an older kvbench wrote under the merged id: fleet shows it, merging again moves it
+    with store.engine.begin() as conn:
+        conn.execute(schema.result.insert().values(**{**ROW, "run_id": run_id, "host_id": old}))
+    rows = store.latest_ok_results()
+    assert {r.host_id for r in fleet(rows, store.hosts())} == {old}
+    assert store.merge_host(old, new) == 0
+    assert {r["host_id"] for r in store.results(run_id)} == {new}
+    with pytest.raises(BadInput, match="no host 'x'"):
+        store.merge_host("x", new)
+
+
+def _backend_pids(conn) -> list[int]:
+    return [r[0] for r in conn.execute(sa.text("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                                               "AND pid <> pg_backend_pid()"))]
+
+
+def test_a_terminated_postgresql_connection_costs_no_write(pg_url):
+    store = open_store(pg_url)
+    run_id = _begin(store)
+    admin = sa.create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:  # pg_terminate_backend of every pooled connection (this test's database)
+            for pid in _backend_pids(conn):
+                conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        store.add_result(run_id, ROW, [1e-4] * 5)  # the pool's dead connection is replaced before use
+
+        killed = []
+
+        @sa.event.listens_for(store.engine, "before_cursor_execute")
+        def terminate_mid_write(conn, cursor, statement, *_):  # the connection dies inside the write
+            if statement.startswith("INSERT INTO result") and not killed:
+                killed.append(conn.connection.dbapi_connection.info.backend_pid)
+                with admin.connect() as other:
+                    other.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": killed[0]})
+
+        store.add_result(run_id, ROW, [2e-4] * 5)
+        store.finish_run(run_id, "complete")
+    finally:
+        admin.dispose()
+    assert killed  # the second write lost its connection, and was made again on a new one
+    rows = store.results(run_id)
+    assert len(rows) == 2 and [len(store.samples(r["id"])) for r in rows] == [5, 5]
+    assert store.run(run_id)["status"] == "complete"
+
+
+def test_an_idle_session_timeout_shorter_than_a_case_costs_no_write(pg_url):
+    store = open_store(f"{pg_url}?options=-c%20idle_session_timeout%3D500")
+    run_id = _begin(store)
+    time.sleep(2)  # the server closes the idle pooled connection meanwhile (a long case)
+    store.add_result(run_id, ROW, [1e-4] * 5)
+    assert len(store.results(run_id)) == 1
+
+
+@pytest.mark.parametrize("replaced", [False, True])
+def test_an_sqlite_file_deleted_or_replaced_under_a_store_is_refused_loudly(tmp_path, replaced):
+    path = tmp_path / "k.sqlite"
+    store = open_store(f"sqlite:///{path}")
+    run_id = _begin(store)
+    for leftover in tmp_path.iterdir():
+        leftover.unlink()
+    if replaced:
+        open_store(f"sqlite:///{path}")  # another database made at the same path
+    with pytest.raises(Unwritable, match="was " + ("replaced by another file" if replaced else "deleted")
+                       + " while kvbench had it open"):
+        store.add_result(run_id, ROW, [1e-4] * 5)
+    assert path.exists() == replaced  # nothing was written into a fresh file behind the user's back
