@@ -4,6 +4,7 @@ in test_run_lifecycle.py)."""
 import os
 import subprocess
 import sys
+import time
 
 from datetime import UTC, datetime, timedelta
 
@@ -52,6 +53,10 @@ def test_a_run_elsewhere_is_crashed_by_its_silent_heartbeat_alone(namespace, boo
 def test_a_live_process_here_is_never_crashed_by_a_late_heartbeat():
     live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "kvbench"], stdin=subprocess.PIPE)
     try:  # a run stalled past the bound whose process still runs (suspended, a busy box) is left alone
+        deadline = time.monotonic() + 60
+        while b"kvbench" not in open(f"/proc/{live.pid}/cmdline", "rb").read():  # until its exec shows
+            assert live.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
         run = {"pid": live.pid, "boot_id": "boot-a", "machine": "node1", "host_id": "mine",
                "system_state": {"pid_namespace": "pid:[1]"}, "heartbeat_at": datetime.now(UTC) - timedelta(days=1)}
         assert gone(run, ME, ["mine"]) is None
@@ -74,3 +79,22 @@ def test_the_sweep_takes_a_dead_run_s_files_and_its_peers_logs_only(tmp_path):
     assert sorted(os.path.basename(p) for p in removed) == ["kvbench-41-0-a.dat", "kvbench-ucx-41-77.log",
                                                             "kvbench-ucx-41.log"]
     assert sorted(os.listdir(tmp_path)) == ["kvbench-42-0-b.dat", "kvbench-ucx-42-43.log", "notes.txt"]
+
+
+def test_the_heartbeat_beats_while_the_block_runs_and_stops_after(tmp_path):
+    from kvbench.lifecycle import heartbeat
+    from kvbench.store import open_store
+    from tests.store.test_database import _begin
+
+    store = open_store(f"sqlite:///{tmp_path / 'k.sqlite'}")
+    run_id = _begin(store)
+    first = store.run(run_id)["heartbeat_at"]
+    deadline = time.monotonic() + 120  # bounds a hang only: a case that sends no result still beats
+    with heartbeat(store, run_id, every_s=0.01):
+        while store.run(run_id)["heartbeat_at"] == first:
+            assert time.monotonic() < deadline, "no heartbeat while the block ran"
+            time.sleep(0.01)
+    store.finish_run(run_id, "complete")
+    ended = store.run(run_id)["heartbeat_at"]
+    time.sleep(0.1)
+    assert store.run(run_id)["heartbeat_at"] == ended  # a finished run beats no more
