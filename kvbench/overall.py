@@ -67,3 +67,12 @@ def run_overall(statuses: Sequence[str], failed: int, label: str) -> Overall:
         return Overall(INCOMPLETE, (f"{label} measured nothing: " + (
             f"all {len(statuses)} case(s) skipped" if statuses else "no case"),))
     return Overall(PASS, (f"{label}: {ok} case(s) ok",))
+
+
+def combine(parts: Sequence[Overall]) -> Overall:
+    """One verdict of several (a crosscheck's sizes or directions): FAIL if any failed, else
+    INCOMPLETE if any was not judged, else PASS; every part's reasons kept."""
+    by = {word: [r for p in parts if p.word == word for r in p.reasons] for word in (PASS, FAIL, INCOMPLETE)}
+    if not parts:
+        return Overall(INCOMPLETE, ("nothing was judged",))
+    return decide(by[FAIL], by[INCOMPLETE], by[PASS])

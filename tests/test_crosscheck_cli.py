@@ -1,5 +1,6 @@
-"""Every crosscheck as a user runs it: it prints kvbench beside its peer tool and exits 0, or says
-why a side could not run — never a traceback."""
+"""Every crosscheck as a user runs it: it prints kvbench beside its peer tool and ends in one verdict
+(PASS 0, FAIL 1 when the printed goal is missed, INCOMPLETE 3 saying why a side could not run) —
+never a traceback. Which of them a busy shared box gives is not asserted: speed is not behaviour."""
 
 import pytest
 
@@ -16,7 +17,10 @@ def test_each_crosscheck_runs_from_the_command_line(tmp_path, args, shown):
     if args[0] == "storage":
         args = [*args, "--path", str(tmp_path)]
     proc = run_cli("crosscheck", *args, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert (proc.returncode, last.split(":")[0]) in ((0, "PASS"), (1, "FAIL"), (3, "INCOMPLETE")), proc.stderr[-2000:]
+    if proc.returncode == 3:  # a side that could not run says why
+        assert "gave no figure (" in last or "no peer tool could run (" in last
     assert shown in proc.stdout and "Traceback" not in proc.stderr
     assert "GB/s" in proc.stdout
     if args[0] == "storage":  # the directory and the filesystem it measured are named

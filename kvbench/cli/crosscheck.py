@@ -1,6 +1,8 @@
-"""`kvbench crosscheck dram|storage|pcie|net`: kvbench beside a peer tool, with their ratio. A
-signal (Ctrl-C, SIGTERM, SIGHUP) ends a crosscheck as it ends a run: its files and peer
-processes are removed on the way out, and the status is the shell's for that signal."""
+"""`kvbench crosscheck dram|storage|pcie|net`: kvbench beside a peer tool, with their ratio, ending in one
+verdict: PASS (exit 0) within the printed goal, FAIL (1) outside it, INCOMPLETE (3) with the reason when
+kvbench's case or the peer tool could not run. A signal (Ctrl-C, SIGTERM, SIGHUP) ends a crosscheck as
+it ends a run: its files and peer processes are removed on the way out, and the status is the shell's
+for that signal."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ from typing import Annotated
 import typer
 
 from kvbench.cli.app import crosscheck_app
-from kvbench.cli.common import err, out
+from kvbench.cli.common import conclude, err, out
+from kvbench.crosscheck.common import crosscheck_verdict
 from kvbench.errors import BadInput
+from kvbench.overall import combine
 
 
 @contextmanager
@@ -40,6 +44,7 @@ def crosscheck_dram(
     with _ends_on_signals():
         figures = run_crosscheck(parse_size(size), repeats)
     render(out, figures)
+    conclude(crosscheck_verdict(figures, 0.95))
 
 
 @crosscheck_app.command("storage")
@@ -70,6 +75,7 @@ def crosscheck_storage(
                                  api)
     render(out, figures, f"storage.read crosscheck ({io_size}, depth {depth}, {api}, in {directory} on "
            f"{mount['fstype']} {mount['device']} mounted at {mount['mount']}, GB/s = 1e9 B/s)", goal=0.90)
+    conclude(crosscheck_verdict(figures, 0.90))
 
 
 @crosscheck_app.command("pcie")
@@ -79,9 +85,12 @@ def crosscheck_pcie() -> None:
     from kvbench.crosscheck.pcie import crosscheck_pcie as run_crosscheck
     from kvbench.report.crosscheck import render
 
+    verdicts = []
     with _ends_on_signals():
         for figures in run_crosscheck():
             render(out, figures, "pcie crosscheck (GB/s = 1e9 B/s)", goal=0.97, goal_max=1.03)
+            verdicts.append(crosscheck_verdict(figures, 0.97, 1.03, figures[0].name))
+    conclude(combine(verdicts))
 
 
 @crosscheck_app.command("net")
@@ -96,8 +105,11 @@ def crosscheck_net(
     from kvbench.units import parse_size
 
     sizes = tuple(parse_size(s, "--size") for s in size) if size else (1 << 20, 64 << 10)
+    verdicts = []
     with _ends_on_signals():
         for figures in run_crosscheck(sizes, tls=tls, iterations=iterations):
             render(out, figures, f"net.write crosscheck (loopback, UCX_TLS={tls or 'default'}, GB/s = 1e9 B/s)",
                    goal=None, no_goal="NIXL's request path, checked end to end, against ucx_perftest's bare puts; "
                    "shown, not judged")
+            verdicts.append(crosscheck_verdict(figures, None, label=figures[0].name))
+    conclude(combine(verdicts))

@@ -25,8 +25,8 @@ from kvbench.cli.common import (
     write_json,
     write_text,
 )
-from kvbench.errors import BadInput, CheckFailed
-from kvbench.overall import FAIL, Concluded
+from kvbench.errors import BadInput
+from kvbench.overall import FAIL, PASS, Concluded, Overall
 
 
 @app.command()
@@ -148,7 +148,8 @@ def compare(
         if doc["run"].get("partial"):
             err.print(f"kvbench: note: run {doc['run']['id']} is partial: {doc['run']['partial']}")
     if has_regression(comparisons):
-        raise CheckFailed(regression_summary(comparisons, base_doc["run"]["id"], new_doc["run"]["id"]))
+        raise Concluded(Overall(FAIL, (regression_summary(comparisons, base_doc["run"]["id"], new_doc["run"]["id"]),)))
+    conclude(Overall(PASS, (f"{len(comparisons)} case(s) compared: none slower, failed, lost or missing",)))
 
 def _history(new_doc: dict, store) -> dict[str, list[float]]:
     """Each case's medians in earlier runs of the new run's host and context, where `store` holds them."""

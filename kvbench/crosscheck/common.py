@@ -9,6 +9,7 @@ from typing import Any
 
 from kvbench.benches.registry import get_bench
 from kvbench.measure.engine import Pair, Settings
+from kvbench.overall import FAIL, INCOMPLETE, PASS, Overall
 from kvbench.plan.cases import Case
 from kvbench.result import Result
 from kvbench.runner import run_case
@@ -41,3 +42,33 @@ def run_kvbench(bench: str, params: dict[str, Any], settings: Settings, gpus: bo
     canonical = spec.canonical_params(params)
     spec.validate(canonical)  # memory, disk and parameters checked as `kvbench run` checks them
     return run_case(Case(bench, canonical), host_facts(gpus=gpus, dram=False), settings, pair=pair)
+
+
+def tool_failed(proc: Any) -> str:
+    """Why a peer tool's run gave no figure, never empty: its exit status and the last line it wrote
+    (a tool that fails silently, as ucx_perftest does when its transports cannot connect, says so)."""
+    said = [line.strip() for line in f"{proc.stderr or ''}\n{proc.stdout or ''}".splitlines() if line.strip()]
+    return f"failed: exit status {proc.returncode}; " + (said[-1][:160] if said else "it printed nothing")
+
+
+def crosscheck_verdict(figures: tuple[Figure, list[Figure]], goal: float | None, goal_max: float | None = None,
+                       label: str = "") -> Overall:
+    """kvbench over the best comparable peer, judged against the printed goal: PASS within it, FAIL
+    outside it, INCOMPLETE (exit 3) with the reason where kvbench's case or every comparable peer
+    tool could not run. Without a goal the ratio is shown, not judged (PASS)."""
+    ours, peers = figures
+    head = f"{label}: " if label else ""
+    if not ours.gbps:
+        return Overall(INCOMPLETE, (f"{head}{ours.name} gave no figure ({ours.note})",))
+    comparable = [p for p in peers if p.comparable]
+    best = max((p for p in comparable if p.gbps), key=lambda p: p.gbps, default=None)
+    if best is None:
+        why = "; ".join(f"{p.name}: {p.note}" for p in comparable) or "no peer tool"
+        return Overall(INCOMPLETE, (f"{head}no peer tool could run ({why})",))
+    ratio = ours.gbps / best.gbps
+    if goal is None:
+        return Overall(PASS, (f"{head}kvbench / {best.name} {ratio:.2f} (shown, no goal)",))
+    within = ratio >= goal and (goal_max is None or ratio <= goal_max)
+    wanted = f"≥ {goal:.2f}" if goal_max is None else f"{goal:.2f}–{goal_max:.2f}"
+    return Overall(PASS if within else FAIL,
+                   (f"{head}kvbench / {best.name} {ratio:.2f} {'within' if within else 'misses'} the goal {wanted}",))

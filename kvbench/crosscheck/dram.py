@@ -9,7 +9,7 @@ import subprocess
 
 import numpy as np
 
-from kvbench.crosscheck.common import Figure, run_kvbench
+from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed
 from kvbench.errors import IntegrityError
 from kvbench.measure.engine import Pair, Settings, Workload
 from kvbench.memory.host import check_fits
@@ -36,7 +36,7 @@ def mbw(size_bytes: int, repeats: int) -> list[Figure]:
         note = ("glibc memcpy of the whole array" if method == "MEMCPY" else
                 "memcpy in 256 KiB blocks, but re-reading one cached source block: write bandwidth, not a copy")
         figures.append(Figure(f"mbw {method}", float(match.group(2)) * 2**20 / 1e9 if match else None,
-                              note if match else f"failed: {proc.stderr.strip()[:80]}", comparable=method == "MEMCPY"))
+                              note if match else tool_failed(proc), comparable=method == "MEMCPY"))
     return figures
 
 

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import time
 
-from kvbench.crosscheck.common import Figure, run_kvbench
+from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed
 from kvbench.measure.engine import Settings
 from kvbench.peers.protocol import free_port
 
@@ -37,7 +37,7 @@ def ucx_perftest_put(size_bytes: int, iterations: int, env: dict[str, str]) -> F
         server.wait(timeout=10)
     match = _FINAL.search(client.stdout)
     if not match:
-        return Figure("ucx_perftest ucp_put_bw", None, f"failed: {client.stderr.strip()[:120]}")
+        return Figure("ucx_perftest ucp_put_bw", None, tool_failed(client))
     # ucx_perftest's MB is 2**20 bytes
     return Figure(f"ucx_perftest put {size_bytes >> 10}KiB", float(match.group(5)) * 2**20 / 1e9,
                   f"one {size_bytes >> 10} KiB buffer reused, {match.group(3)} µs per message")

@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 
-from kvbench.crosscheck.common import Figure, run_kvbench
+from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed
 from kvbench.measure.engine import Settings
 from kvbench.metadata import DIRECTIONS_GBPS
 
@@ -40,7 +40,7 @@ def nvbandwidth(test: str) -> Figure:
                           timeout=300)
     gbps = gpu0_gbps(proc.stdout)
     if gbps is None:
-        return Figure(f"nvbandwidth {test}", None, f"failed: {(proc.stderr or proc.stdout).strip()[-160:]}")
+        return Figure(f"nvbandwidth {test}", None, tool_failed(proc))
     return Figure(f"nvbandwidth {test} GPU 0 {SIZE_MIB}MiB", gbps, "median of its trials, GB/s (1e9)")
 
 

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 
-from kvbench.crosscheck.common import Figure, run_kvbench
+from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed
 from kvbench.interrupts import signals_deferred
 from kvbench.measure.engine import Settings
 
@@ -36,7 +36,8 @@ def fio_read(directory: str, file_bytes: int, io_size: int, depth: int, engine: 
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         stdout, stderr = fio.communicate(timeout=seconds + 120)
         if fio.returncode != 0:
-            return Figure("fio read", None, f"failed: {stderr.strip()[:120]}")
+            return Figure("fio read", None, tool_failed(subprocess.CompletedProcess(fio.args, fio.returncode, stdout,
+                                                                                    stderr)))
         job = json.loads(stdout)["jobs"][0]["read"]
         return Figure(f"fio read {engine}", job["bw_bytes"] / 1e9,
                       f"{engine}, depth {depth} submitted and reaped {depth} at a time, O_DIRECT, {job['iops']:.0f} IOPS")
