@@ -25,7 +25,7 @@ from kvbench.cli.common import (
     write_json,
     write_text,
 )
-from kvbench.errors import BadInput
+from kvbench.errors import BadInput, CheckFailed
 from kvbench.overall import FAIL, PASS, Concluded, Overall
 
 

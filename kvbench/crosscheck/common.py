@@ -65,7 +65,7 @@ def crosscheck_verdict(figures: tuple[Figure, list[Figure]], goal: float | None,
     if best is None:
         why = "; ".join(f"{p.name}: {p.note}" for p in comparable) or "no peer tool"
         return Overall(INCOMPLETE, (f"{head}no peer tool could run ({why})",))
-    ratio = ours.gbps / best.gbps
+    ratio = best.ratio_to(ours)  # paired where both were timed in one case, as the table prints it
     if goal is None:
         return Overall(PASS, (f"{head}kvbench / {best.name} {ratio:.2f} (shown, no goal)",))
     within = ratio >= goal and (goal_max is None or ratio <= goal_max)
