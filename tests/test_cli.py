@@ -104,7 +104,7 @@ def test_malformed_suite_names_file_key_and_line(tmp_path):
 
 
 def test_info_and_list_describe_this_host():
-    info = run_cli("info", "--json")
+    info = run_cli("info", "--json", "-")
     assert info.returncode == 0, info.stderr
     doc = json.loads(info.stdout)
     assert len(doc["host_id"]) == 64 and doc["facts"]["threads"] >= 1
@@ -117,7 +117,7 @@ def test_info_and_list_describe_this_host():
 def test_info_flags_what_this_hosts_stored_gpu_results_recorded(tmp_path):
     from kvbench.store import open_store
 
-    host_id = json.loads(run_cli("info", "--json").stdout)["host_id"]
+    host_id = json.loads(run_cli("info", "--json", "-").stdout)["host_id"]
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
     store = open_store(db)
     store.ensure_host(host_id, "here", {})
@@ -127,7 +127,7 @@ def test_info_flags_what_this_hosts_stored_gpu_results_recorded(tmp_path):
     link = {"gen": 4, "width": 16, "max_gen": 5, "max_width": 16, "under_load": True}
     store.add_result(run_id, {"bench": "pcie.d2h", "params": {"gpu": 0, "memory": "pinned"}, "case_hash": "c",
                               "verified": True, "status": "ok", "warnings": [], "extra": {"link": link}}, [0.1] * 5)
-    doc = json.loads(run_cli("info", "--json", "--db", db).stdout)
+    doc = json.loads(run_cli("info", "--json", "-", "--db", db).stdout)
     assert "GPU 0 link under load is Gen4 x16 of Gen5 x16 (downtrained; pcie.d2h, run 1)" in doc["flags"]
 
 

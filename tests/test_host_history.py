@@ -33,13 +33,13 @@ def _legacy_database(path) -> str:
 
 def test_an_older_id_of_this_box_is_read_as_this_box_and_merged_by_the_next_run(tmp_path):
     url = _legacy_database(tmp_path / "k.sqlite")
-    hosts = json.loads(run_cli("host", "list", "--json", "--db", url).stdout)["hosts"]
+    hosts = json.loads(run_cli("host", "list", "--json", "-", "--db", url).stdout)["hosts"]
     assert [h["this_box"] for h in hosts] == [True]  # recognised before any merge, without writing
     before = run_cli("history", "dram.copy", "--params", "primitive=memcpy", "--db", url)
     assert before.returncode == 0 and "10.5" in before.stdout
     assert run_cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--set", "primitive=memcpy",
                    "--db", url).returncode == 0
-    listing = json.loads(run_cli("host", "list", "--json", "--db", url).stdout)
+    listing = json.loads(run_cli("host", "list", "--json", "-", "--db", url).stdout)
     assert len(listing["hosts"]) == 1 and listing["hosts"][0]["runs"] == 2
     assert list(listing["aliases"]) == ["0ld" + "0" * 61]
     after = run_cli("history", "dram.copy", "--params", "primitive=memcpy", "--db", url).stdout
@@ -65,7 +65,7 @@ def test_a_merged_id_still_reported_writes_to_the_host_it_was_merged_into(tmp_pa
     merged = run_cli("host", "merge", "rack7-node03", "node03", "--db", url)
     assert merged.returncode == 0, merged.stderr
     assert run_cli(*tiny, env={"KVBENCH_HOST_ID": "rack7-node03"}).returncode == 0  # a box still labelled the old way
-    listing = json.loads(run_cli("host", "list", "--json", "--db", url).stdout)
+    listing = json.loads(run_cli("host", "list", "--json", "-", "--db", url).stdout)
     assert [(h["id"], h["runs"]) for h in listing["hosts"]] == [("node03", 3)]
     compared = run_cli("compare", "1", "3", "--db", url, env={"KVBENCH_HOST_ID": "rack7-node03"})
     assert "different hosts" not in compared.stderr

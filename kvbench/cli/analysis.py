@@ -43,7 +43,8 @@ def fit(
         from kvbench.report.json_docs import fit_doc
 
         write_json(fit_doc(run_id, fits), json_out)
-        return
+        if json_out == "-":
+            return
     out.print(fit_table(fits, run_id))
     out.print("'-': fewer than 3 block sizes, or fragments grew in proportion to bytes — sweep block_tokens to fit")
 
@@ -89,7 +90,8 @@ def history(
         from kvbench.report.json_docs import history_doc
 
         write_json(history_doc(bench, found), json_out)
-        return
+        if json_out == "-":
+            return
     for series, segs in found:
         out.print(history_table(bench, series, segs))
 
@@ -119,6 +121,7 @@ def fleet_cmd(
         from kvbench.report.json_docs import fleet_doc
 
         write_json(fleet_doc([r for r in found if r.outlier or not outliers_only]), json_out)
-        return
+        if json_out == "-":
+            return
     out.print(fleet_table(found, f"fleet · {store.url}", outliers_only))
     out.print(f"{sum(r.outlier for r in found)} outlier(s)")

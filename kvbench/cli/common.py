@@ -33,8 +33,17 @@ def write_json(doc: Any, target: str) -> None:
     """A command's `--json` document to `target` (`-`: standard output), indented, times as ISO 8601."""
     import json
 
-    write_text(json.dumps(doc, indent=2, default=lambda x: x.isoformat() if hasattr(x, "isoformat") else str(x))
-               + "\n", target)
+    write_text(json.dumps(doc, indent=2, default=json_value) + "\n", target)
+
+
+def json_value(x: Any) -> Any:
+    """What `json` cannot write itself: a time as ISO 8601, a numpy scalar as its Python value (a numpy
+    bool would otherwise become the string "False"); anything else as text."""
+    if hasattr(x, "isoformat"):
+        return x.isoformat()
+    if type(x).__module__ == "numpy" and hasattr(x, "item"):
+        return x.item()
+    return str(x)
 
 
 def pairs(items: list[str] | None, option: str) -> dict[str, str]:

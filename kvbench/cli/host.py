@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Annotated
 
@@ -10,12 +9,12 @@ import typer
 
 from kvbench import __version__
 from kvbench.cli.app import app
-from kvbench.cli.common import JsonOption, conclude, existing_store, out, this_host_ids, write_json
+from kvbench.cli.common import JsonOption, check_writable, conclude, existing_store, out, this_host_ids, write_json
 from kvbench.errors import BadInput
 
 
 @app.command()
-def info(as_json: Annotated[bool, typer.Option("--json", help="print the facts as JSON")] = False,
+def info(json_out: JsonOption = None,
          db: Annotated[str | None, typer.Option(help="results database whose stored GPU results for this host are "
                                                       "checked too (default: the embedded one, if it exists)")] = None,
          ) -> None:
@@ -25,13 +24,14 @@ def info(as_json: Annotated[bool, typer.Option("--json", help="print the facts a
     from kvbench.report.info import info_document, render_info
     from kvbench.this_host import host_facts
 
+    check_writable(json_out, "--json", db)
     facts = host_facts()
     store = existing_store(db)
     stored = flags_from_store(store, this_host_ids(store)) if store else []
     doc = info_document(facts, os.sched_getaffinity(0), stored)
-    if as_json:
-        out.print_json(json.dumps(doc, default=str))
-    else:
+    if json_out:
+        write_json(doc, json_out)
+    if json_out != "-":
         render_info(out, doc)
 
 
@@ -56,14 +56,16 @@ def doctor(json_out: JsonOption = None,
 
 
 @app.command("list")
-def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="print the listing as JSON")] = False) -> None:
+def list_cmd(json_out: JsonOption = None) -> None:
     """Every benchmark, suite, executor and memory kind, with whether it can run here and why not."""
     from kvbench.catalog import catalog
     from kvbench.report.listing import listing_tables
 
+    check_writable(json_out, "--json")
     doc = catalog()
-    if as_json:
-        out.print_json(json.dumps(doc, default=str))
+    if json_out:
+        write_json(doc, json_out)
+    if json_out == "-":
         return
     for table in listing_tables(doc):
         out.print(table)
@@ -80,21 +82,22 @@ app.add_typer(host_app, name="host")
 
 
 @host_app.command("list")
-def host_list(as_json: Annotated[bool, typer.Option("--json", help="print the hosts as JSON")] = False,
+def host_list(json_out: JsonOption = None,
               db: Annotated[str | None, typer.Option(help="results database (default: $KVBENCH_DB or the embedded one)")]
               = None) -> None:
     """Every host in the database: id, hostname, first seen, runs, and which one is this box."""
     from kvbench.report.analysis_tables import hosts_table
     from kvbench.store import open_store
 
+    check_writable(json_out, "--json", db)
     store = open_store(db, read_only=True)
     mine = set(this_host_ids(store))
     runs = store.run_counts()
     hosts = [{"id": hid, "hostname": h["hostname"], "first_seen": h["first_seen"].isoformat() if h["first_seen"] else None,
               "runs": runs.get(hid, 0), "this_box": hid in mine} for hid, h in sorted(store.hosts().items())]
-    if as_json:
-        out.print_json(json.dumps({"hosts": hosts, "aliases": store.aliases()}))
-    else:
+    if json_out:
+        write_json({"hosts": hosts, "aliases": store.aliases()}, json_out)
+    if json_out != "-":
         out.print(hosts_table(hosts, f"hosts · {store.url}"))
 
 

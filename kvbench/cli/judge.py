@@ -3,7 +3,6 @@ acceptance is INCOMPLETE)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -66,7 +65,8 @@ def accept(
     measured_here = run_ref is None
     if run_ref is None:
         try:
-            run_ref = str(run_and_show(RunRequest(suite=suite, tags={"purpose": "acceptance"}, db=db), None))
+            run_ref = str(run_and_show(RunRequest(suite=suite, tags={"purpose": "acceptance"}, db=db), None,
+                                       quiet=json_out == "-"))  # --json -: standard output holds the JSON alone
         except Concluded as exc:  # still judged and written out: a failed case is a FAIL of its rule
             cases_failed, run_ref = (str(exc) if exc.overall.word == FAIL else None), "latest"
     (doc,) = documents([run_ref], db)
@@ -118,8 +118,9 @@ def compare(
     base: Annotated[str, typer.Argument(help="run id, 'latest', 'baseline', or a JSON export")],
     new: Annotated[str, typer.Argument(help="run id, 'latest', 'baseline', or a JSON export")] = "latest",
     threshold: Annotated[str, typer.Option(help="practical floor for a regression, e.g. 5%")] = "5%",
-    fmt: Annotated[str, typer.Option("--format", help="table | markdown | json")] = "table",
+    fmt: Annotated[str, typer.Option("--format", help="table | markdown | json (json: as --json -)")] = "table",
     cross_host: Annotated[bool, typer.Option("--cross-host", help="allow runs of different hosts or contexts")] = False,
+    json_out: JsonOption = None,
     db: DbOption = None,
 ) -> None:
     """Each case from BASE to NEW: same, slower, faster or ambiguous, weighed against its between-run noise.
@@ -130,16 +131,23 @@ def compare(
 
     if fmt not in ("table", "markdown", "json"):
         raise BadInput(f"bad --format '{fmt}': choose table, markdown or json")
+    if fmt == "json":
+        if json_out not in (None, "-"):
+            raise BadInput("give --format json (standard output) or --json FILE, not both")
+        fmt, json_out = "table", "-"
     floor = fraction(threshold, "--threshold")
+    check_writable(json_out, "--json", db, [base, new])
     base_doc, new_doc = documents([base, new], db)
     store = existing_store(db)  # the history and this box's ids, where a database holds them
     comparisons = compare_runs(base_doc, new_doc, floor, cross_host, _history(new_doc, store),
                                this_host_ids(store) if store is not None else [])
     title = (f"run {base_doc['run']['id']} → run {new_doc['run']['id']} (slower or faster: p10–p90 ranges apart and "
              f"the change beyond {floor:.0%} and beyond the case's between-run noise)")
-    if fmt == "json":
-        sys.stdout.write(json.dumps({"base": base_doc["run"]["id"], "new": new_doc["run"]["id"], "threshold": floor,
-                                     "comparisons": [c.to_dict() for c in comparisons]}, indent=2) + "\n")
+    if json_out:
+        write_json({"base": base_doc["run"]["id"], "new": new_doc["run"]["id"], "threshold": floor,
+                    "comparisons": [c.to_dict() for c in comparisons]}, json_out)
+    if json_out == "-":
+        pass
     elif fmt == "markdown":
         sys.stdout.write(comparisons_markdown(comparisons, title, describe_params))
     else:

@@ -31,7 +31,7 @@ def write_run_json(store, run_id: int, target: str) -> None:
     write_text(json.dumps(run_document(store, run_id), indent=2, default=str) + "\n", target)
 
 
-def run_and_show(request, json_out: str | None, repeat: int = 1) -> int:
+def run_and_show(request, json_out: str | None, repeat: int = 1, quiet: bool = False) -> int:
     """Run `request` (suite_run.RunRequest) `repeat` times, print the last run's table (and the
     spread between the runs) ending in `N ok · N failed · N skipped (reasons: …)`, write its JSON;
     returns its run id. A signal ends the process with the shell's status for it; a failed case
@@ -50,7 +50,7 @@ def run_and_show(request, json_out: str | None, repeat: int = 1) -> int:
             else "no run had begun, so nothing was stored"))
         raise typer.Exit(exc.exit_code) from None
     store, run_id = outcomes[-1].store, outcomes[-1].run_id
-    show = err if json_out == "-" else out
+    show = err if json_out == "-" or quiet else out  # `quiet`: the caller's JSON goes to standard output
     run_row, rows = store.run(run_id), store.results(run_id)
     show.print(results_table(rows, describe_params,
                              title=f"run {run_id} · {run_row['suite'] or 'ad hoc'} · {store.url} · GB/s = 1e9 B/s"))

@@ -127,7 +127,7 @@ def test_an_older_kvbench_s_database_is_upgraded_in_place_and_keeps_its_runs(tmp
 ])
 def test_a_password_never_appears_in_any_output(url, secret):
     assert secret not in redact(url)
-    for args in (["results"], ["run", "--bench", "dram.copy", "--set", "size=64KiB"], ["info", "--json"]):
+    for args in (["results"], ["run", "--bench", "dram.copy", "--set", "size=64KiB"], ["info", "--json", "-"]):
         proc = run_cli(*args, "--db", url)
         assert secret not in proc.stdout + proc.stderr, args
         if args[0] != "info":
