@@ -193,7 +193,7 @@ def test_only_load_launches_inside_timed_copy_windows_count_as_under_load():
 @pytest.mark.parametrize("bench,params", [("pcie.h2d", {"size": "1MiB", "load": "hbm"}),
                                           ("kv.restore", {**KV, "strategy": "ce-batch", "load": "gemm"})])
 def test_a_load_records_how_many_of_its_launches_ran_beside_timed_copies(standin, monkeypatch, bench, params):
-    import kvbench.backends.gpu_load as gpu_load
+    from kvbench.backends import gpu_load
 
     monkeypatch.setattr(gpu_load, "HBM_BYTES", 1 << 20)  # the stand-in's kernels are numpy: small loads
     monkeypatch.setattr(gpu_load, "GEMM_N", 64)

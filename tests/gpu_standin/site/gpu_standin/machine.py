@@ -17,6 +17,7 @@ Time: an event records `time.perf_counter()` when its turn comes: numpy's time, 
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import os
 import threading
@@ -156,6 +157,7 @@ class Machine:
         self.lock = threading.RLock()
         self.gpus = [Gpu(i) for i in range(gpus)]
         self.allocations: dict[int, Allocation] = {}
+        self._bases: list[int] = []  # the allocations' bases, sorted (find by bisection)
         self.streams: list[Stream] = []
         self._null: dict[int, Stream] = {}
         self._next_ptr = 0x1000
@@ -194,27 +196,32 @@ class Machine:
         array = raw[start:start + size]
         alloc = Allocation(int(array.ctypes.data), size, kind, device, array)
         with self.lock:
-            self.allocations[alloc.base] = alloc
+            self._add(alloc)
         base = alloc.base
         weakref.finalize(raw, self._forget, base)
         return array, alloc
 
+    def _add(self, alloc: Allocation) -> None:
+        self.allocations[alloc.base] = alloc
+        bisect.insort(self._bases, alloc.base)
+
     def _forget(self, base: int) -> None:
         with self.lock:
-            self.allocations.pop(base, None)
+            if self.allocations.pop(base, None) is not None:
+                self._bases.remove(base)
 
     def register_host(self, address: int, size: int) -> None:
         with self.lock:
             if self.find(address, size) is not None:
                 raise CudaError("cudaErrorHostMemoryAlreadyRegistered")
-            self.allocations[address] = Allocation(address, size, "registered", self.device(), None)
+            self._add(Allocation(address, size, "registered", self.device(), None))
 
     def unregister_host(self, address: int) -> None:
         with self.lock:
             alloc = self.allocations.get(address)
             if alloc is None or alloc.kind != "registered":
                 raise CudaError("cudaErrorHostMemoryNotRegistered")
-            del self.allocations[address]
+            self._forget(address)
 
     def free_bytes(self, device: int) -> int:
         used = sum(a.size for a in list(self.allocations.values()) if a.kind == "device" and a.device == device)
@@ -222,9 +229,10 @@ class Machine:
 
     def find(self, address: int, size: int = 1) -> Allocation | None:
         with self.lock:
-            for alloc in self.allocations.values():
-                if alloc.base <= address and address + size <= alloc.base + alloc.size:
-                    return alloc
+            i = bisect.bisect_right(self._bases, address) - 1
+            alloc = self.allocations[self._bases[i]] if i >= 0 else None
+        if alloc is not None and address + size <= alloc.base + alloc.size:
+            return alloc
         return None
 
     def view(self, address: int, size: int, want: str) -> np.ndarray:
