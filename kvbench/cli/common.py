@@ -21,12 +21,12 @@ from kvbench.redact import redact
 out = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
-DbOption = Annotated[str | None, typer.Option("--db", help="SQLAlchemy URL; default $KVBENCH_DB or "
-                                                           "sqlite:///results/kvbench.sqlite")]
+DbOption = Annotated[str | None, typer.Option("--db", metavar="URL", help="results database (default: $KVBENCH_DB, "
+                                                                          "else results/kvbench.sqlite)")]
 
 
-JsonOption = Annotated[str | None, typer.Option("--json", help="write the answer as JSON to FILE, or - for stdout "
-                                                              "(shapes: docs/json-outputs.md)")]
+JsonOption = Annotated[str | None, typer.Option("--json", metavar="FILE|-", help="write the answer as JSON to FILE, "
+                                                 "or - for standard output alone (shapes: docs/json-outputs.md)")]
 
 
 def write_json(doc: Any, target: str) -> None:

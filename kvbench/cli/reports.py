@@ -15,7 +15,8 @@ from kvbench.errors import BadInput
 @app.command()
 def report(
     runs: Annotated[list[str] | None, typer.Argument(metavar="RUN...", help="run ids, 'latest', 'baseline' or JSON exports")] = None,
-    output: Annotated[str, typer.Option("-o", "--output", help="report file")] = "report.html",
+    output: Annotated[str | None, typer.Option("-o", "--output", help="report file (default: report.html, or "
+                                                                      "report.md with --format markdown)")] = None,
     fmt: Annotated[str, typer.Option("--format", help="html | markdown")] = "html",
     baseline: Annotated[str | None, typer.Option(help="compare with this run ('baseline' = the tagged one)")] = None,
     model: Annotated[str, typer.Option(help="model for the restore plan")] = "Llama-3.1-70B",
@@ -31,6 +32,7 @@ def report(
 
     if fmt not in ("html", "markdown"):
         raise BadInput(f"bad --format '{fmt}': choose html or markdown")
+    output = output or ("report.html" if fmt == "html" else "report.md")  # the file is named by what it holds
     wanted = profile_path(profile)
     host_profile = load_profile(wanted) if wanted else None
     check_writable(output, "--output", db, [*(runs or []), *([baseline] if baseline else [])])
