@@ -1,16 +1,25 @@
 """Comparing two runs case by case, with verdicts a CI can trust: faster, slower, same or ambiguous,
-each with its evidence (nvbench's robust compare, asv's between-run noise). A significance test on one run's samples
-would only measure within-run noise, so none is used.
+each with its evidence (nvbench's robust compare, asv's between-run noise). A significance test on one
+run's samples would only measure within-run noise, so none is used. `compare`, `report --baseline`,
+`history` and the dashboard export all judge a pair of runs here (`compare_case`), so they agree.
 
 One run's samples show only the noise *within* that run; back-to-back runs of one case differ by
 much more (up to ~15 % on a shared VM, while each run's own spread is ~2 %). So a verdict weighs a
 change against the case's *between-run* noise: the spread of its medians over earlier runs on the
 same host and context (at least 3 of them), or, where that history is missing, an assumed
-allowance of 15 %. A case is
+allowance of 15 %. The noise is never below the spread the runs actually showed: their range
+divided by the range a normal sample of that size spans (d2: 1.69 sd for 3 runs, 2.06 for 4), and
+from 5 runs on the larger of that and the MAD's robust sd (the MAD of three runs is zero when two
+agree; the range is not). Changes are sized as |ln(new / base)|, so a halving weighs as a doubling and
+a drop can always exceed an allowance. A case is
 
 * `same`      — the change is under the practical floor (5 % by default);
-* `slower` / `faster` — the two runs' p10–p90 ranges do not overlap *and* the change exceeds both
-  the floor and 3 × the between-run noise (or the assumed allowance);
+* `slower` / `faster` — the two runs' p10–p90 ranges do not overlap, the change exceeds the floor,
+  and either it exceeds 3 × the between-run noise (the allowance; without 3 earlier runs the assumed
+  15 %, or 3 × what two runs' range shows where that is more) or, with 5 earlier runs or more, the
+  new median lies off their level (median) by more than 3 robust sd (MAD) and the floor: a contended
+  run in the history widens the allowance, never this second test, so it cannot make a drop
+  ungateable;
 * `ambiguous` — anything between: beyond the floor, but within the ranges' overlap or within what
   the case's runs vary by anyway. Shown, not gated.
 * `ambiguous (contended)` — would be `slower` or `faster`, but either run measured the case under
@@ -22,6 +31,9 @@ the new run: a GPU whose driver broke must not pass on silence); `not-ok` (a cas
 runs, or not ok in the base) and `new` (a case the base lacks) are shown, not gated. Identical
 back-to-back runs therefore pass; a drop whose ranges do not overlap and that exceeds the
 between-run noise fails.
+
+Two runs are the same run only when their id, host and start time agree: run 7 of one CI job's fresh
+database and run 7 of another's are two runs.
 """
 
 from __future__ import annotations
@@ -36,6 +48,7 @@ from kvbench.analyze.contended import weigh_contention
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import describe_params
 from kvbench.errors import BadInput
+from kvbench.records import RunRecord
 
 THRESHOLD = 0.05  # the practical floor
 ASSUMED_BETWEEN_RUN = 0.15  # allowance while a case has fewer than MIN_HISTORY earlier runs
@@ -58,20 +71,72 @@ class Comparison:
     new_range: tuple[float, float] | None = None
     between_run: float | None = None  # relative between-run noise (1 robust sd); None: assumed
     history_runs: int = 0
-    allowance: float | None = None  # the |change| above which the case is called slower or faster
+    allowance: float | None = None  # the |ln(new / base)| above which the case is slower or faster
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def between_run_noise(medians: list[float]) -> float | None:
-    """Relative spread of a case's medians over runs: 1.4826 × MAD of their logarithms (a robust
-    standard deviation); None with fewer than MIN_HISTORY runs."""
-    values = [m for m in medians if m and m > 0]
-    if len(values) < MIN_HISTORY:
-        return None
-    logs = np.log(values)
+# Expected range of n normal values, in standard deviations (d2 of control charts; Tippett 1925).
+D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970, 10: 3.078, 11: 3.173,
+      12: 3.258, 13: 3.336, 14: 3.407, 15: 3.472, 16: 3.532, 17: 3.588, 18: 3.640, 19: 3.689, 20: 3.735}
+MAD_FROM = 5  # under 5 runs the MAD is no estimate (two of three agreeing make it zero)
+
+
+def _logs(medians: list[float]) -> np.ndarray:
+    return np.log([m for m in medians if m and m > 0])
+
+
+def _range_sd(logs: np.ndarray) -> float | None:
+    """The sd the runs' range shows: range / d2(n); None under 2 runs. Beyond 20 runs the d2 of 20
+    overstates the sd a little: the cautious side for a CI gate."""
+    return float(logs.max() - logs.min()) / D2[min(len(logs), max(D2))] if len(logs) >= 2 else None
+
+
+def _mad_sd(logs: np.ndarray) -> float:
     return float(1.4826 * np.median(np.abs(logs - np.median(logs))))
+
+
+def between_run_noise(medians: list[float]) -> float | None:
+    """Relative spread of a case's medians over runs, as one standard deviation of their logarithms;
+    never below what the runs' range shows (range / d2(n)), and from MAD_FROM runs on the larger of
+    that and 1.4826 × their MAD. None with fewer than MIN_HISTORY runs."""
+    logs = _logs(medians)
+    if len(logs) < MIN_HISTORY:
+        return None
+    from_range = _range_sd(logs)
+    return from_range if len(logs) < MAD_FROM else max(from_range, _mad_sd(logs))
+
+
+def allowance(noise: float | None, threshold: float = THRESHOLD, medians: list[float] = ()) -> float:
+    """The |ln(new / base)| above which a case whose ranges are apart is slower or faster: 3 × the
+    between-run noise, or without it the assumed allowance — never below what two earlier runs'
+    spread already shows (`medians`) — and never under the floor."""
+    if noise is not None:
+        return max(threshold, NOISE_MULTIPLE * noise)
+    seen = _range_sd(_logs(list(medians)))
+    return max(threshold, ASSUMED_BETWEEN_RUN, NOISE_MULTIPLE * seen if seen is not None else 0.0)
+
+
+def _off_the_level(n_rate: float, change: float, history: list[float], threshold: float) -> str | None:
+    """Where the new median lies beyond the level of at least MAD_FROM earlier runs (their median) by
+    more than 3 robust sd (MAD) and the floor, on the side the change went: the evidence in words,
+    else None. A contended run or two in the history widen the noise, never this test."""
+    logs = _logs(history)
+    if len(logs) < MAD_FROM:
+        return None
+    level, robust = float(np.median(logs)), _mad_sd(logs)
+    off = float(np.log(n_rate)) - level
+    if (off < 0) != (change < 0) or abs(off) <= max(threshold, NOISE_MULTIPLE * robust):
+        return None
+    return (f"{np.expm1(off):+.1%} off the level of {len(logs)} earlier runs ({np.exp(level):.3g} GB/s, "
+            f"robust sd ±{robust:.1%})")
+
+
+def same_run(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two run records are one run: id, host and start time agree (a run id alone repeats
+    across databases, e.g. a CI job's fresh database and the baseline export of another's)."""
+    return all(a.get(k) == b.get(k) for k in ("id", "host_id", "started_at"))
 
 
 def check_comparable(base: RunDocument, new: RunDocument, cross_host: bool = False,
@@ -81,7 +146,7 @@ def check_comparable(base: RunDocument, new: RunDocument, cross_host: bool = Fal
     b, n = base["run"], new["run"]
     if {b["host_id"], n["host_id"]} <= set(one_box):
         b = {**b, "host_id": n["host_id"]}
-    if b["id"] == n["id"] and b.get("host_id") == n.get("host_id"):
+    if same_run(b, n):
         raise BadInput(f"run {b['id']} compared with itself: name two different runs (where one is 'baseline', "
                        "tag another run: kvbench tag RUN baseline)")
     if b["host_id"] != n["host_id"] and not cross_host:
@@ -113,6 +178,14 @@ def _range(result: dict[str, Any]) -> tuple[float, float]:
     return float(g.get("p10") or g["median"]), float(g.get("p90") or g["median"])
 
 
+def _apart(base: dict[str, Any], new: dict[str, Any]) -> tuple[bool, str]:
+    """Whether the two sides' p10–p90 ranges do not overlap, and the evidence in words."""
+    b_range, n_range = _range(base), _range(new)
+    apart = n_range[1] < b_range[0] or n_range[0] > b_range[1]
+    return apart, (f"new {n_range[0]:.3g}–{n_range[1]:.3g} vs base {b_range[0]:.3g}–{b_range[1]:.3g} GB/s "
+                   f"({'apart' if apart else 'overlapping'})")
+
+
 def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = THRESHOLD,
                  history: list[float] | None = None) -> Comparison:
     """The verdict on one case; `history` holds the case's median GB/s in earlier runs (same host
@@ -127,32 +200,35 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
     if base["status"] != "ok" or new["status"] != "ok":
         return Comparison(**head, base_gbps=None, new_gbps=None, change=None, verdict="not-ok",
                           note=f"base {base['status']}, new {new['status']}")
+    history = history or []
     b_rate, n_rate = base["gbps"]["median"], new["gbps"]["median"]
     change = n_rate / b_rate - 1
-    b_range, n_range = _range(base), _range(new)
-    noise = between_run_noise(history or [])
-    allowance = max(threshold, NOISE_MULTIPLE * noise) if noise is not None else max(threshold, ASSUMED_BETWEEN_RUN)
-    apart = n_range[1] < b_range[0] or n_range[0] > b_range[1]
-    basis = (f"between-run noise ±{noise:.1%} over {len(history or [])} runs" if noise is not None else
+    size = abs(float(np.log(n_rate / b_rate)))  # a halving weighs as a doubling: a drop can exceed any allowance
+    apart, ranges = _apart(base, new)
+    noise = between_run_noise(history)
+    allowed = allowance(noise, threshold, history)
+    basis = (f"between-run noise ±{noise:.1%} over {len(history)} runs" if noise is not None else
              f"fewer than {MIN_HISTORY} earlier runs: ±{ASSUMED_BETWEEN_RUN:.0%} assumed")
-    ranges = (f"new {n_range[0]:.3g}–{n_range[1]:.3g} vs base {b_range[0]:.3g}–{b_range[1]:.3g} GB/s "
-              f"({'apart' if apart else 'overlapping'})")
+    off_level = _off_the_level(n_rate, change, history, threshold)
     if abs(change) < threshold:
         verdict = "same"
-    elif apart and abs(change) >= allowance:
+    elif apart and (size >= allowed or off_level):
         verdict = "slower" if change < 0 else "faster"
+        if size < allowed:
+            basis += f"; {off_level}"
     else:
         verdict = "ambiguous"
-    note = f"{change:+.1%}; {ranges}; {basis}; allowance {allowance:.1%}"
+    note = f"{change:+.1%}; {ranges}; {basis}; allowance {allowed:.1%}"
     verdict, note = weigh_contention(verdict, note, base, new)
     return Comparison(**head, base_gbps=b_rate, new_gbps=n_rate, change=change, verdict=verdict,
-                      note=note, base_range=b_range, new_range=n_range, between_run=noise,
-                      history_runs=len(history or []), allowance=allowance)
+                      note=note, base_range=_range(base), new_range=_range(new), between_run=noise,
+                      history_runs=len(history), allowance=allowed)
 
 
 def compare_runs(base: RunDocument, new: RunDocument, threshold: float = THRESHOLD, cross_host: bool = False,
                  history: dict[str, list[float]] | None = None, one_box: Collection[str] = ()) -> list[Comparison]:
-    """Every case of either run, matched by case id; `history[case]` the case's earlier medians."""
+    """Every case of either run, matched by case id; `history[case]` the case's earlier medians
+    (`case_history`)."""
     check_comparable(base, new, cross_host, one_box)
     base_by_case = {r["case"]: r for r in base["results"]}
     new_by_case = {r["case"]: r for r in new["results"]}
@@ -172,6 +248,23 @@ def compare_runs(base: RunDocument, new: RunDocument, threshold: float = THRESHO
             out.append(Comparison(base_row["bench"], base_row["params"], case,
                                   (base_row.get("gbps") or {}).get("median"), None, None, "missing", note))
     return out
+
+
+def case_history(store: Any, new: RunDocument) -> dict[str, list[float]]:
+    """Each case's medians in `store`'s runs of the new run's host and context that came before it
+    (all of them where the new run is not one of `store`'s, e.g. an export of another database):
+    the history every comparison of this pair weighs its changes against. {} without a store."""
+    run = new["run"]
+    if store is None or store.host(run["host_id"]) is None:
+        return {}
+    before = None
+    if isinstance(run["id"], int):
+        try:
+            stored = RunRecord.from_row(store.run(store.resolve_run(run["id"]))).to_json()
+        except BadInput:  # no run of that id here: the new run is another database's
+            stored = {}
+        before = run["id"] if same_run(stored, run) else None
+    return store.case_medians([run["host_id"]], run["context_id"], [r["case"] for r in new["results"]], before)
 
 
 def has_regression(comparisons: list[Comparison]) -> bool:
@@ -206,7 +299,7 @@ class RepeatSpread:
     low: float
     high: float
     between_run: float | None  # relative robust sd over the runs; None with fewer than MIN_HISTORY
-    allowance: float  # the |change| a later compare must see to call the case slower or faster
+    allowance: float  # the |ln(new / base)| a later compare must see to call the case slower or faster
 
 
 def repeat_spread(runs: list[list[dict[str, Any]]], threshold: float = THRESHOLD) -> list[RepeatSpread]:
@@ -225,6 +318,6 @@ def repeat_spread(runs: list[list[dict[str, Any]]], threshold: float = THRESHOLD
         if not values:
             continue
         noise = between_run_noise(values)
-        allowance = max(threshold, NOISE_MULTIPLE * noise) if noise is not None else max(threshold, ASSUMED_BETWEEN_RUN)
-        out.append(RepeatSpread(bench, params, values, min(values), max(values), noise, allowance))
+        out.append(RepeatSpread(bench, params, values, min(values), max(values), noise,
+                                allowance(noise, threshold, values)))
     return out

@@ -2,16 +2,23 @@
 
 A shift starts a new segment only when it is at least `threshold` away from the current
 segment's median and the next point confirms it; a one-off outlier does not (asv's idea,
-kept simple).
+kept simple). Each run is also judged against the run before it by `compare`'s own verdict
+(`run_verdicts`), so `history` and `compare` agree on every consecutive pair.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Any
+
 import numpy as np
 
+from kvbench.analyze.compare import Comparison, compare_case
+from kvbench.records import ResultRecord
+
 THRESHOLD = 0.05
+HISTORY_RUNS = 20  # the earlier runs a comparison weighs, as the store's case_medians gives them
 
 
 @dataclass(frozen=True)
@@ -46,3 +53,20 @@ def segments(values: list[float], threshold: float = THRESHOLD, confirm: int = 2
         i += 1
     cuts.append(len(values))
     return [Segment(a, b, float(np.median(values[a:b]))) for a, b in zip(cuts, cuts[1:], strict=False)]
+
+
+def run_verdicts(series: list[dict[str, Any]], threshold: float = THRESHOLD) -> list[Comparison | None]:
+    """For each stored result row of one case (oldest first, `store.host_results`), `compare`'s
+    verdict from the run before it, weighed against the earlier runs of its context as `compare`
+    weighs it; None for the first run and for a run whose context differs from its predecessor's
+    (a new history, which `compare` refuses without --cross-host)."""
+    out: list[Comparison | None] = [None] if series else []
+    for i in range(1, len(series)):
+        prev, row = series[i - 1], series[i]
+        if prev.get("context_id") != row.get("context_id"):
+            out.append(None)
+            continue
+        earlier = [r["gbps_median"] for r in series[:i] if r.get("context_id") == row.get("context_id")]
+        out.append(compare_case(ResultRecord.from_row(prev).to_json(), ResultRecord.from_row(row).to_json(),
+                                threshold, earlier[-HISTORY_RUNS:]))
+    return out

@@ -59,7 +59,7 @@ def history(
     db: DbOption = None,
 ) -> None:
     """Median GB/s of each case over all runs of this host, cut where the level persistently shifted."""
-    from kvbench.analyze.history import segments
+    from kvbench.analyze.history import run_verdicts, segments
     from kvbench.benches.describe import canonical_subset
     from kvbench.benches.registry import get_bench
     from kvbench.report.analysis_tables import history_table
@@ -81,6 +81,7 @@ def history(
     for r in rows:
         cases.setdefault(r["case_hash"], []).append(r)
     found = [(series, segments([r["gbps_median"] for r in series], floor)) for series in cases.values()]
+    verdicts = [run_verdicts(series, floor) for series in cases.values()]  # compare's verdict, run by run
     if plot:
         from kvbench.cli.common import write_text
         from kvbench.report.plots import figure_bytes, history_figure
@@ -89,11 +90,11 @@ def history(
     if json_out:
         from kvbench.report.json_docs import history_doc
 
-        write_json(history_doc(bench, found), json_out)
+        write_json(history_doc(bench, found, verdicts), json_out)
         if json_out == "-":
             return
-    for series, segs in found:
-        out.print(history_table(bench, series, segs))
+    for (series, segs), judged in zip(found, verdicts, strict=True):
+        out.print(history_table(bench, series, segs, judged))
 
 
 @app.command("fleet")

@@ -125,7 +125,7 @@ def compare(
 ) -> None:
     """Each case from BASE to NEW: same, slower, faster or ambiguous, weighed against its between-run noise.
     Exit 1 on a case slower, failed, missing, or ok in BASE and skipped in NEW."""
-    from kvbench.analyze.compare import compare_runs, has_regression, regression_summary
+    from kvbench.analyze.compare import case_history, compare_runs, has_regression, regression_summary
     from kvbench.benches.describe import describe_params
     from kvbench.report.table import comparisons_markdown, comparisons_table
 
@@ -139,7 +139,7 @@ def compare(
     check_writable(json_out, "--json", db, [base, new])
     base_doc, new_doc = documents([base, new], db)
     store = existing_store(db)  # the history and this box's ids, where a database holds them
-    comparisons = compare_runs(base_doc, new_doc, floor, cross_host, _history(new_doc, store),
+    comparisons = compare_runs(base_doc, new_doc, floor, cross_host, case_history(store, new_doc),
                                this_host_ids(store) if store is not None else [])
     title = (f"run {base_doc['run']['id']} → run {new_doc['run']['id']} (slower or faster: p10–p90 ranges apart and "
              f"the change beyond {floor:.0%} and beyond the case's between-run noise)")
@@ -158,11 +158,3 @@ def compare(
     if has_regression(comparisons):
         raise Concluded(Overall(FAIL, (regression_summary(comparisons, base_doc["run"]["id"], new_doc["run"]["id"]),)))
     conclude(Overall(PASS, (f"{len(comparisons)} case(s) compared: none slower, failed, lost or missing",)))
-
-def _history(new_doc: dict, store) -> dict[str, list[float]]:
-    """Each case's medians in earlier runs of the new run's host and context, where `store` holds them."""
-    run = new_doc["run"]
-    if store is None or store.host(run["host_id"]) is None:
-        return {}
-    before = run["id"] if isinstance(run["id"], int) else None
-    return store.case_medians([run["host_id"]], run["context_id"], [r["case"] for r in new_doc["results"]], before)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, check_writable, documents, write_text
+from kvbench.cli.common import DbOption, check_writable, documents, existing_store, write_text
 from kvbench.errors import BadInput
 
 
@@ -38,7 +38,12 @@ def report(
     check_writable(output, "--output", db, [*(runs or []), *([baseline] if baseline else [])])
     docs = documents(runs or ["latest"], db)
     base = documents([baseline], db)[0] if baseline else None
-    built = content.build(docs, base, model=model, tokens=tokens, profile=host_profile)
+    history = None
+    if base is not None:  # weighed against the same history `compare` uses, so both give one verdict
+        from kvbench.analyze.compare import case_history
+
+        history = case_history(existing_store(db), docs[-1])
+    built = content.build(docs, base, model=model, tokens=tokens, profile=host_profile, baseline_history=history)
     write_text(render.html(built) if fmt == "html" else render.markdown(built), output)
 
 

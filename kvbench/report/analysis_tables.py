@@ -73,14 +73,18 @@ def policy_table(found: list[Any]) -> Table:
     return table
 
 
-def history_table(bench: str, series: list[dict[str, Any]], segments: list[Any]) -> Table:
-    """One case over its runs (oldest first), each run labelled with its level segment."""
+def history_table(bench: str, series: list[dict[str, Any]], segments: list[Any],
+                  verdicts: list[Any] | None = None) -> Table:
+    """One case over its runs (oldest first), each run labelled with its level segment and with
+    `compare`'s verdict from the run before it."""
     table = _table(f"{bench} {describe_params(bench, series[0]['params'])}", ("run", "started", "median GB/s",
-                                                                              "segment"))
+                                                                              "segment", "vs the run before"))
+    judged = verdicts or [None] * len(series)
     for n, seg in enumerate(segments):
-        for r in series[seg.start:seg.end]:
+        for r, c in zip(series[seg.start:seg.end], judged[seg.start:seg.end], strict=True):
             table.add_row(str(r["run_id"]), f"{r['started_at']:%Y-%m-%d %H:%M %Z}", format_gbps(r["gbps_median"]),
-                          f"{n + 1} (median {format_gbps(seg.median)} GB/s)")
+                          f"{n + 1} (median {format_gbps(seg.median)} GB/s)",
+                          f"{c.verdict} {c.change:+.1%}" if c is not None and c.change is not None else "-")
     return table
 
 

@@ -102,7 +102,10 @@ def _figure(fig) -> Figure | None:
 
 
 def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: str = "Llama-3.1-70B",
-          tokens: int = 8192, block_tokens: int = 16, profile: Profile | None = None) -> ReportContent:
+          tokens: int = 8192, block_tokens: int = 16,
+          profile: Profile | None = None, baseline_history: dict[str, list[float]] | None = None) -> ReportContent:
+    """What a report of `docs` says; `baseline_history`: each case's earlier medians
+    (`compare.case_history`), so the comparison with `baseline` is `kvbench compare`'s own."""
     results = [{**r, "run_id": d["run"]["id"]} for d in docs for r in d["results"]]
     host = next((d.get("host") for d in docs if d.get("host") and d["host"].get("facts")), None)
     content = ReportContent(
@@ -154,5 +157,5 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
         # Across a driver upgrade or onto another box too: the report is most needed that day, so it
         # compares anyway and states what differs rather than refusing.
         content.baseline_differences = differences(baseline, docs[-1])
-        content.comparisons = compare_runs(baseline, docs[-1], cross_host=True)
+        content.comparisons = compare_runs(baseline, docs[-1], cross_host=True, history=baseline_history)
     return content

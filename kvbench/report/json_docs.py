@@ -15,18 +15,23 @@ def accept_doc(doc: dict[str, Any], verdicts: list[Any], overall: Any) -> dict[s
             "verdicts": [dataclasses.asdict(v) for v in verdicts]}
 
 
-def history_doc(bench: str, series_by_case: list[tuple[list[dict[str, Any]], list[Any]]]) -> dict[str, Any]:
-    """Each case: its runs oldest first (run id, start, median GB/s, segment number from 1) and its
+def history_doc(bench: str, series_by_case: list[tuple[list[dict[str, Any]], list[Any]]],
+                verdicts: list[list[Any]] | None = None) -> dict[str, Any]:
+    """Each case: its runs oldest first (run id, start, median GB/s, segment number from 1, and
+    `compare`'s verdict and change from the run before, null for the first run of a context) and its
     level segments (first and last run, median GB/s)."""
     cases = []
-    for series, segments in series_by_case:
+    for k, (series, segments) in enumerate(series_by_case):
+        judged = verdicts[k] if verdicts else [None] * len(series)
         runs, levels = [], []
         for n, seg in enumerate(segments, start=1):
             members = series[seg.start:seg.end]
             levels.append({"segment": n, "first_run": members[0]["run_id"], "last_run": members[-1]["run_id"],
                            "median_gbps": seg.median})
             runs += [{"run_id": r["run_id"], "started_at": r["started_at"].isoformat(),
-                      "gbps_median": r["gbps_median"], "segment": n} for r in members]
+                      "gbps_median": r["gbps_median"], "segment": n,
+                      "verdict": c.verdict if c else None, "change": c.change if c else None}
+                     for r, c in zip(members, judged[seg.start:seg.end], strict=True)]
         cases.append({"case": series[0]["case_hash"], "params": series[0]["params"], "runs": runs, "segments": levels})
     return {"bench": bench, "cases": cases}
 
