@@ -210,15 +210,20 @@ def test_a_report_across_contexts_is_written_and_says_what_changed(tmp_path):
 def test_plan_weighs_restore_against_recompute_and_policy_names_a_strategy(tmp_path):
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
     assert run_cli("run", "--suite", "tests/fixtures/kv-sweep.toml", "--db", db).returncode == 0
-    plan = run_cli("plan", "--model", "Llama-3.1-70B", "--tokens", "8192", "--gpu", "H200", "--json", "-", "--db", db)
+    plan = run_cli("plan", "--model", "Qwen2.5-32B", "--tokens", "8192", "--gpu", "H200", "--json", "-", "--db", db)
     doc = json.loads(plan.stdout)
     assert doc["recompute"]["kind"] == "spec" and doc["recompute"]["source"].startswith("spec: NVIDIA H200")
     (tier,) = doc["tiers"]
     assert tier["tier"] == "DRAM → DRAM" and tier["faster"] in ("restore", "recompute")
     assert tier["request_ms"]["n"] == 30 and tier["request_ms"]["p50"] <= tier["request_ms"]["p99"]
-    no_rate = run_cli("plan", "--model", "Llama-3.1-70B", "--tokens", "8192", "--db", db)
+    assert tier["runs"] == [1] and tier["request_ms"]["run_id"] == 1
+    no_rate = run_cli("plan", "--model", "Qwen2.5-32B", "--tokens", "8192", "--db", db)
     assert no_rate.returncode == 0 and "--tflops X or --gpu NAME" in no_rate.stdout
+    # another model's rates and request times are never this model's (issue 24: Llama took DeepSeek-V3's)
+    other = run_cli("plan", "--model", "Llama-3.1-70B", "--tokens", "8192", "--db", db)
+    assert other.returncode == 2 and "no kv.restore results of Llama-3.1-70B" in other.stderr
+    assert "measured: Qwen2.5-32B" in other.stderr
     policy = json.loads(run_cli("policy", "--json", "-", "--db", db).stdout)
     assert policy["policies"] and policy["policies"][0]["path"] == "pageable → pageable"
-    bad = run_cli("plan", "--model", "Llama-3.1-70B", "--tokens", "16", "--mfu", "1.5", "--db", db)
+    bad = run_cli("plan", "--model", "Qwen2.5-32B", "--tokens", "16", "--mfu", "1.5", "--db", db)
     assert bad.returncode == 2 and "bad --mfu 1.5" in bad.stderr

@@ -54,11 +54,15 @@ def fit_alpha_beta(fragments: Iterable[float], size_bytes: Iterable[float], seco
 
 
 def series_key(row: dict[str, Any]) -> tuple:
-    return (row["bench"], tuple(sorted((k, v) for k, v in row["params"].items() if k not in SWEPT)))
+    """The series a row belongs to: its benchmark, its parameters but the swept ones, and its run
+    where the row names one (a fit never mixes runs: two runs' points are two series)."""
+    run = (("run", row["run_id"]),) if row.get("run_id") is not None else ()
+    return (row["bench"], tuple(sorted((k, v) for k, v in row["params"].items() if k not in SWEPT)) + run)
 
 
 def fit_results(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], TransferFit | None]]:
-    """One fit per series of ok KV results (kv.restore, kv.offload) that sweep block_tokens."""
+    """One fit per series of ok KV results (kv.restore, kv.offload) that sweep block_tokens, and per
+    run where the rows carry `run_id` (the series' parameters then hold `run`)."""
     series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         # Only block-size sweeps: fragment count and bytes must vary independently.

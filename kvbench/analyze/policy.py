@@ -5,7 +5,8 @@ serving engine otherwise finds by hand or calibrates at start-up.
 
 Ranges join neighbouring swept sizes whose fastest strategy is the same; they span measured sizes
 only (nothing is extrapolated). Where the runner-up's p10–p90 range reaches the winner's, the
-two are within noise and the range says so.
+two are within noise and the range says so. A policy never mixes models, layouts or hosts (each is
+a policy of its own) and names the runs its figures came from; its α/β fit reads one run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvbench.analyze.fit import fit_alpha_beta
-from kvbench.analyze.restore_plan import latest_per_case
+from kvbench.analyze.restore_plan import latest_per_case, layout_of, model_of
 from kvbench.kv.strategies import is_ceiling
 from kvbench.metadata import FRAGMENT_BYTES, FRAGMENTS
 
@@ -30,6 +31,10 @@ class Policy:
     beta_gbps: float | None
     tie_with: str | None  # a strategy within noise of it at every size of the range
     sizes: int  # swept sizes in the range
+    model: str = ""  # the model whose KV the sweep moved
+    layout: str = ""  # source → destination pool layout
+    host: str | None = None  # the host id, where the rows name one
+    runs: tuple[Any, ...] = ()  # the runs the winners' rates and the fit came from
 
 
 def path_of(params: dict[str, Any]) -> str:
@@ -53,15 +58,17 @@ def _within_noise(winner: dict[str, Any], other: dict[str, Any]) -> bool:
 
 
 def policies(rows: list[dict[str, Any]]) -> list[Policy]:
-    """Fastest strategy per fragment-size range for every path in `rows` (stored kv.restore rows)."""
-    cells: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    """Fastest strategy per fragment-size range for every path, model, layout and host in `rows`
+    (stored kv.restore rows)."""
+    cells: dict[tuple, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in latest_per_case(rows):
         size = (r.get("extra") or {}).get(FRAGMENT_BYTES)
         if r["bench"] != "kv.restore" or r["status"] != "ok" or size is None or is_ceiling(r["params"].get("strategy")):
             continue
-        cells[path_of(r["params"])][int(size)].append(r)
+        key = (path_of(r["params"]), model_of(r["params"]), layout_of(r["params"]), r.get("host_id"))
+        cells[key][int(size)].append(r)
     out = []
-    for path, by_size in sorted(cells.items()):
+    for key, by_size in sorted(cells.items(), key=lambda kv: tuple(map(str, kv[0]))):
         fits = {strategy: _fit([r for rs in by_size.values() for r in rs if r["params"].get("strategy") == strategy])
                 for strategy in {r["params"].get("strategy") for rs in by_size.values() for r in rs}}
         current: dict[str, Any] | None = None
@@ -72,22 +79,35 @@ def policies(rows: list[dict[str, Any]]) -> list[Policy]:
             tie = next((r["params"]["strategy"] for r in ranked[1:] if _within_noise(winner, r)), None)
             if current and current["strategy"] == strategy and current["tie"] == tie:  # a tie holds range-wide
                 current.update(hi=size, gbps=min(current["gbps"], winner["gbps_median"]), sizes=current["sizes"] + 1)
+                current["rows"].append(winner)
                 continue
             if current:
-                out.append(_policy(path, current, fits))
+                out.append(_policy(key, current, fits))
             current = {"strategy": strategy, "lo": size, "hi": size, "gbps": winner["gbps_median"], "tie": tie,
-                       "sizes": 1}
-        out.append(_policy(path, current, fits))
+                       "sizes": 1, "rows": [winner]}
+        out.append(_policy(key, current, fits))
     return out
 
 
-def _fit(rows: list[dict[str, Any]]):
+def _fit(rows: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """α/β of one strategy from one run's rows (the run with the most usable points, the newest of
+    equals): a fit never mixes runs. (fit or None, its run)."""
     usable = [r for r in rows if FRAGMENTS in (r.get("extra") or {}) and r.get("median_s")]
-    return fit_alpha_beta((r["extra"][FRAGMENTS] for r in usable), (r["bytes_per_op"] for r in usable),
-                          (r["median_s"] for r in usable))
+    by_run: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for r in usable:
+        by_run[r.get("run_id")].append(r)
+    if not by_run:
+        return None, None
+    run = max(by_run, key=lambda k: (len(by_run[k]), k if isinstance(k, int) else -1))
+    chosen = by_run[run]
+    return fit_alpha_beta((r["extra"][FRAGMENTS] for r in chosen), (r["bytes_per_op"] for r in chosen),
+                          (r["median_s"] for r in chosen)), run
 
 
-def _policy(path: str, current: dict[str, Any], fits: dict[str, Any]) -> Policy:
-    fit = fits.get(current["strategy"])
+def _policy(key: tuple, current: dict[str, Any], fits: dict[str, Any]) -> Policy:
+    path, model, layout, host = key
+    fit, fit_run = fits.get(current["strategy"], (None, None))
+    runs = {r.get("run_id") for r in current["rows"]} | ({fit_run} if fit else set())
     return Policy(path, (current["lo"], current["hi"]), current["strategy"], current["gbps"],
-                  fit.alpha_us if fit else None, fit.beta_gbps if fit else None, current["tie"], current["sizes"])
+                  fit.alpha_us if fit else None, fit.beta_gbps if fit else None, current["tie"], current["sizes"],
+                  model, layout, host, tuple(sorted((r for r in runs if r is not None), key=str)))

@@ -2,13 +2,17 @@
 the bandwidth actually measured for that model's fragment size.
 
 The measured figure is interpolated between the fragment sizes the sweep covered, never
-extrapolated past them: outside the sweep the answer is "no measurement".
+extrapolated past them: outside the sweep the answer is "no measurement". Only the planned model's
+results count (another model's request latency or rates are not this one's), each source and
+destination layout and each host is a tier of its own, and every tier names the runs its numbers
+came from.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +23,29 @@ from kvbench.kv.strategies import is_ceiling
 from kvbench.metadata import FRAGMENT_BYTES, REQUEST_MS
 
 HOST_KINDS = ("pageable", "numa", "pinned")
+DEFAULT_MODEL = "Llama-3.1-70B"  # kv.restore's default: a row without the parameter measured it
+LAYOUT_DEFAULTS = ("page_first", "layer_first")  # kv.restore's src_layout, dst_layout defaults
+
+
+def model_of(params: dict[str, Any]) -> str:
+    return str(params.get("model") or DEFAULT_MODEL)
+
+
+def is_model(params: dict[str, Any], name: str) -> bool:
+    """Whether a result measured the model `name` (a preset, or a config.json folder by its name)."""
+    measured = model_of(params)
+    path = Path(measured)
+    return name in (measured, path.name, path.stem, path.parent.name if path.name == "config.json" else None)
+
+
+def layout_of(params: dict[str, Any]) -> str:
+    src, dst = params.get("src_layout") or LAYOUT_DEFAULTS[0], params.get("dst_layout") or LAYOUT_DEFAULTS[1]
+    return f"{src} → {dst}"
+
+
+def measured_models(rows: list[dict[str, Any]]) -> list[str]:
+    """The models that ok kv.restore rows measured (for saying what a plan could have used)."""
+    return sorted({model_of(r["params"]) for r in rows if r["bench"] == "kv.restore" and r["status"] == "ok"})
 
 
 def tier_of(params: dict[str, Any]) -> str:
@@ -47,9 +74,10 @@ class TierPlan:
     measured_s: float | None
     strategy: str | None
     note: str
-    request_ms: dict[str, Any] | None = None  # one request's time (p50/p90/p99/max ms, n, tokens), as measured
+    request_ms: dict[str, Any] | None = None  # one request's time (p50/p90/p99/max ms, n, tokens, run_id), as measured
     faster: str | None = None  # restore | recompute, where both sides are known
     break_even_tokens: int | None = None  # the fewest tokens from which restoring wins
+    runs: tuple[Any, ...] = ()  # the runs the measured rate and the request time came from
 
 
 @dataclass(frozen=True)
@@ -88,44 +116,68 @@ def interpolate(points: dict[int, tuple[float, str]], fragment_bytes: int) -> tu
 
 def restore_plan(model: ModelGeometry, tokens: int, dtype: str, tp: int, block_tokens: int,
                  rows: list[dict[str, Any]]) -> list[TierPlan]:
-    """One line per tier that has kv.restore results among `rows`."""
+    """One line per tier (and layout and host, where the rows hold several) that has kv.restore
+    results of `model` among `rows`; none when no row measured that model."""
     kv_bytes = model.kv_bytes(tokens, dtype, tp)
     fragment = block_tokens * model.unit_bytes_per_token(dtype, tp)
-    by_tier: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, Any], list[dict[str, Any]]] = defaultdict(list)
     for row in latest_per_case(rows):
-        if row["bench"] == "kv.restore" and row["status"] == "ok":
-            by_tier[tier_of(row["params"])].append(row)
+        if row["bench"] == "kv.restore" and row["status"] == "ok" and is_model(row["params"], model.name):
+            groups[(tier_of(row["params"]), layout_of(row["params"]), row.get("host_id"))].append(row)
+    layouts = defaultdict(set)
+    for tier, layout, _ in groups:
+        layouts[tier].add(layout)
+    hosts = {host for _, _, host in groups}
     plans = []
-    for tier, members in sorted(by_tier.items()):
-        peak = next((r["peak_gbps"] for r in members if r["peak_gbps"]), None)
-        peak_note = next((r["peak_source"] for r in members if not r["peak_gbps"] and r["peak_source"]), None)
-        best: dict[int, tuple[float, str]] = {}
-        best_row: dict[int, dict[str, Any]] = {}
-        for r in members:
-            if is_ceiling(r["params"].get("strategy")):
-                continue  # a one-copy ceiling is not a way to restore fragmented KV
-            size = (r.get("extra") or {}).get(FRAGMENT_BYTES)
-            if size is None:
-                continue  # a result from before kvbench recorded it: no fragment size to place it at
-            size = int(size)
-            if size not in best or r["gbps_median"] > best[size][0]:
-                best[size] = (r["gbps_median"], r["params"].get("strategy", "?"))
-                best_row[size] = r
-        measured = interpolate(best, fragment)
-        notes = []
-        if measured is None:
-            covered = f"{min(best)}–{max(best)} B" if best else "none"
-            notes.append(f"no measurement at {fragment} B fragments (sweep covered {covered})")
-        if peak is None:
-            notes.append(peak_note or "no spec peak")
-        plans.append(TierPlan(
-            tier=tier, kv_bytes=kv_bytes, peak_gbps=peak, peak_s=kv_bytes / (peak * 1e9) if peak else None,
-            measured_gbps=measured[0] if measured else None,
-            measured_s=kv_bytes / (measured[0] * 1e9) if measured else None,
-            strategy=measured[1] if measured else None, note="; ".join(notes),
-            request_ms=_request_at(best_row, fragment),
-        ))
+    for (tier, layout, host), members in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        label = tier + (f" [{layout}]" if len(layouts[tier]) > 1 else "") + (
+            f" on {str(host)[:12]}" if len(hosts) > 1 else "")
+        plans.append(_tier_plan(label, members, kv_bytes, fragment))
     return plans
+
+
+def _tier_plan(tier: str, members: list[dict[str, Any]], kv_bytes: int, fragment: int) -> TierPlan:
+    peak = next((r["peak_gbps"] for r in members if r["peak_gbps"]), None)
+    peak_note = next((r["peak_source"] for r in members if not r["peak_gbps"] and r["peak_source"]), None)
+    best: dict[int, tuple[float, str]] = {}
+    best_row: dict[int, dict[str, Any]] = {}
+    for r in members:
+        if is_ceiling(r["params"].get("strategy")):
+            continue  # a one-copy ceiling is not a way to restore fragmented KV
+        size = (r.get("extra") or {}).get(FRAGMENT_BYTES)
+        if size is None:
+            continue  # a result from before kvbench recorded it: no fragment size to place it at
+        size = int(size)
+        if size not in best or r["gbps_median"] > best[size][0]:
+            best[size] = (r["gbps_median"], r["params"].get("strategy", "?"))
+            best_row[size] = r
+    measured = interpolate(best, fragment)
+    notes = []
+    if measured is None:
+        covered = f"{min(best)}–{max(best)} B" if best else "none"
+        notes.append(f"no measurement at {fragment} B fragments (sweep covered {covered})")
+    if peak is None:
+        notes.append(peak_note or "no spec peak")
+    request = _request_at(best_row, fragment)
+    used = [best_row[s] for s in _points_used(sorted(best), fragment)] if measured else []
+    runs = tuple(sorted({r["run_id"] for r in used + ([best_row[request["fragment_bytes"]]] if request else [])
+                         if r.get("run_id") is not None}, key=str))
+    if runs:
+        notes.append(f"run{'s' * (len(runs) > 1)} {', '.join(map(str, runs))}")
+    return TierPlan(
+        tier=tier, kv_bytes=kv_bytes, peak_gbps=peak, peak_s=kv_bytes / (peak * 1e9) if peak else None,
+        measured_gbps=measured[0] if measured else None,
+        measured_s=kv_bytes / (measured[0] * 1e9) if measured else None,
+        strategy=measured[1] if measured else None, note="; ".join(notes), request_ms=request, runs=runs,
+    )
+
+
+def _points_used(sizes: list[int], fragment: int) -> list[int]:
+    """The swept sizes an interpolation at `fragment` reads (the size itself, or its two neighbours)."""
+    if fragment in sizes:
+        return [fragment]
+    hi = next((i for i, s in enumerate(sizes) if s > fragment), None)
+    return sizes[hi - 1:hi + 1] if hi else []
 
 
 def _request_at(rows_by_size: dict[int, dict[str, Any]], fragment: int) -> dict[str, Any] | None:
@@ -135,7 +187,8 @@ def _request_at(rows_by_size: dict[int, dict[str, Any]], fragment: int) -> dict[
     if not timed:
         return None
     size = min(timed, key=lambda s: abs(np.log(s) - np.log(fragment)))
-    return {**timed[size]["extra"][REQUEST_MS], "tokens": timed[size]["params"].get("tokens"), "fragment_bytes": size}
+    return {**timed[size]["extra"][REQUEST_MS], "tokens": timed[size]["params"].get("tokens"), "fragment_bytes": size,
+            "run_id": timed[size].get("run_id")}
 
 
 def decide(model: ModelGeometry, tokens: int, dtype: str, tp: int, tiers: list[TierPlan], rate: ComputeRate | None,

@@ -38,7 +38,7 @@ def plan_cmd(
     """Restore or recompute: each tier's restore time (spec and measured, one request's p99) beside
     the prefill that would recompute the same KV, and the break-even token count."""
     from kvbench.analyze.recompute import compute_rate
-    from kvbench.analyze.restore_plan import decide, restore_plan
+    from kvbench.analyze.restore_plan import decide, measured_models, restore_plan
     from kvbench.kv.geometry import get_model
     from kvbench.report.analysis_tables import plan_answer_lines, plan_table
     from kvbench.store import open_store
@@ -56,8 +56,13 @@ def plan_cmd(
     geometry = get_model(model)
     store = open_store(db, read_only=True)
     mine = this_host_ids(store)
-    tiers = restore_plan(geometry, tokens, dtype, tp, block_tokens, store.host_results(mine, "kv.restore"))
+    rows = store.host_results(mine, "kv.restore")
+    tiers = restore_plan(geometry, tokens, dtype, tp, block_tokens, rows)
     if not tiers:
+        others = measured_models(rows)
+        if others:  # another model's rates and request times are not this model's
+            raise BadInput(f"no kv.restore results of {geometry.name} for this host in {store.url} (measured: "
+                           f"{', '.join(others)}); run 'kvbench run --suite kv-restore --set model={geometry.name}'")
         raise BadInput(f"no kv.restore results for this host in {store.url}; run 'kvbench run --suite kv-restore' first")
     gpus = [g.name for g in host_facts(dram=False).gpus]
     rate = compute_rate(store.host_results(mine, "gpu.matmul"), gpus, tflops, gpu)

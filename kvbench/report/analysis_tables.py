@@ -61,15 +61,18 @@ def plan_answer_lines(answer: Any) -> list[str]:
 
 
 def policy_table(found: list[Any]) -> Table:
+    hosts = {p.host for p in found}
     table = _table("fastest KV strategy by fragment size (swept sizes only)",
-                   ("path", "fragments", "strategy", "GB/s (lowest in range)", "α µs/fragment", "β GB/s", "note"))
+                   ("path", "model", "layout", "fragments", "strategy", "GB/s (lowest in range)", "α µs/fragment",
+                    "β GB/s", "runs", "note"))
     for p in found:
         lo, hi = p.fragment_bytes
         span = format_size(lo) if lo == hi else f"{format_size(lo)}–{format_size(hi)}"
-        table.add_row(p.path, span, p.strategy, format_gbps(p.gbps),
+        table.add_row(p.path + (f" on {str(p.host)[:12]}" if len(hosts) > 1 else ""), p.model, p.layout, span,
+                      p.strategy, format_gbps(p.gbps),
                       f"{p.alpha_us:.3f}" if p.alpha_us is not None else "-",
                       format_gbps(p.beta_gbps) if p.beta_gbps else ("∞" if p.alpha_us is not None else "-"),
-                      f"within noise of {p.tie_with}" if p.tie_with else "")
+                      ", ".join(map(str, p.runs)) or "-", f"within noise of {p.tie_with}" if p.tie_with else "")
     return table
 
 

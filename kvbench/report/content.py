@@ -132,13 +132,15 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     else:
         content.missing = [(question, why) for key, (question, why) in GPU_QUESTIONS.items() if not drawn.get(key)]
     stored_rows = [{"bench": r["bench"], "status": r["status"], "params": r["params"], "bytes_per_op": r["bytes"],
-                    "median_s": (r.get("seconds") or {}).get("median"), "extra": r.get("metadata") or {}}
+                    "median_s": (r.get("seconds") or {}).get("median"), "extra": r.get("metadata") or {},
+                    "run_id": r["run_id"]}
                    for r in results]
     content.fits = fit_results(stored_rows)
     content.under_load = [r for r in results if r["status"] == "ok" and (r.get("metadata") or {}).get("load")]
     content.two_hop = [r for r in results if r["status"] == "ok" and (r.get("metadata") or {}).get("legs")]
     geometry = get_model(model)
-    plan_rows = [{**result_row(r), "run_id": r["run_id"]} for r in results]
+    hosts = {d["run"]["id"]: d["run"].get("host_id") for d in docs}
+    plan_rows = [{**result_row(r), "run_id": r["run_id"], "host_id": hosts.get(r["run_id"])} for r in results]
     gpus = ((host or {}).get("facts") or {}).get("gpus") or []
     rate = compute_rate([r for r in plan_rows if r["bench"] == "gpu.matmul"], [g.get("name") or "" for g in gpus],
                         None, None)

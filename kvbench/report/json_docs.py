@@ -50,16 +50,19 @@ def fit_doc(run_id: int, fits: list[tuple[dict[str, Any], Any]]) -> dict[str, An
 def plan_doc(answer: Any) -> dict[str, Any]:
     """`plan --json`: {"model", "tokens", "kv_bytes", "recompute": {"seconds", "flops", "tflops", "mfu", "tp",
     "source", "kind"} or null, "tiers": [{"tier", "kv_bytes", "restore_s", "measured_gbps", "strategy", "faster",
-    "break_even_tokens", "peak_gbps", "peak_s", "request_ms", "note"}]}."""
+    "break_even_tokens", "peak_gbps", "peak_s", "request_ms", "runs", "note"}]}; `runs`: the runs the
+    measured rate and the request time came from (`request_ms.run_id` the request's)."""
     return {"model": answer.model, "tokens": answer.tokens, "kv_bytes": answer.kv_bytes,
             "recompute": answer.recompute, **({"recompute_note": answer.recompute_note} if answer.recompute_note else {}),
             "tiers": [{"tier": t.tier, "kv_bytes": t.kv_bytes, "restore_s": t.measured_s,
                        "measured_gbps": t.measured_gbps, "strategy": t.strategy, "faster": t.faster,
                        "break_even_tokens": t.break_even_tokens, "peak_gbps": t.peak_gbps, "peak_s": t.peak_s,
-                       "request_ms": t.request_ms, "note": t.note} for t in answer.tiers]}
+                       "request_ms": t.request_ms, "runs": list(t.runs), "note": t.note} for t in answer.tiers]}
 
 
 def policy_doc(found: list[Any]) -> dict[str, Any]:
     """`policy --json`: {"policies": [{"path", "fragment_bytes": [lo, hi], "strategy", "gbps", "alpha_us",
-    "beta_gbps", "tie_with", "sizes"}]} — gbps the strategy's lowest median over the range."""
-    return {"policies": [{**dataclasses.asdict(p), "fragment_bytes": list(p.fragment_bytes)} for p in found]}
+    "beta_gbps", "tie_with", "sizes", "model", "layout", "host", "runs"}]} — gbps the strategy's lowest
+    median over the range; one policy per path, model, layout and host; runs its figures came from."""
+    return {"policies": [{**dataclasses.asdict(p), "fragment_bytes": list(p.fragment_bytes), "runs": list(p.runs)}
+                         for p in found]}

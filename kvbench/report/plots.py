@@ -66,6 +66,14 @@ def _label(frame: pd.DataFrame, columns: list[str]) -> pd.Series:
     return frame[columns].apply(lambda r: " ".join(f"{c}={text(c, r[c])}" for c in columns), axis=1)
 
 
+def _runs_apart(frame: pd.DataFrame, series: pd.Series) -> pd.Series:
+    """`series` prefixed with each row's run where the frame holds more than one run: two runs' points
+    are two lines (run id in the legend), never one line averaged or zig-zagging between them."""
+    if "run" not in frame or frame["run"].nunique(dropna=True) < 2:
+        return series
+    return "run " + frame["run"].map(_text) + " " + series
+
+
 def bandwidth_vs_size(results: list[dict[str, Any]], bench: str) -> plt.Figure | None:
     """Rate against transfer size, the spec peak as a line and the 80-100 % band shaded."""
     frame = results_frame(results)
@@ -78,7 +86,7 @@ def bandwidth_vs_size(results: list[dict[str, Any]], bench: str) -> plt.Figure |
     frame = frame.dropna(subset=["size"])
     if frame.empty:
         return None
-    frame["series"] = _label(frame, _varying(frame, {"size"}))
+    frame["series"] = _runs_apart(frame, _label(frame, _varying(frame, {"size"})))
     fig, ax = plt.subplots(figsize=(8, 4.5))
     sns.lineplot(frame, x="size", y="gbps", hue="series", marker="o", ax=ax, errorbar=None)
     for _, row in frame.iterrows():
@@ -123,7 +131,7 @@ def kv_ratio_frame(results: list[dict[str, Any]]) -> pd.DataFrame:
         else:
             continue
         out.append({**r["params"], "fragment_bytes": (r.get("metadata") or {}).get(FRAGMENT_BYTES),
-                    "ratio": ratio, "p10": p10, "p90": p90, "paired": record is not None})
+                    "ratio": ratio, "p10": p10, "p90": p90, "paired": record is not None, "run": r.get("run_id")})
     return pd.DataFrame(out)
 
 
@@ -137,8 +145,8 @@ def kv_strategies(results: list[dict[str, Any]]) -> plt.Figure | None:
     fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models) + 1, 4.5), squeeze=False, sharey=True)
     for ax, model in zip(axes[0], models, strict=True):
         panel = frame[frame["model"] == model].copy()
-        panel["series"] = _label(panel, ["strategy", *_varying(panel, {"block_tokens", "strategy", "model",
-                                                                        "fragment_bytes", "ratio", "paired"})])
+        panel["series"] = _runs_apart(panel, _label(panel, ["strategy", *_varying(
+            panel, {"block_tokens", "strategy", "model", "fragment_bytes", "ratio", "paired"})]))
         panel.loc[~panel["paired"], "series"] += " (unpaired: two cases' medians)"
         for series, line in panel.groupby("series"):
             line = line.sort_values("block_tokens")
