@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from kvbench import __version__
+from kvbench.analyze.compare import THRESHOLD, allowance, between_run_noise
 from kvbench.analyze.runs import RunDocument, ok_results
 from kvbench.benches.describe import describe_params
 
@@ -25,18 +26,26 @@ def case_name(result: dict[str, Any]) -> str:
     return result["bench"] if described == "(defaults)" else f"{result['bench']}[{','.join(described.split())}]"
 
 
-def github_action_benchmark(doc: RunDocument) -> list[dict[str, Any]]:
-    return [
-        {
+def github_action_benchmark(doc: RunDocument, history: dict[str, list[float]] | None = None) -> list[dict[str, Any]]:
+    """Each ok case as github-action-benchmark's entry; `extra` also says how far `kvbench compare`
+    lets the case move before it is slower or faster — its own allowance from `history` (each case's
+    earlier medians, `compare.case_history`), so a dashboard's alert and the gate read one figure."""
+    out = []
+    for r in ok_results(doc):
+        earlier = (history or {}).get(r["case"]) or []
+        noise = between_run_noise(earlier)
+        allowed = allowance(noise, THRESHOLD, earlier)
+        basis = f"{len(earlier)} earlier runs" if noise is not None else "assumed: fewer than 3 earlier runs"
+        out.append({
             "name": case_name(r),
             "unit": "GB/s",
             "value": r["gbps"]["median"],
             "range": f"{r['gbps']['p10']:.3f}..{r['gbps']['p90']:.3f}",
             "extra": f"run {doc['run']['id']}; samples {r['samples']}; "
-                     + (f"peak {r['peak_gbps']:.1f} GB/s" if r["peak_gbps"] else "peak unknown"),
-        }
-        for r in ok_results(doc)
-    ]
+                     + (f"peak {r['peak_gbps']:.1f} GB/s" if r["peak_gbps"] else "peak unknown")
+                     + f"; compare's allowance ±{allowed:.1%} ({basis})",
+        })
+    return out
 
 
 def _stats(samples: list[float]) -> dict[str, Any]:

@@ -85,6 +85,11 @@ def export(
         raise BadInput(f"bad --format '{fmt}': choose {', '.join(makers)}")
     check_writable(output, "--output", db, [run_ref])
     (doc,) = documents([run_ref], db)
+    if fmt == "github-action-benchmark":  # each case's allowance, from the history compare would weigh
+        from kvbench.analyze.compare import case_history
+
+        history = case_history(existing_store(db), doc)
+        makers[fmt] = lambda d: exporters.github_action_benchmark(d, history)
     write_text(json.dumps(makers[fmt](doc), indent=2, default=str) + "\n", output)
 
 

@@ -41,3 +41,15 @@ def test_dashboard_names_are_short_unique_and_survive_a_new_parameter():
         if spec and r["params"].get("threads") == spec.parse("threads", spec.default):
             del r["params"]["threads"]
     assert [e["name"] for e in github_action_benchmark(older)] == names
+
+
+def test_the_dashboard_export_carries_compare_s_own_allowance_per_case():
+    from kvbench.analyze.compare import allowance, between_run_noise
+
+    doc = quick()
+    first = next(r for r in doc["results"] if r["status"] == "ok")
+    history = {first["case"]: [10.0, 14.0, 8.0, 13.0, 7.5]}
+    entries = github_action_benchmark(doc, history)
+    expected = allowance(between_run_noise(history[first["case"]]))
+    assert f"compare's allowance ±{expected:.1%} (5 earlier runs)" in entries[0]["extra"]
+    assert all("compare's allowance ±15.0% (assumed" in e["extra"] for e in entries[1:])
