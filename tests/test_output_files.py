@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import FIXTURES, REPO
 
@@ -33,3 +34,24 @@ def test_help_shows_no_type_for_flags_and_names_what_options_take(tmp_path):
         assert "<bool>" not in proc.stdout, args
         assert "FILE|-" in proc.stdout, args
     assert "URL" in _kvbench("run", "--help", cwd=tmp_path, env={"COLUMNS": "100"}).stdout
+
+
+def test_a_pytest_benchmark_export_is_listed_and_compared_by_pytest_benchmark(tmp_path):
+    """Where docs/github-actions.md says to put it; its outliers are its own two counts."""
+    import json
+    import shutil
+
+    tool = shutil.which("pytest-benchmark", path=str(Path(sys.executable).parent)) or shutil.which("pytest-benchmark")
+    target = tmp_path / ".benchmarks" / "kvbench" / "0001_kvbench.json"
+    target.parent.mkdir(parents=True)
+    proc = _kvbench("export", QUICK, "--format", "pytest-benchmark", "-o", str(target), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for bench in json.loads(target.read_text())["benchmarks"]:
+        stats = bench["stats"]
+        assert stats["outliers"] == f"{stats['stddev_outliers']};{stats['iqr_outliers']}"
+    if tool is None:
+        return  # the test extra installs pytest-benchmark; the format check above stands without it
+    listed = subprocess.run([tool, "list"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert listed.returncode == 0 and "0001_kvbench.json" in listed.stdout, listed.stderr
+    compared = subprocess.run([tool, "compare", "0001"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert compared.returncode == 0 and "dram.copy" in compared.stdout, compared.stderr

@@ -53,12 +53,13 @@ def _stats(samples: list[float]) -> dict[str, Any]:
     q1, median, q3 = np.percentile(data, [25, 50, 75])
     iqr = q3 - q1
     mean, std = float(data.mean()), float(data.std(ddof=1)) if data.size > 1 else 0.0
+    iqr_outliers = int(((data < q1 - 1.5 * iqr) | (data > q3 + 1.5 * iqr)).sum())
+    stddev_outliers = int((np.abs(data - mean) > std).sum())
     return {
         "min": float(data.min()), "max": float(data.max()), "mean": mean, "stddev": std,
         "rounds": int(data.size), "median": float(median), "iqr": float(iqr), "q1": float(q1), "q3": float(q3),
-        "iqr_outliers": int(((data < q1 - 1.5 * iqr) | (data > q3 + 1.5 * iqr)).sum()),
-        "stddev_outliers": int((np.abs(data - mean) > std).sum()),
-        "outliers": "0;0", "ld15iqr": float(data[data >= q1 - 1.5 * iqr].min()),
+        "iqr_outliers": iqr_outliers, "stddev_outliers": stddev_outliers,
+        "outliers": f"{stddev_outliers};{iqr_outliers}", "ld15iqr": float(data[data >= q1 - 1.5 * iqr].min()),
         "hd15iqr": float(data[data <= q3 + 1.5 * iqr].max()), "ops": 1 / mean if mean else 0.0,
         "total": float(data.sum()), "iterations": 1, "data": data.tolist(),
     }

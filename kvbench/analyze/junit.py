@@ -37,7 +37,7 @@ def properties(doc: RunDocument) -> dict[str, str]:
 
 def junit_xml(verdicts: list[Verdict], doc: RunDocument, name: str = "kvbench accept",
               overall: Overall | None = None) -> str:
-    """One testsuite (time: the run's wall seconds; timestamp: its start, UTC) holding one testcase
+    """One testsuite (time: the run's wall seconds; its start, UTC, as the `timestamp` property) holding one testcase
     per verdict; FAIL (and INCOMPLETE: failed only while contended) as <failure>, SKIP as <skipped>, and every case's measured value and threshold
     in its <system-out>. Class names keep a benchmark id whole when split at their last dot
     (`kvbench.accept.dram_copy`). `overall` adds one testcase for the whole acceptance, failing on FAIL
@@ -49,8 +49,10 @@ def junit_xml(verdicts: list[Verdict], doc: RunDocument, name: str = "kvbench ac
     suite = ET.Element("testsuite", name=name, tests=str(len(verdicts) + (overall is not None)),
                        failures=str(sum(v.verdict in ("FAIL", "INCOMPLETE") for v in verdicts) + whole),
                        skipped=str(sum(v.verdict == "SKIP" for v in verdicts)), errors="0",
-                       time=f"{_seconds(run):.3f}", timestamp=str(run.get("started_at") or ""),
-                       hostname=props.get("hostname", "unknown"))
+                       time=f"{_seconds(run):.3f}")
+    # Surefire's XSD refuses timestamp and hostname on <testsuite> (Jenkins' allows them): both take
+    # them as properties (the hostname is one already)
+    props["timestamp"] = str(run.get("started_at") or "")
     listed = ET.SubElement(suite, "properties")
     for key, value in props.items():
         ET.SubElement(listed, "property", name=key, value=value)
