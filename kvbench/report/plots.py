@@ -211,12 +211,19 @@ def numa_heatmap(results: list[dict[str, Any]]) -> plt.Figure | None:
     if frame.empty or frame["memory"].nunique() < 2:
         return None
     frame["node"] = frame["memory"].str.slice(5).astype(int)
-    matrix = frame.pivot_table(index="node", columns="gpu", values="gbps", aggfunc="median")
-    fig, ax = plt.subplots(figsize=(1.2 * matrix.shape[1] + 3, 0.8 * matrix.shape[0] + 2))
-    sns.heatmap(matrix, annot=True, fmt=".1f", cmap="viridis", ax=ax, cbar_kws={"label": "GB/s (1e9 B/s)"})
-    ax.set_xlabel("GPU")
-    ax.set_ylabel("host memory on NUMA node")
-    ax.set_title("Which NUMA node feeds which GPU fastest (pcie.h2d)?")
+    runs = sorted(frame["run"].dropna().unique(), key=str) if frame["run"].notna().any() else [None]
+    panels = [frame if run is None else frame[frame["run"] == run] for run in runs]  # one matrix per run
+    matrices = [panel.pivot_table(index="node", columns="gpu", values="gbps", aggfunc="median") for panel in panels]
+    width = max(m.shape[1] for m in matrices)
+    fig, axes = plt.subplots(1, len(matrices), figsize=((1.2 * width + 3) * len(matrices),
+                                                         0.8 * max(m.shape[0] for m in matrices) + 2), squeeze=False)
+    for ax, matrix, run in zip(axes[0], matrices, runs, strict=True):
+        sns.heatmap(matrix, annot=True, fmt=".1f", cmap="viridis", ax=ax, cbar_kws={"label": "GB/s (1e9 B/s)"})
+        ax.set_xlabel("GPU")
+        ax.set_ylabel("host memory on NUMA node")
+        if len(runs) > 1:
+            ax.set_title(f"run {_text(run)}", fontsize=10)
+    fig.suptitle("Which NUMA node feeds which GPU fastest (pcie.h2d)?")
     fig.tight_layout()
     return fig
 
@@ -227,16 +234,19 @@ def bidirectional(results: list[dict[str, Any]]) -> plt.Figure | None:
     for r in results:
         if r["status"] != "ok":
             continue
-        size = r["params"].get("size")
+        size, run = r["params"].get("size"), r.get("run_id")
         if r["bench"] == "pcie.bidir" and (r.get("metadata") or {}).get(DIRECTIONS_GBPS):
             d = r["metadata"][DIRECTIONS_GBPS]
-            rows += [{"size": size, "what": "both: H2D", "gbps": d["h2d"]}, {"size": size, "what": "both: D2H", "gbps": d["d2h"]},
-                     {"size": size, "what": "both: sum", "gbps": d["sum"]}]
+            rows += [{"size": size, "what": "both: H2D", "gbps": d["h2d"], "run": run},
+                     {"size": size, "what": "both: D2H", "gbps": d["d2h"], "run": run},
+                     {"size": size, "what": "both: sum", "gbps": d["sum"], "run": run}]
         elif r["bench"] in ("pcie.h2d", "pcie.d2h") and r["params"].get("memory") == "pinned":
-            rows.append({"size": size, "what": f"alone: {r['bench'][5:].upper()}", "gbps": r["gbps"]["median"]})
+            rows.append({"size": size, "what": f"alone: {r['bench'][5:].upper()}", "gbps": r["gbps"]["median"],
+                         "run": run})
     if not any(row["what"].startswith("both") for row in rows):
         return None
     frame = pd.DataFrame(rows)
+    frame["what"] = _runs_apart(frame, frame["what"])  # two runs' bars side by side, never averaged
     frame["size"] = frame["size"].map(lambda s: format_size(int(s)))
     fig, ax = plt.subplots(figsize=(8, 4.5))
     sns.barplot(frame, x="size", y="gbps", hue="what", ax=ax, errorbar=None)
@@ -254,14 +264,16 @@ def all_gpus(results: list[dict[str, Any]]) -> plt.Figure | None:
         return None
     r = together[-1]
     per_gpu = r["metadata"][PER_GPU_GBPS]
-    singles = {str(s["params"].get("gpu")): s["gbps"]["median"] for s in results
+    singles = {str(s["params"].get("gpu")): s["gbps"]["median"] for s in results  # alone in the same run
                if s["status"] == "ok" and s["bench"] == r["bench"] and s["params"].get("gpus", "one") == "one"
-               and s["params"].get("memory") == "pinned" and s["params"].get("size") == r["params"].get("size")}
+               and s["params"].get("memory") == "pinned" and s["params"].get("size") == r["params"].get("size")
+               and s.get("run_id") == r.get("run_id")}
     rows = [{"gpu": g, "when": "all at once", "gbps": v} for g, v in per_gpu.items()]
     rows += [{"gpu": g, "when": "alone", "gbps": v} for g, v in singles.items()]
     fig, ax = plt.subplots(figsize=(8, 4.5))
     sns.barplot(pd.DataFrame(rows), x="gpu", y="gbps", hue="when", ax=ax, errorbar=None)
-    ax.set_title(f"Do all GPUs at once reach the sum of singles ({r['bench']}: aggregate "
+    ax.set_title(f"Do all GPUs at once reach the sum of singles ({r['bench']}"
+                 + (f", run {r['run_id']}" if r.get("run_id") is not None else "") + ": aggregate "
                  f"{r['gbps']['median']:.1f} GB/s, singles sum {sum(singles.values()):.1f})?")
     ax.set_ylabel("GB/s (1e9 B/s)")
     fig.tight_layout()

@@ -15,8 +15,26 @@ def test_numa_heatmap_is_node_by_gpu():
     results = [row("pcie.h2d", rate, memory=f"numa:{node}", gpu=gpu, size=1 << 28)
                for node, gpu, rate in ((0, 0, 1.0), (1, 0, 0.5), (0, 1, 0.5), (1, 1, 1.0))]
     fig = plots.numa_heatmap(results)
-    assert fig is not None and "NUMA" in fig.axes[0].get_title()
+    assert fig is not None and "NUMA" in fig.get_suptitle()
     assert plots.numa_heatmap(results[:1]) is None  # one node: no matrix
+
+
+def test_figures_over_two_runs_keep_each_run_apart():
+    # issue 24 item 6: two runs' rates were averaged into one cell, one bar, or singles of another run
+    numa = [{**row("pcie.h2d", rate * run, memory=f"numa:{node}", gpu=0, size=1 << 28), "run_id": run}
+            for run in (1, 2) for node, rate in ((0, 1.0), (1, 0.5))]
+    fig = plots.numa_heatmap(numa)
+    assert [ax.get_title() for ax in fig.axes if ax.get_title()] == ["run 1", "run 2"]
+    bidir = [{**row("pcie.bidir", 2.0 * run, memory="pinned", size=1 << 28), "run_id": run,
+              "metadata": {"directions_gbps": {"h2d": 1.0 * run, "d2h": 1.0 * run, "sum": 2.0 * run}}} for run in (1, 2)]
+    labels = [t.get_text() for t in plots.bidirectional(bidir).axes[0].get_legend().get_texts()]
+    assert "run 1 both: sum" in labels and "run 2 both: sum" in labels
+    together = {**row("pcie.h2d", 100.0, memory="pinned", gpus="all", size=1 << 28), "run_id": 2,
+                "metadata": {"per_gpu_gbps": {"0": 50.0, "1": 50.0}}}
+    singles = [{**row("pcie.h2d", rate, memory="pinned", gpus="one", gpu=g, size=1 << 28), "run_id": run}
+               for run, rate in ((2, 54.0), (1, 10.0)) for g in range(2)]
+    title = plots.all_gpus([together, *singles]).axes[0].get_title()
+    assert "run 2" in title and "singles sum 108.0" in title  # run 2's singles, not run 1's
 
 
 def test_bidirectional_bars_need_a_bidir_result():
