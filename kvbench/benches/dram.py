@@ -25,7 +25,7 @@ from kvbench.measure.engine import Workload
 from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
-from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.pattern import POISON, fill_pattern, poison
 from kvbench.memory.region import Region
 from kvbench.units import format_size
 
@@ -52,12 +52,19 @@ def pick_fastest(candidates: dict[str, Callable[[], None]], trials: int = 3) -> 
 
 
 def host_copy_workload(src: Region, dst: GuardedRegion, run: Callable[[], None], expected: np.ndarray) -> Workload:
-    """A workload whose check compares the whole destination with `expected` and its guards with the poison."""
+    """A workload whose check compares the whole destination with `expected` and its guards with the poison.
+
+    `expected` (the source) must not hold the poison: equal bytes prove nothing when the source was
+    never filled, or a copy ran backwards over it.
+    """
     def check() -> None:
         got = dst.region.host_array
         if not np.array_equal(got, expected):
             bad = int(np.argmax(got != expected))
             raise IntegrityError(f"destination differs from the source first at byte {bad}")
+        if (expected == POISON).any():
+            raise IntegrityError(f"the source holds the poison at byte {int(np.argmax(expected == POISON))}: it was "
+                                 "never filled, or a copy ran backwards over it")
         dst.check()
 
     return Workload(bytes_per_op=src.size_bytes, run=run, reset=dst.poison, check=check)
@@ -107,6 +114,7 @@ class DramCopy(Benchmark):
             src = stack.enter_context(allocate(params["src"], size))
             guarded = stack.enter_context(GuardedRegion(params["dst"], size))  # bytes written past its ends are seen
             dst = guarded.region
+            poison(src.host_array)  # then the pattern: a source byte the fill missed keeps the poison the check refuses
             fill_pattern(src.host_array)
             fragment = params["fragment"]
             descriptors = DescriptorList.fragments(size, fragment) if fragment else DescriptorList.contiguous(size)

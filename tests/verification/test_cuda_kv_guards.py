@@ -1,9 +1,11 @@
-"""The CUDA kv.restore check's guard bytes, proven on the CUDA stand-in (tests/gpu_standin), so CPU CI
-sees them fail; tests/gpu/test_gpu_checks.py runs the same breakage on a real GPU.
+"""The CUDA kv.restore check's guard bytes and poisoned source, proven on the CUDA stand-in
+(tests/gpu_standin), so CPU CI sees them fail; tests/gpu/test_gpu_checks.py runs the guard breakage
+on a real GPU.
 
 | check | benchmarks | breakages it is shown to catch |
 |---|---|---|
 | guard bytes around the destination unchanged (`memory.guard`), from the same copy to the host as the fragments' check | kv.restore, every CUDA strategy | one byte written past the last fragment; one byte written before the first |
+| no source byte holds the poison (written into the pinned source before its fill) | kv.restore, CUDA strategies | the source never filled |
 """
 
 import pytest
@@ -53,3 +55,13 @@ def test_a_cuda_strategy_writing_outside_every_fragment_fails_the_case(standin, 
     result = run_case(case, host_facts(), FAST)
     assert result.status == "failed", f"{strategy} passed with one byte written {where}"
     assert result.reason.startswith("integrity check failed: a byte outside every fragment was written"), result.reason
+
+
+@pytest.mark.parametrize("strategy", ["ce-graph", "sm-gather"])
+def test_a_source_never_filled_fails_the_case(standin, monkeypatch, strategy):
+    import kvbench.benches.kv.cuda as kv_cuda
+
+    monkeypatch.setattr(kv_cuda, "fill_pattern", lambda *args, **kwargs: None)
+    case = Case("kv.restore", get_bench("kv.restore").canonical_params({**PARAMS, "strategy": strategy}))
+    result = run_case(case, host_facts(), FAST)
+    assert result.status == "failed" and "holds the poison" in result.reason, result.reason

@@ -4,6 +4,7 @@
 |---|---|---|
 | whole destination compared with the source (`dram.copy`) | dram.copy (every primitive) | nothing written; first bytes skipped; last byte of each fragment skipped; one fragment skipped; two fragments swapped; reset skipped (stale destination); the check compares nothing |
 | every descriptor's destination compared with its source (`kv.check.first_mismatch`) | kv.restore, kv.offload (host, host-numpy, contiguous) | the same |
+| no source byte holds the poison (written into each source before its fill) | dram.copy, kv.restore, kv.offload | the source never filled; a copy that runs backwards (destination onto source) |
 | guard bytes unchanged: a page of poison on each side of the destination, and every byte no fragment writes (`memory.guard`) | dram.copy, kv.restore, kv.offload | one byte written past a fragment; one byte written before one; one byte written between fragments (an offload's unselected pool slot) |
 
 Each breakage is put in at the executor (the bound copy a benchmark times) or at the workload's
@@ -116,6 +117,51 @@ def test_without_guard_bytes_a_write_past_a_fragment_passes(facts, monkeypatch):
             assert result.status == "ok", (breakage, result.reason)
 
 
+def unfill_sources(monkeypatch, poisoned: bool = True) -> None:
+    """The benchmarks' source fill skipped (and, `poisoned=False`, the poison written before it too)."""
+    import kvbench.benches.dram as dram
+    import kvbench.benches.kv.host as kv
+
+    for module in (dram, kv):
+        monkeypatch.setattr(module, "fill_pattern", lambda *args, **kwargs: None)
+        if not poisoned:
+            monkeypatch.setattr(module, "poison", lambda array: None)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_source_never_filled_fails_the_case(facts, monkeypatch, name):
+    """Moving a source nobody filled moves equal bytes: it proves nothing, and must not pass."""
+    unfill_sources(monkeypatch)
+    result = run(facts, name)
+    assert result.status == "failed" and "holds the poison" in result.reason, result.reason
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_copy_that_runs_backwards_fails_the_case(facts, monkeypatch, name):
+    """Destination onto source: both then hold the reset's poison, equal to each other."""
+    from kvbench.kv.descriptors import DescriptorList
+
+    for cls in (HostExecutor, NumpyExecutor):
+        real = cls.bind
+
+        def bind(self, src, dst, descriptors, threads=1, _real=real):
+            back = DescriptorList.from_arrays(descriptors.dst_offset, descriptors.src_offset, descriptors.length)
+            return _real(self, dst, src, back, threads)
+
+        monkeypatch.setattr(cls, "bind", bind)
+    result = run(facts, name)
+    assert result.status == "failed" and "holds the poison" in result.reason, result.reason
+
+
+def test_a_source_not_poisoned_before_its_fill_lets_an_unfilled_one_pass(facts, monkeypatch):
+    """The tests above' sensitivity: without the poison written before the fill, a source nobody
+    filled (zeros) is copied, compared equal and verified."""
+    unfill_sources(monkeypatch, poisoned=False)
+    for name in ("dram.copy memcpy 4KiB fragments", "kv.restore host"):
+        result = run(facts, name)
+        assert result.status == "ok" and result.measurement.verified, (name, result.reason)
+
+
 def test_a_check_narrowed_to_each_fragments_first_half_is_what_the_last_byte_breakage_catches(facts, monkeypatch):
     """The catalogue's sensitivity: narrow kv's comparison to the first half of every fragment and the
     'last byte of each fragment skipped' breakage passes. So its test above is what would go red
@@ -124,9 +170,9 @@ def test_a_check_narrowed_to_each_fragments_first_half_is_what_the_last_byte_bre
     from kvbench.kv.check import first_mismatch
     from kvbench.kv.descriptors import DescriptorList
 
-    def narrowed(descriptors, src, dst):
+    def narrowed(descriptors, src, dst, unfilled=None):
         half = DescriptorList.from_arrays(descriptors.src_offset, descriptors.dst_offset, descriptors.length // 2)
-        return first_mismatch(half, src, dst)
+        return first_mismatch(half, src, dst, unfilled)
 
     monkeypatch.setattr(kv, "first_mismatch", narrowed)
     break_executors(monkeypatch, "last byte of each fragment skipped", [])

@@ -22,14 +22,14 @@ from kvbench.benches.kv.case import KVCase, rates
 from kvbench.errors import IntegrityError
 from kvbench.executors.registry import get_executor
 from kvbench.hardware.path import Segment
-from kvbench.kv.check import first_mismatch
+from kvbench.kv.check import first_mismatch, unfilled_note
 from kvbench.kv.descriptors import DescriptorList
 from kvbench.measure.cuda_timer import CudaEventTimer
 from kvbench.measure.engine import Pair, Workload
 from kvbench.measure.timer import MonotonicTimer
 from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.kinds import allocate, parse_kind
-from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.pattern import POISON, fill_pattern, poison
 
 
 CEILING = "gpu-contiguous"  # the executor a fragmented CUDA strategy is paired with
@@ -66,6 +66,7 @@ def _build_in(case: KVCase, gpu: int, stack: ExitStack) -> Prepared:
     probe = link_probe(gpu)
     stack.callback(probe.close)
     src = stack.enter_context(allocate("pinned", case.pool_bytes))
+    poison(src.host_array)  # then the pattern: a source byte the fill missed keeps the poison the check refuses
     fill_pattern(src.host_array, seed=params["seed"] + 1)
     guarded = stack.enter_context(GuardedRegion(params["dst"], case.moved_bytes))
     dst = guarded.region
@@ -99,9 +100,10 @@ def checker(name: str, rows: DescriptorList, src, guarded: GuardedRegion, stream
     def check() -> None:
         stream.synchronize()
         whole = guarded.host_bytes()
-        row = first_mismatch(rows, src.host_array, guarded.inner(whole))
+        row = first_mismatch(rows, src.host_array, guarded.inner(whole), POISON)
         if row is not None:
-            raise IntegrityError(f"{name}: fragment {row} of {len(rows)} landed wrong on the GPU")
+            raise IntegrityError(f"{name}: fragment {row} of {len(rows)} landed wrong on the GPU"
+                                 f"{unfilled_note(rows, src.host_array, row, POISON)}")
         guarded.check(whole, guards)
 
     return check

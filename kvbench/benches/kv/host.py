@@ -18,12 +18,12 @@ from kvbench.errors import IntegrityError
 from kvbench.executors.host import max_threads
 from kvbench.executors.registry import get_executor
 from kvbench.hardware.path import Segment
-from kvbench.kv.check import first_mismatch
+from kvbench.kv.check import first_mismatch, unfilled_note
 from kvbench.kv.descriptors import DescriptorList
 from kvbench.measure.engine import Pair, Workload
 from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.kinds import allocate
-from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.pattern import POISON, fill_pattern, poison
 
 
 CEILING = "contiguous"  # the executor a fragmented host strategy is paired with
@@ -56,6 +56,7 @@ def prepare(case: KVCase) -> Prepared:
         src = stack.enter_context(allocate(params["src"], src_bytes))
         guarded = stack.enter_context(GuardedRegion(params["dst"], dst_bytes))
         dst = guarded.region
+        poison(src.host_array)  # then the pattern: a source byte the fill missed keeps the poison the check refuses
         fill_pattern(src.host_array, seed=params["seed"] + 1)
         run = executor.bind(src, dst, descriptors, params["concurrency"])
         whole = DescriptorList.contiguous(descriptors.total_bytes)
@@ -67,9 +68,10 @@ def prepare(case: KVCase) -> Prepared:
         guards = guarded.guards(rows.dst_offset, rows.length)  # every byte these rows do not write
 
         def check() -> None:
-            row = first_mismatch(rows, src.host_array, dst.host_array)
+            row = first_mismatch(rows, src.host_array, dst.host_array, POISON)
             if row is not None:
-                raise IntegrityError(f"descriptor {row} of {len(rows)} landed wrong")
+                raise IntegrityError(f"descriptor {row} of {len(rows)} landed wrong"
+                                     f"{unfilled_note(rows, src.host_array, row, POISON)}")
             guarded.check(guards=guards)
 
         return check

@@ -27,7 +27,7 @@ from kvbench.memory.files import create_files, mount_of
 from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
-from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.pattern import POISON, fill_pattern
 from kvbench.peers.initiator import InprocPeer, ProcessPeer
 from kvbench.peers.protocol import PATTERN_SEED, free_port
 
@@ -62,7 +62,7 @@ def _aligned(descriptors: DescriptorList, alignment: int = 4096) -> bool:
 
 def prepare(case: KVCase) -> Prepared:
     params, descriptors = case.params, case.descriptors
-    expected = np.empty(case.pool_bytes, dtype=np.uint8)  # what the pool holds, to check against
+    expected = np.full(case.pool_bytes, POISON, dtype=np.uint8)  # what the pool holds, to check against
     with ExitStack() as stack:
         guarded = stack.enter_context(GuardedRegion(params["dst"], case.moved_bytes, descriptors.dst_offset,
                                                     descriptors.length))
@@ -78,7 +78,7 @@ def prepare(case: KVCase) -> Prepared:
 
     def check() -> None:
         whole = guarded.host_bytes()
-        row = first_mismatch(descriptors, expected, guarded.inner(whole))
+        row = first_mismatch(descriptors, expected, guarded.inner(whole), POISON)
         if row is not None:
             raise IntegrityError(f"fragment {row} of {len(descriptors)} restored wrong")
         guarded.check(whole)

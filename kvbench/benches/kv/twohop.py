@@ -37,6 +37,7 @@ from kvbench.measure.engine import Workload
 from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
+from kvbench.memory.pattern import POISON
 
 STAGES = 2  # staging buffers: one being read into while the other is scattered from
 LEG_REPEATS = 3  # each leg timed alone this many times after the samples (median kept)
@@ -108,7 +109,7 @@ def prepare(case: KVCase) -> Prepared:
         np.asarray(blocks[c.start:c.stop], dtype=np.uint64) * np.uint64(shape.block_bytes),
         np.arange(len(c), dtype=np.uint64) * np.uint64(shape.block_bytes),
         np.full(len(c), shape.block_bytes, dtype=np.uint64)) for c in chunks]
-    expected = np.empty(case.pool_bytes, dtype=np.uint8)
+    expected = np.full(case.pool_bytes, POISON, dtype=np.uint8)  # filled by the pool's source; the check refuses poison
     with ExitStack() as stack:
         guarded = stack.enter_context(GuardedRegion(params["dst"], case.moved_bytes, case.descriptors.dst_offset,
                                                     case.descriptors.length))
@@ -161,7 +162,7 @@ def prepare(case: KVCase) -> Prepared:
             stage.poison()
 
     def check() -> None:
-        row = first_mismatch(case.descriptors, expected, dst.host_array)
+        row = first_mismatch(case.descriptors, expected, dst.host_array, POISON)
         if row is not None:
             raise IntegrityError(f"fragment {row} of {len(case.descriptors)} restored wrong")
         guarded.check()
