@@ -59,7 +59,7 @@ def test_results_reads_back_in_every_format(tmp_path, tiny_suite):
     table = run_cli("results", "latest", "--db", db)
     assert table.returncode == 0 and "dram.copy" in table.stdout and "fragment=4KiB" in table.stdout
     csv_out = run_cli("results", "1", "--format", "csv", "--db", db)
-    assert csv_out.stdout.splitlines()[0].startswith("run_id,bench,params")
+    assert csv_out.stdout.splitlines()[0].startswith("run_id,started_at,host_id,hostname,suite,tags,bench,params")
     assert len(csv_out.stdout.splitlines()) == 3
     doc = json.loads(run_cli("results", "--format", "json", "--db", db).stdout)
     assert [r["params"]["fragment"] for r in doc["results"]] == [0, 4096]

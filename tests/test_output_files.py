@@ -55,3 +55,26 @@ def test_a_pytest_benchmark_export_is_listed_and_compared_by_pytest_benchmark(tm
     assert listed.returncode == 0 and "0001_kvbench.json" in listed.stdout, listed.stderr
     compared = subprocess.run([tool, "compare", "0001"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert compared.returncode == 0 and "dram.copy" in compared.stdout, compared.stderr
+
+
+def test_results_csv_is_a_time_series_over_several_runs(tmp_path):
+    import csv
+    import io
+    import json
+    from datetime import datetime
+
+    kv = str(FIXTURES / "runs" / "kv-restore-cpu-vm.json")
+    proc = _kvbench("results", QUICK, kv, "--format", "csv", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    docs = [json.loads(Path(p).read_text()) for p in (QUICK, kv)]
+    assert len(rows) == sum(len(d["results"]) for d in docs)
+    assert {r["suite"] for r in rows} == {d["run"]["suite"] for d in docs}
+    for row in rows:
+        assert datetime.fromisoformat(row["started_at"]).utcoffset().total_seconds() == 0  # UTC, with its zone
+        assert row["host_id"] and row["hostname"] and row["run_id"]
+        if row["status"] == "ok":  # a rate's p10 is its slow end, a time's p10 its short end
+            assert float(row["gbps_p10_slow"]) <= float(row["gbps_median"]) <= float(row["gbps_p90_fast"])
+            assert float(row["seconds_p10_short"]) <= float(row["seconds_median"]) <= float(row["seconds_p90_long"])
+    refused = _kvbench("results", QUICK, kv, cwd=tmp_path)
+    assert refused.returncode == 2 and "need --format csv" in refused.stderr

@@ -117,28 +117,35 @@ def run(
 
 @app.command()
 def results(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, 'latest', 'baseline' or a JSON export")]
-    = "latest",
+    run_refs: Annotated[list[str] | None, typer.Argument(metavar="RUN...", help="run ids, 'latest', 'baseline' or "
+                                                         "JSON exports (several: --format csv)")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table | json | csv")] = "table",
     db: DbOption = None,
 ) -> None:
-    """Show a stored run (or an exported one)."""
+    """Show a stored run (or an exported one); --format csv takes several, one row per result with its
+    run's start, host, suite and tags (a time series)."""
     from kvbench.benches.describe import describe_params
     from kvbench.records import result_row
-    from kvbench.report.table import results_csv, results_table
+    from kvbench.report.table import results_csv, results_table, run_csv_fields
 
     if fmt not in ("table", "json", "csv"):
         raise BadInput(f"bad --format '{fmt}': choose table, json or csv")
-    (doc,) = documents([run_ref], db)
+    refs = run_refs or ["latest"]
+    if len(refs) > 1 and fmt != "csv":
+        raise BadInput(f"several runs ({' '.join(refs)}) need --format csv; table and json show one run")
+    docs = documents(refs, db)
+    if fmt == "csv":
+        sys.stdout.write(results_csv([{**result_row(r), **run_csv_fields(d["run"], d.get("host"))}
+                                      for d in docs for r in d["results"]], describe_params))
+        return
+    (doc,) = docs
     run = doc["run"]
-    rows = [result_row(r) for r in doc["results"]]
     if fmt == "json":
         write_text(json.dumps(doc, indent=2, default=str) + "\n", "-")
-    elif fmt == "csv":
-        sys.stdout.write(results_csv([{**r, "run_id": run["id"]} for r in rows], describe_params))
     else:
-        out.print(results_table(rows, describe_params, title=f"run {run['id']} · {run.get('suite') or 'ad hoc'} · "
-                                f"{run['status']} · started {run.get('started_at') or '?'}"))
+        out.print(results_table([result_row(r) for r in doc["results"]], describe_params,
+                                title=f"run {run['id']} · {run.get('suite') or 'ad hoc'} · {run['status']} · started "
+                                f"{run.get('started_at') or '?'}"))
 
 
 @app.command()

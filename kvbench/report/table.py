@@ -84,13 +84,41 @@ def _short_source(row: dict[str, Any]) -> str:
     return source.split(";")[0]
 
 
-CSV_COLUMNS = ["run_id", "bench", "params", "case_hash", "bytes_per_op", "gbps_median", "gbps_p10", "gbps_p90",
-               "median_s", "p10_s", "p90_s", "samples", "precision", "paired_ratio", "peak_gbps", "peak_source", "efficiency", "verified", "status",
-               "reason", "warnings"]
+# One row per result, with its run's identity beside it so a time series needs no join. Percentiles
+# say which end they are: a rate's 10th percentile is its slow end, a time's its short end.
+CSV_COLUMNS = ["run_id", "started_at", "host_id", "hostname", "suite", "tags", "bench", "params", "case_hash",
+               "bytes_per_op", "gbps_median", "gbps_p10_slow", "gbps_p90_fast", "seconds_median", "seconds_p10_short",
+               "seconds_p90_long", "samples", "precision", "paired_ratio", "peak_gbps", "peak_source", "efficiency",
+               "verified", "status", "reason", "warnings"]
+_CSV_NAMES = {"gbps_p10": "gbps_p10_slow", "gbps_p90": "gbps_p90_fast", "median_s": "seconds_median",
+              "p10_s": "seconds_p10_short", "p90_s": "seconds_p90_long"}
+
+
+def utc_iso(when: Any) -> str | None:
+    """A stored start time (UTC, written without its zone by older runs) as ISO 8601 with its zone."""
+    from datetime import datetime, timezone
+
+    if when is None:
+        return None
+    try:
+        moment = when if isinstance(when, datetime) else datetime.fromisoformat(str(when))
+    except ValueError:
+        return str(when)
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).isoformat()
+
+
+def run_csv_fields(run: dict[str, Any], host: dict[str, Any] | None) -> dict[str, Any]:
+    """A run's columns of the results CSV: id, start (UTC, ISO 8601), host id and name, suite, tags."""
+    facts = (host or {}).get("facts") or {}
+    tags = run.get("tags") or {}
+    return {"run_id": run["id"], "started_at": utc_iso(run.get("started_at")), "host_id": run.get("host_id"),
+            "hostname": (host or {}).get("hostname") or facts.get("hostname"), "suite": run.get("suite"),
+            "tags": ";".join(f"{k}={v}" for k, v in sorted(tags.items()))}
 
 
 def results_csv(rows: list[dict[str, Any]], describe: Callable[[str, dict], str]) -> str:
-    """One line per result: the columns above (`params` described, `samples` counted, `warnings`
+    """One line per result: the columns above (a row carries its run's fields, `run_csv_fields`;
+    `params` described, `samples` counted, `warnings`
     joined by '; ', `precision` the half-width reached as a fraction, `paired_ratio` the median of a
     paired ratio), then one `param.NAME` column per parameter any result has, in its canonical
     value (sizes in bytes), empty where a benchmark does not take it."""
@@ -100,7 +128,8 @@ def results_csv(rows: list[dict[str, Any]], describe: Callable[[str, dict], str]
     writer.writeheader()
     for row in rows:
         samples = row.get("samples")
-        writer.writerow({**row, "params": describe(row["bench"], row["params"]),
+        writer.writerow({**row, **{new: row.get(old) for old, new in _CSV_NAMES.items()},
+                         "params": describe(row["bench"], row["params"]),
                          "samples": len(samples) if isinstance(samples, list) else samples,
                          "warnings": "; ".join(row.get("warnings") or []),
                          "precision": ((row.get("extra") or {}).get(PRECISION) or {}).get("reached"),
