@@ -250,6 +250,20 @@ def compare_runs(base: RunDocument, new: RunDocument, threshold: float = THRESHO
     return out
 
 
+def suite_note(base: RunDocument, new: RunDocument, comparisons: list[Comparison]) -> str | None:
+    """What a pair of runs of two different suites means for the verdicts, in one line (None for one
+    suite): the cases both share are compared, those of the base the new run lacks still gate."""
+    b, n = base["run"], new["run"]
+    if (b.get("suite"), b.get("suite_hash")) == (n.get("suite"), n.get("suite_hash")):
+        return None
+    missing = sum(c.verdict == "missing" for c in comparisons)
+    only_new = sum(c.verdict == "new" for c in comparisons)
+    shared = len(comparisons) - missing - only_new
+    return (f"run {b['id']} ran suite '{b.get('suite')}' and run {n['id']} '{n.get('suite')}': {shared} case(s) both "
+            f"ran are compared, {only_new} only in run {n['id']} are listed as new, {missing} only in run {b['id']} "
+            "are missing (and gate): make the baseline from the suite you compare")
+
+
 def case_history(store: Any, new: RunDocument) -> dict[str, list[float]]:
     """Each case's medians in `store`'s runs of the new run's host and context that came before it
     (all of them where the new run is not one of `store`'s, e.g. an export of another database):

@@ -125,7 +125,7 @@ def compare(
 ) -> None:
     """Each case from BASE to NEW: same, slower, faster or ambiguous, weighed against its between-run noise.
     Exit 1 on a case slower, failed, missing, or ok in BASE and skipped in NEW."""
-    from kvbench.analyze.compare import case_history, compare_runs, has_regression, regression_summary
+    from kvbench.analyze.compare import case_history, compare_runs, has_regression, regression_summary, suite_note
     from kvbench.benches.describe import describe_params
     from kvbench.report.table import comparisons_markdown, comparisons_table
 
@@ -155,6 +155,8 @@ def compare(
     for doc in (base_doc, new_doc):
         if doc["run"].get("partial"):
             err.print(f"kvbench: note: run {doc['run']['id']} is partial: {doc['run']['partial']}")
+    if note := suite_note(base_doc, new_doc, comparisons):
+        err.print(f"kvbench: note: {note}")
     if has_regression(comparisons):
         raise Concluded(Overall(FAIL, (regression_summary(comparisons, base_doc["run"]["id"], new_doc["run"]["id"]),)))
     conclude(Overall(PASS, (f"{len(comparisons)} case(s) compared: none slower, failed, lost or missing",)))

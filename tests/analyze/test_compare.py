@@ -13,6 +13,7 @@ from kvbench.analyze.compare import (
     has_regression,
     regression_summary,
     repeat_spread,
+    suite_note,
 )
 from kvbench.errors import BadInput
 
@@ -199,3 +200,18 @@ def test_one_run_id_in_two_databases_is_two_runs():
     new["run"]["started_at"] = base["run"]["started_at"]
     with pytest.raises(BadInput, match="compared with itself"):
         compare_runs(base, new)
+
+
+def test_runs_of_two_suites_say_what_is_compared_and_what_still_gates():
+    # issue 24: a baseline of the quick suite compared with an acceptance run: 11 cases `missing`
+    base = doc(1, [result(10.0, case="shared"), result(10.0, case="quick-only")])
+    new = doc(2, [result(10.1, case="shared", seed=1), result(5.0, case="acceptance-only")])
+    base["run"].update(suite="quick", suite_hash="q"), new["run"].update(suite="acceptance", suite_hash="a")
+    comparisons = compare_runs(base, new)
+    assert {c.case: c.verdict for c in comparisons} == {"shared": "same", "acceptance-only": "new",
+                                                       "quick-only": "missing"}
+    assert has_regression(comparisons)  # a case the baseline had still gates (fail closed)
+    note = suite_note(base, new, comparisons)
+    assert "suite 'quick'" in note and "1 case(s) both ran are compared" in note and "1 only in run 1 are missing" in note
+    new["run"].update(suite="quick", suite_hash="q")
+    assert suite_note(base, new, comparisons) is None
