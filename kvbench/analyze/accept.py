@@ -19,11 +19,11 @@ from kvbench.analyze.accept_rules import (  # noqa: F401  (load_rules, rules_for
     rules_for_host,
 )
 from kvbench.analyze.paired import paired_ratio, ratio_text
+from kvbench.analyze.accept_cases import not_judged, rule_limits, rule_needs, sides
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import canonical_subset, describe_params
 from kvbench.benches.registry import all_benches
-from kvbench.hardware.path import path_needs
-from kvbench.hardware.peaks import above_peak, above_peak_warning
+from kvbench.hardware.peaks import ABOVE_PEAK_TOLERANCE, above_peak, above_peak_warning
 from kvbench.metadata import LINK, PCIE_REPLAY_DELTA, PER_GPU_GBPS
 
 
@@ -43,6 +43,11 @@ class Verdict:
     why: str
     needs: tuple[str, ...] = ()  # hardware the rule's cases cross ("gpu", "nic"): its SKIP where expected is INCOMPLETE
     cases: tuple[str, ...] = ()  # the ids of the cases (results) this verdict judged
+    value: float | None = None  # what was measured, in `unit`
+    unit: str = ""  # of value and limits: "fraction of peak", "GB/s", "x", "fraction below the fastest", "replays"
+    limit: float | None = None  # the threshold's lower bound (None: none), in `unit`
+    limit_max: float | None = None  # its upper bound
+    not_judged: tuple[tuple[str, str], ...] = ()  # (case id, why) of the rule's benchmarks' cases it did not judge
 
 
 def _ids(*results: dict[str, Any] | None) -> tuple[str, ...]:
@@ -56,8 +61,12 @@ def _matching(doc: RunDocument, bench: str, params: dict[str, Any]) -> list[dict
 
 
 def _case(bench: str, params: dict[str, Any], skip_defaults: bool = True) -> str:
+    """The parameters that set a case apart; "all" only for a rule that names none (a case whose
+    parameters are all defaults is written out: 'all' would claim cases it did not judge)."""
+    if not params:
+        return "all"
     text = describe_params(bench, canonical_subset(bench, params), skip_defaults)
-    return "all" if text == "(defaults)" else text
+    return describe_params(bench, canonical_subset(bench, params), False) if text == "(defaults)" else text
 
 
 def _unjudged(doc: RunDocument, bench: str, params: dict[str, Any]) -> tuple[str, str]:
@@ -82,24 +91,14 @@ def _bug(rule: Rule, case: str, threshold: str, results: list[dict[str, Any]]) -
     r = next(r for r in results if above_peak(r.get("efficiency")))
     which = f" ({r.get('bench', rule.bench)} {_case(r.get('bench', rule.bench), r['params'])})" if len(results) > 1 else ""
     return Verdict(rule.id, rule.bench, case, "FAIL", f"{r['efficiency']:.1%} of {r['peak_gbps']:.1f} GB/s", threshold,
-                   above_peak_warning(r["efficiency"]) + which)
-
-
-def _sides(rule: Rule) -> list[tuple[str, dict[str, Any]]]:
-    """(benchmark, parameters) of every group of cases a rule judges: its own, and a ratio's two sides
-    (a contest's list of values kept as a list)."""
-    groups = [(rule.bench, dict(rule.params))]
-    for side in (rule.ratio.of, rule.ratio.to) if rule.ratio else ():
-        named = side.get("bench", rule.bench)
-        groups += [(b, {**rule.params, **{k: v for k, v in side.items() if k != "bench"}})
-                   for b in (named if isinstance(named, list) else [named])]
-    return groups
+                   above_peak_warning(r["efficiency"]) + which, cases=_ids(*results), value=r["efficiency"],
+                   unit="fraction of peak", limit_max=1 + ABOVE_PEAK_TOLERANCE)
 
 
 def _failed_cases(rule: Rule, doc: RunDocument) -> list[dict[str, Any]]:
     """Every failed result among the cases a rule judges (either side of a ratio, any contestant)."""
     out: list[dict[str, Any]] = []
-    for bench, params in _sides(rule):
+    for bench, params in sides(rule):
         listed = {k: {canonical_subset(bench, {k: v})[k] for v in values} for k, values in params.items()
                   if isinstance(values, list)}
         plain = {k: v for k, v in params.items() if k not in listed}
@@ -121,7 +120,7 @@ def judge_rule(rule: Rule, doc: RunDocument) -> list[Verdict]:
             named.add(case)
             threshold = out[0].threshold if out else ""
             out.append(Verdict(rule.id, rule.bench, case, "FAIL", "-", threshold,
-                               f"failed: {r.get('reason') or 'no reason recorded'}"))
+                               f"failed: {r.get('reason') or 'no reason recorded'}", cases=_ids(r)))
     return out
 
 
@@ -146,7 +145,7 @@ def _judge_kind(rule: Rule, doc: RunDocument) -> list[Verdict]:
         if r["status"] != "ok":
             verdict = "FAIL" if r["status"] == "failed" else "SKIP"
             out.append(Verdict(**head, case=case, verdict=verdict, measured="-", threshold=threshold,
-                               why=f"{r['status']}: {r['reason']}"))
+                               why=f"{r['status']}: {r['reason']}", cases=_ids(r) if verdict == "FAIL" else ()))
             continue
         rate = r["gbps"]["median"]
         if above_peak(r.get("efficiency")):
@@ -155,15 +154,17 @@ def _judge_kind(rule: Rule, doc: RunDocument) -> list[Verdict]:
         if rule.min_fraction_of_peak is not None:
             if r["efficiency"] is None:
                 out.append(Verdict(**head, case=case, verdict="SKIP", measured=f"{rate:.2f} GB/s", threshold=threshold,
-                                   why=f"peak unknown: {r.get('peak_source') or 'no peak'}"))
+                                   why=f"peak unknown: {r.get('peak_source') or 'no peak'}", cases=_ids(r)))
                 continue
-            ok = r["efficiency"] >= rule.min_fraction_of_peak
+            value = r["efficiency"]
+            ok = value >= rule.min_fraction_of_peak
             measured = f"{r['efficiency']:.1%} of {r['peak_gbps']:.1f} GB/s"
         else:
+            value = rate / RATE_UNITS[rule.min.unit]  # in the rule's own unit, beside its threshold
             ok = rate >= rule.min.value * RATE_UNITS[rule.min.unit]
             measured = f"{rate:.2f} GB/s"
         out.append(Verdict(**head, case=case, verdict="PASS" if ok else "FAIL", measured=measured,
-                           threshold=threshold, why=rule.why, cases=_ids(r)))
+                           threshold=threshold, why=rule.why, cases=_ids(r), value=value))
     return out
 
 
@@ -230,7 +231,7 @@ def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
             continue
         within = value >= ratio.min and (ratio.max is None or value <= ratio.max)
         out.append(Verdict(rule.id, rule.bench, case, "PASS" if within else "FAIL", measured, threshold, rule.why,
-                           cases=_ids(top, bottom)))
+                           cases=_ids(top, bottom), value=value))
     if not out:
         case = f"{label(of_bench, {**rule.params, **of})} / {label(to_bench, to)}"
         missing = (of_bench, {**rule.params, **of}) if not tops else (to_bench, {**rule.params, **to})
@@ -268,7 +269,7 @@ def _judge_spread(rule: Rule, doc: RunDocument) -> list[Verdict]:
             continue
         out.append(Verdict(rule.id, rule.bench, case, "PASS" if shortfall <= rule.spread.max else "FAIL",
                            f"{over}={slowest_key} {shortfall:.1%} below the fastest", threshold, rule.why,
-                           cases=_ids(*members)))
+                           cases=_ids(*members), value=shortfall))
     if not out:
         ok = [r for r in _matching(doc, rule.bench, rule.params) if r["status"] == "ok"]
         verdict, why = _unjudged(doc, rule.bench, rule.params) if not ok else (
@@ -296,44 +297,35 @@ def _judge_recorded(rule: Rule, doc: RunDocument) -> list[Verdict]:
         if rule.link_at_max:
             link = meta.get(LINK)
             if not link:
-                out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold, "the result recorded no link"))
+                out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold, "the result recorded no link",
+                                   cases=_ids(r)))
                 continue
             if link.get("under_load") is False:  # read after a host-timed copy: the link may have idled down
                 out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold,
-                                   "the link was read after the copy, not while it ran"))
+                                   "the link was read after the copy, not while it ran", cases=_ids(r)))
                 continue
             ok = link["gen"] == link["max_gen"] and link["width"] == link["max_width"]
             measured = f"Gen{link['gen']} x{link['width']} of Gen{link['max_gen']} x{link['max_width']}"
         else:
             if PCIE_REPLAY_DELTA not in meta:
                 out.append(Verdict(rule.id, rule.bench, case, "SKIP", "-", threshold,
-                                   "the result recorded no replay counter"))
+                                   "the result recorded no replay counter", cases=_ids(r)))
                 continue
             ok = meta[PCIE_REPLAY_DELTA] == 0
             measured = f"+{meta[PCIE_REPLAY_DELTA]} replays"
         out.append(Verdict(rule.id, rule.bench, case, "PASS" if ok else "FAIL", measured, threshold, rule.why,
-                           cases=_ids(r)))
+                           cases=_ids(r), value=None if rule.link_at_max else meta[PCIE_REPLAY_DELTA]))
     return out
 
 
-def rule_needs(rule: Rule) -> tuple[str, ...]:
-    """The hardware the cases a rule judges cross ("gpu", "nic"), from their benchmarks' paths (the
-    rule's parameters over the defaults; the first of a ratio's contestants)."""
-    needs: set[str] = set()
-    for bench_id, params in _sides(rule):
-        params = {k: (v[0] if isinstance(v, list) else v) for k, v in params.items()}
-        spec = all_benches().get(bench_id)
-        try:
-            needs |= path_needs(spec.path(spec.canonical_params(params))) if spec else set()
-        except Exception:  # a rule's subset that no single case completes: its needs stay unknown
-            continue
-    return tuple(sorted(needs))
-
-
 def judge(doc: RunDocument, rules: list[RulesFile]) -> list[Verdict]:
+    """Every rule's verdicts, each with the hardware its cases need, its threshold as numbers with a
+    unit, and the cases of its benchmarks it did not judge, with why (accept_cases.py)."""
     out = []
     for rules_file in rules:
         for rule in rules_file.rule:
-            needs = rule_needs(rule)
-            out += [replace(v, needs=v.needs or needs) for v in judge_rule(rule, doc)]
+            verdicts = judge_rule(rule, doc)
+            needs, limits, unjudged = rule_needs(rule), rule_limits(rule), not_judged(rule, verdicts, doc)
+            out += [replace(v, needs=v.needs or needs, not_judged=unjudged, **({} if v.unit else limits))
+                    for v in verdicts]
     return out

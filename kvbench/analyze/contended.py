@@ -15,6 +15,7 @@ from typing import Any
 
 from kvbench.analyze.accept import LINK_AT_MAX, REPLAY_UNCHANGED, Verdict
 from kvbench.analyze.runs import RunDocument
+from kvbench.hardware.peaks import above_peak
 from kvbench.metadata import CONTENTION
 
 AMBIGUOUS_CONTENDED = "ambiguous (contended)"
@@ -37,9 +38,11 @@ def weigh_contention(verdict: str, note: str, base: dict[str, Any], new: dict[st
 
 
 def _rate_failure(v: Verdict) -> bool:
-    """A FAIL on a rate or a ratio of rates, which a busy neighbour can cause; a downtrained link or
-    PCIe replays it cannot."""
-    return v.verdict == "FAIL" and v.threshold not in (LINK_AT_MAX, REPLAY_UNCHANGED)
+    """A FAIL on a rate or a ratio of rates, which a busy neighbour can cause; a downtrained link, PCIe
+    replays, a case that failed outright (no figure: its bytes did not verify) or a rate above its peak
+    (a measurement bug) it cannot."""
+    bug = above_peak(v.value) if v.unit == "fraction of peak" else False
+    return v.verdict == "FAIL" and v.threshold not in (LINK_AT_MAX, REPLAY_UNCHANGED) and v.measured != "-" and not bug
 
 
 def contended_failures(verdicts: list[Verdict], doc: RunDocument) -> list[str]:

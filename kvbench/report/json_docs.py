@@ -9,10 +9,23 @@ from typing import Any
 
 
 def accept_doc(doc: dict[str, Any], verdicts: list[Any], overall: Any) -> dict[str, Any]:
-    """`accept --json`: the overall verdict (word, reasons, exit status), the counts, every verdict."""
+    """`accept --json`: the overall verdict (word, reasons, exit status), the counts, every verdict as
+    data — `value`, `limit`, `limit_max` numbers in `unit`, the cases it judged (`judged`: id, bench,
+    params) and those of its benchmarks it did not (`not_judged`: the same and `why`)."""
     counts = {kind: sum(v.verdict == kind for v in verdicts) for kind in ("PASS", "FAIL", "SKIP", "INCOMPLETE")}
+    by_case = {r["case"]: r for r in doc["results"] if r.get("case")}
+
+    def case(case_id: str) -> dict[str, Any]:
+        r = by_case.get(case_id) or {}
+        return {"case": case_id, "bench": r.get("bench"), "params": r.get("params")}
+
+    def data(v: Any) -> dict[str, Any]:
+        row = {k: val for k, val in dataclasses.asdict(v).items() if k != "not_judged"}
+        return {**row, "judged": [case(c) for c in v.cases],
+                "not_judged": [{**case(c), "why": why} for c, why in v.not_judged]}
+
     return {"run": doc["run"]["id"], "host_id": doc["run"]["host_id"], **overall.to_json(), "counts": counts,
-            "verdicts": [dataclasses.asdict(v) for v in verdicts]}
+            "verdicts": [data(v) for v in verdicts]}
 
 
 def history_doc(bench: str, series_by_case: list[tuple[list[dict[str, Any]], list[Any]]],
