@@ -35,15 +35,16 @@ def properties(doc: RunDocument) -> dict[str, str]:
     return {k: str(v) for k, v in found.items() if v is not None}
 
 
-def _verdict_properties(case: ET.Element, v: Verdict) -> None:
-    """The verdict as data, as accept --json gives it: the measured value and the threshold as numbers
-    with their unit, the case ids it judged, and those of its benchmarks it did not, with why."""
+def _verdict_properties(listed: ET.Element, name: str, v: Verdict) -> None:
+    """The verdict as data, as accept --json gives it, as the suite's properties `<testcase name>.<key>`
+    (Surefire's and Jenkins' schemas allow no properties inside a testcase): the measured value and
+    the threshold as numbers with their unit, the case ids it judged, and those it did not, with why."""
     found = {"value": v.value, "unit": v.unit, "limit": v.limit, "limit_max": v.limit_max,
              "judged": " ".join(v.cases), "not_judged": "; ".join(f"{c}: {why}" for c, why in v.not_judged)}
-    listed = ET.SubElement(case, "properties")
     for key, value in found.items():
         if value is not None and value != "":
-            ET.SubElement(listed, "property", name=key, value=f"{value:g}" if isinstance(value, float) else str(value))
+            ET.SubElement(listed, "property", name=f"{name}.{key}",
+                          value=f"{value:g}" if isinstance(value, float) else str(value))
 
 
 def junit_xml(verdicts: list[Verdict], doc: RunDocument, name: str = "kvbench accept",
@@ -71,7 +72,7 @@ def junit_xml(verdicts: list[Verdict], doc: RunDocument, name: str = "kvbench ac
         case = ET.SubElement(suite, "testcase", classname=f"kvbench.accept.{v.bench.replace('.', '_')}",
                              name=f"{v.rule} [{v.case}]", time="0")
         text = f"measured {v.measured}, threshold {v.threshold}; {v.why}".strip("; ")
-        _verdict_properties(case, v)
+        _verdict_properties(listed, case.get("name"), v)
         if v.verdict == "FAIL":
             ET.SubElement(case, "failure", message=text, type="below threshold")
         elif v.verdict == "INCOMPLETE":  # not judged: a CI must not pass it silently
