@@ -29,6 +29,22 @@ JsonOption = Annotated[str | None, typer.Option("--json", metavar="FILE|-", help
                                                  "or - for standard output alone (shapes: docs/json-outputs.md)")]
 
 
+PeaksOption = Annotated[str | None, typer.Option("--peaks", metavar="FILE", help="your own peaks (TOML, as "
+                                                 "kvbench/hardware/peaks.toml: [dram] gbps and source, [[hbm]] …), "
+                                                 "labelled as yours; default $KVBENCH_PEAKS")]
+
+
+def use_peaks(path: str | None) -> None:
+    """Check the user's peaks file now (one line if it is wrong) and make it the one every peak lookup
+    of this process and its children reads (KVBENCH_PEAKS)."""
+    from kvbench.hardware.peaks import PEAKS_ENV, user_peaks
+
+    path = path or os.environ.get(PEAKS_ENV) or None
+    if path is not None:
+        user_peaks(path)
+        os.environ[PEAKS_ENV] = str(Path(path).resolve())
+
+
 def write_json(doc: Any, target: str) -> None:
     """A command's `--json` document to `target` (`-`: standard output), indented, times as ISO 8601."""
     import json

@@ -9,12 +9,22 @@ import typer
 
 from kvbench import __version__
 from kvbench.cli.app import app
-from kvbench.cli.common import JsonOption, check_writable, conclude, existing_store, out, this_host_ids, write_json
+from kvbench.cli.common import (
+    JsonOption,
+    PeaksOption,
+    check_writable,
+    conclude,
+    existing_store,
+    out,
+    this_host_ids,
+    use_peaks,
+    write_json,
+)
 from kvbench.errors import BadInput
 
 
 @app.command()
-def info(json_out: JsonOption = None,
+def info(json_out: JsonOption = None, peaks: PeaksOption = None,
          db: Annotated[str | None, typer.Option(help="results database whose stored GPU results for this host are "
                                                       "checked too (default: the embedded one, if it exists)")] = None,
          ) -> None:
@@ -25,6 +35,7 @@ def info(json_out: JsonOption = None,
     from kvbench.this_host import host_facts
 
     check_writable(json_out, "--json", db)
+    use_peaks(peaks)
     facts = host_facts()
     store = existing_store(db)
     stored = flags_from_store(store, this_host_ids(store)) if store else []

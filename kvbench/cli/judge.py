@@ -13,6 +13,7 @@ from kvbench.cli.app import app
 from kvbench.cli.common import (
     DbOption,
     JsonOption,
+    PeaksOption,
     check_writable,
     conclude,
     documents,
@@ -21,6 +22,7 @@ from kvbench.cli.common import (
     fraction,
     out,
     this_host_ids,
+    use_peaks,
     write_json,
     write_text,
 )
@@ -42,6 +44,7 @@ def accept(
     run_ref: Annotated[str | None, typer.Option("--run", help="judge a stored run (id, latest, baseline) or a JSON "
                                                              "export instead of running the suite")] = None,
     db: DbOption = None,
+    peaks: PeaksOption = None,
 ) -> None:
     """Run the acceptance suite and judge it against the rules (and the host profile's inventory): PASS / FAIL /
     SKIP per rule, then one overall verdict as the last line. Exit 0 PASS, 1 FAIL, 3 INCOMPLETE (a rule this
@@ -56,6 +59,7 @@ def accept(
     from kvbench.report.table import verdicts_table
     from kvbench.suite_run import RunRequest
 
+    use_peaks(peaks)
     rules_files = [load_rules(Path(rules))] if rules else None  # bad rules fail before anything runs
     wanted = profile_path(profile)
     host_profile = load_profile(wanted) if wanted else None

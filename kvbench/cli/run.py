@@ -11,6 +11,7 @@ import typer
 from kvbench.cli.app import app
 from kvbench.cli.common import (
     DbOption,
+    PeaksOption,
     check_writable,
     documents,
     err,
@@ -18,6 +19,7 @@ from kvbench.cli.common import (
     pairs,
     tag_key,
     this_host_ids,
+    use_peaks,
     write_text,
 )
 from kvbench.errors import BadInput
@@ -97,6 +99,7 @@ def run(
     repeat: Annotated[int, typer.Option("--repeat", min=1, max=100, help="run the selection N times, each in a fresh "
                                         "process, as N runs; shows the spread between them (--json: the last run)")]
     = 1,
+    peaks: PeaksOption = None,
 ) -> None:
     """Run a suite (or some benchmarks) and store every sample. Exit 0 when every case that could run here ran ok,
     1 when a case failed, 3 when nothing was measured (every case skipped)."""
@@ -104,6 +107,7 @@ def run(
     from kvbench.suite_run import RunRequest
 
     check_writable(json_out, "--json", db)
+    use_peaks(peaks)
     if precision is not None and not 0 < precision < 1:
         hint = f"; write {precision:g}% as {precision / 100:g}" if 1 <= precision < 100 else ""
         raise BadInput(f"bad --precision {precision:g}: give a fraction between 0 and 1 (0.01 is ±1 %){hint}")

@@ -1,0 +1,61 @@
+"""A user's peaks file (--peaks FILE / KVBENCH_PEAKS): what DMI hides in a VM (DRAM) or what
+peaks.toml lacks, used for efficiency and always labelled as the user's."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvbench.errors import BadInput
+from kvbench.hardware import peaks
+from kvbench.hardware.facts import Dram
+
+
+def _file(tmp_path, text: str) -> str:
+    path = tmp_path / "peaks.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_user_dram_peak_stands_where_dmi_hides_the_dimms_and_says_whose_it_is(tmp_path, monkeypatch):
+    hidden = Dram(modules=None, speed_mts=None, total_bytes=None, reason="dmidecode is not installed")
+    assert peaks.dram_peak(hidden)[0] is None
+    path = _file(tmp_path, '[dram]\ngbps = 102.4\nsource = "the VM host\'s spec sheet"\n')
+    monkeypatch.setenv(peaks.PEAKS_ENV, path)
+    peak, reason = peaks.dram_peak(hidden)
+    assert reason is None and peak.gbps == 102.4
+    assert peak.source == f"your peaks file {path}: the VM host's spec sheet"
+
+
+def test_user_entries_win_over_the_shipped_ones(tmp_path, monkeypatch):
+    path = _file(tmp_path, '[[hbm]]\nmatch = "H200"\ngbps = 4000\nsource = "measured by the vendor for us"\n')
+    monkeypatch.setenv(peaks.PEAKS_ENV, path)
+    peak = peaks.hbm_spec_peak("NVIDIA H200")
+    assert peak.gbps == 4000 and peak.source.startswith("your peaks file ")
+    monkeypatch.delenv(peaks.PEAKS_ENV)
+    assert peaks.hbm_spec_peak("NVIDIA H200").gbps == 4800
+
+
+@pytest.mark.parametrize("text,message", [
+    ('[dram]\ngbps = "fast"\nsource = "x"\n', "needs gbps = a number above 0"),
+    ('[dram]\ngbps = 100\n', "needs source = text"),
+    ('[dram]\ngbps = nan\nsource = "x"\n', "needs gbps = a number above 0"),
+    ('[hdd]\ngbps = 1\n', "unknown: hdd"),
+])
+def test_a_wrong_peaks_file_is_one_line_naming_it(tmp_path, text, message):
+    with pytest.raises(BadInput, match=message):
+        peaks.user_peaks(_file(tmp_path, text))
+
+
+def test_run_takes_peaks_and_records_the_user_s_source(tmp_path):
+    import json
+
+    from tests.conftest import run_cli
+
+    path = _file(tmp_path, '[dram]\ngbps = 102.4\nsource = "the VM host\'s spec sheet"\n')
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    proc = run_cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--samples", "5", "--peaks", path, "--db", db)
+    assert proc.returncode == 0, proc.stderr
+    (result,) = json.loads(run_cli("results", "--format", "json", "--db", db).stdout)["results"]
+    assert result["peak_gbps"] == pytest.approx(51.2) and f"your peaks file {path}" in result["peak_source"]
+    bad = run_cli("info", "--peaks", str(tmp_path / "missing.toml"))
+    assert bad.returncode == 2 and "missing.toml" in bad.stderr and "Traceback" not in bad.stderr
