@@ -78,3 +78,15 @@ def test_results_csv_is_a_time_series_over_several_runs(tmp_path):
             assert float(row["seconds_p10_short"]) <= float(row["seconds_median"]) <= float(row["seconds_p90_long"])
     refused = _kvbench("results", QUICK, kv, cwd=tmp_path)
     assert refused.returncode == 2 and "need --format csv" in refused.stderr
+
+
+def test_piped_tables_respect_columns_and_fold_a_repeated_peak_source_into_a_footnote(tmp_path):
+    proc = _kvbench("results", QUICK, cwd=tmp_path, env={"COLUMNS": "100"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 100
+    source = "DRAM peak unknown: dmidecode is not installed"  # every dram.copy row of the export says so
+    assert proc.stdout.count(source) == 1 and f"(1) {source}" in proc.stdout
+    assert sum("│ (1)" in line for line in lines) >= 2
+    wide = _kvbench("results", QUICK, cwd=tmp_path, env={"COLUMNS": ""})
+    assert max(len(line.rstrip()) for line in wide.stdout.splitlines()) > 100  # piped without COLUMNS: whole rows

@@ -17,9 +17,11 @@ from kvbench.errors import BadInput, one_line
 from kvbench.overall import Overall
 from kvbench.redact import redact
 
-# Piped output keeps whole rows: 80 columns would fold every parameter list.
-out = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+# Piped output keeps whole rows (80 columns would fold every parameter list), unless COLUMNS says
+# how wide the reader is: rich then takes it, on a terminal or not.
+_WIDE = None if os.environ.get("COLUMNS", "").strip().isdigit() else 200
+out = Console(width=None if sys.stdout.isatty() else _WIDE)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else _WIDE)
 
 DbOption = Annotated[str | None, typer.Option("--db", metavar="URL", help="results database (default: $KVBENCH_DB, "
                                                                           "else results/kvbench.sqlite)")]

@@ -19,14 +19,20 @@ STATUS_STYLE = {"ok": "green", "skipped": "yellow", "failed": "bold red"}
 def results_table(rows: list[dict[str, Any]], describe: Callable[[str, dict], str], title: str = "") -> Table:
     """One line per result: median GB/s, p10–p90, the precision reached (± % of the median), peak and
     its source, efficiency, verified; a paired ratio among the notes."""
-    table = Table(title=title, title_justify="left", show_lines=False)
+    sources = [_short_source(row) for row in rows]
+    # A source shared by several rows (the same DRAM bus, the same link) is a footnote, not a
+    # paragraph repeated down the table.
+    shared = [s for s in dict.fromkeys(sources) if s != "-" and sources.count(s) > 1]
+    marks = {s: f"({n})" for n, s in enumerate(shared, 1)}
+    table = Table(title=title, title_justify="left", show_lines=False, caption_justify="left",
+                  caption="\n".join(f"{marks[s]} {s}" for s in shared) or None)
     for name, kw in (("benchmark", {}), ("parameters", {"overflow": "fold"}), ("median GB/s", {"justify": "right"}),
                      ("p10–p90 GB/s", {"justify": "right"}), ("median ±", {"justify": "right"}),
                      ("peak GB/s", {"justify": "right"}),
                      ("peak source", {"overflow": "fold", "max_width": 36}), ("eff.", {"justify": "right"}),
                      ("verified", {}), ("status", {"overflow": "fold"})):
         table.add_column(name, **kw)
-    for row in rows:
+    for row, source in zip(rows, sources, strict=True):
         status = row["status"]
         if status == "ok":
             rate = format_gbps(row["gbps_median"])
@@ -42,7 +48,7 @@ def results_table(rows: list[dict[str, Any]], describe: Callable[[str, dict], st
             status_text = f"[{STATUS_STYLE.get(status, '')}]{status} — {row['reason']}[/]"
         table.add_row(
             row["bench"], describe(row["bench"], row["params"]), rate, spread, precise,
-            format_gbps(row["peak_gbps"]), _short_source(row), eff,
+            format_gbps(row["peak_gbps"]), marks.get(source, source), eff,
             "yes" if row["verified"] else "no", status_text,
         )
     return table
