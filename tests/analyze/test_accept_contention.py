@@ -117,3 +117,16 @@ def test_a_downtrained_link_fails_however_busy_the_box(tmp_path):
     verdicts = judge(doc, [load_rules(rules)])
     assert contended_failures(verdicts, doc) == []
     assert [v.verdict for v in incomplete_on_contention(verdicts, doc)] == ["FAIL"]
+
+
+def test_a_result_above_its_peak_fails_however_busy_the_box(tmp_path):
+    """Contention slows a case; it never lifts one above its peak: that is a measurement bug."""
+    rules = tmp_path / "floor.toml"
+    rules.write_text('name = "t"\n[[rule]]\nid = "floor"\nbench = "dram.copy"\nmin_fraction_of_peak = 0.5\n')
+    row = {"bench": "dram.copy", "params": {}, "case": "c", "status": "ok", "gbps": {"median": 30.0},
+           "efficiency": 1.5, "peak_gbps": 20.0}
+    doc = busy({"run": {"id": 1}, "results": [row]}, ("dram.copy", {}))
+    verdicts = judge(doc, [load_rules(rules)])
+    assert [v.verdict for v in verdicts] == ["FAIL"] and verdicts[0].cases == ("c",)
+    assert contended_failures(verdicts, doc) == []
+    assert [v.verdict for v in incomplete_on_contention(verdicts, doc)] == ["FAIL"]
