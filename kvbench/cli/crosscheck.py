@@ -14,9 +14,16 @@ import typer
 
 from kvbench.cli.app import crosscheck_app
 from kvbench.cli.common import conclude, err, out
-from kvbench.crosscheck.common import crosscheck_verdict
 from kvbench.errors import BadInput
 from kvbench.overall import combine
+
+
+def crosscheck_verdict(*args, **kwargs):
+    """kvbench.crosscheck.common's verdict, imported when a crosscheck runs: that package loads the
+    benchmarks (numpy and more), which `kvbench --version` and every other command must not pay for."""
+    from kvbench.crosscheck.common import crosscheck_verdict as verdict
+
+    return verdict(*args, **kwargs)
 
 
 @contextmanager
