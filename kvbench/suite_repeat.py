@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -29,7 +30,7 @@ from rich.console import Console
 
 from kvbench.errors import BadInput, CheckFailed, one_line
 from kvbench.interrupts import SIGNALS, Interrupted, signals_end_runs
-from kvbench.lifecycle import boot_id, pid_namespace
+from kvbench.lifecycle import boot_id, pid_namespace, sweep_temp_files
 from kvbench.store import open_store
 from kvbench.suite_run import RunOutcome, RunRequest, plan_request, run_suite
 
@@ -79,13 +80,13 @@ def _run_in_child(request: RunRequest, label: str) -> tuple[int, int]:
     run_id = _mark_orphan_run(request.db, child.pid, f"its process {child.pid} ended with {how} "
                                                      "(found by its --repeat parent)")
     raise CheckFailed(f"{label}: its process ended with {how}; "
-                      + (f"run {run_id} is marked crashed, its finished results kept" if run_id is not None
+                      + (f"run {run_id} is marked crashed, its finished results kept, its files removed" if run_id is not None
                          else "no run of it was left running"))
 
 
 def _mark_orphan_run(db: str | None, pid: int, reason: str) -> int | None:
-    """Mark the run process `pid` (a repeat that died without closing it) left running `crashed`;
-    its id, None when it left none (it died before beginning one, or its database cannot be opened)."""
+    """Mark the run process `pid` (a repeat that died without closing it) left running `crashed`, and
+    remove the files it left; its id, None when it left none (it died before beginning one, or its database cannot be opened)."""
     try:
         store = open_store(db, existing=True)
     except BadInput:
@@ -95,6 +96,8 @@ def _mark_orphan_run(db: str | None, pid: int, reason: str) -> int | None:
         for run in store.runs(status="running"):
             if run["pid"] == pid and (run["boot_id"], (run["system_state"] or {}).get("pid_namespace")) == here:
                 store.mark_crashed([run["id"]], reason)
+                dirs = (run["system_state"] or {}).get("temp_dirs") or []
+                sweep_temp_files({tempfile.gettempdir(), *dirs}, {pid})
                 return int(run["id"])
         return None
     finally:

@@ -76,13 +76,15 @@ def _child_of(pid: int, timeout: float = 60) -> int:
 
 
 def test_a_repeat_killed_outright_is_one_line_and_exit_1_and_its_run_marked_crashed(tmp_path):
-    proc, _, db = _started(tmp_path, "--repeat", "2")
+    proc, work, db = _started(tmp_path, "--repeat", "2")
     child = _child_of(proc.pid)
     os.kill(child, signal.SIGKILL)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert stderr.strip().splitlines()[-1] == ("kvbench: repeat 1/2: its process ended with signal SIGKILL; "
-                                               "run 1 is marked crashed, its finished results kept")
+                                               "run 1 is marked crashed, its finished results kept, its files "
+                                               "removed")
+    assert os.listdir(work) == []
     assert "Traceback" not in stderr
     assert _statuses(db) == ["crashed"]  # by its parent, not left for some later kvbench
     assert f"its process {child} ended with signal SIGKILL" in open_store(db).run(1)["reason"]

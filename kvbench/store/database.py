@@ -151,7 +151,11 @@ class Store(Tags):
         if into is None:
             raise BadInput(f"no host '{old_id}' in {self.url} (kvbench host list shows them)")
         moved = conn.execute(schema.run.update().where(schema.run.c.host_id == old_id).values(host_id=into)).rowcount
-        conn.execute(schema.result.update().where(schema.result.c.host_id == old_id).values(host_id=into))
+        results = conn.execute(schema.result.update().where(schema.result.c.host_id == old_id)
+                               .values(host_id=into)).rowcount
+        if not moved and not results:
+            raise BadInput(f"no host '{old_id}' in {self.url}: it was merged into '{into}' already, and nothing is "
+                           "left under it (kvbench host list shows the hosts)")
         return int(moved)
 
     # --- reading -----------------------------------------------------------------------

@@ -79,6 +79,8 @@ def test_a_merge_refuses_a_running_run_of_the_host_and_mends_a_poisoned_database
     assert {r.host_id for r in fleet(rows, store.hosts())} == {old}
     assert store.merge_host(old, new) == 0
     assert {r["host_id"] for r in store.results(run_id)} == {new}
+    with pytest.raises(BadInput, match=f"no host '{old}' .*merged into '{new}' already"):
+        store.merge_host(old, new)  # nothing left under it
     with pytest.raises(BadInput, match="no host 'x'"):
         store.merge_host("x", new)
 
