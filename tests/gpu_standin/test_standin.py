@@ -244,3 +244,35 @@ def test_a_pinned_twin_that_copies_nothing_fails_the_pageable_case(standin, monk
     monkeypatch.setattr(pcie, "_pinned_twin", broken)
     result = run("pcie.h2d", size="1MiB", memory="pageable")
     assert result.status == "failed" and "pinned copy beside the pageable one" in result.reason, result.reason
+
+
+BYTE_CHECKS = [  # (bench, params, what the stand-in breaks: its copies, or one kernel)
+    ("hbm.read", {"size": "1MiB"}, "hbm_read"), ("hbm.write", {"size": "1MiB"}, "hbm_write"),
+    ("hbm.copy", {"size": "1MiB"}, "vector_copy"),
+    ("pcie.h2d", {"size": "1MiB"}, "memcpy"), ("pcie.d2h", {"size": "1MiB"}, "memcpy"),
+    ("pcie.bidir", {"size": "1MiB"}, "memcpy"), ("pcie.h2d", {"size": "1MiB", "memory": "pageable"}, "memcpy"),
+    ("pcie.d2h", {"size": "1MiB", "memory": "pageable"}, "memcpy"),
+    ("pcie.h2d", {"size": "1MiB", "engine": "sm"}, "vector_copy"),
+    ("pcie.d2h", {"size": "1MiB", "engine": "sm"}, "vector_copy"),
+    ("pcie.h2d", {"size": "1MiB", "backend": "torch"}, "memcpy"),
+    ("pcie.d2h", {"size": "1MiB", "backend": "torch", "memory": "pageable"}, "memcpy"),
+    ("gpu.matmul", {"m": 256, "n": 64, "k": 32}, "matmul"),
+    *[("kv.restore", {**KV, "strategy": s}, "memcpy") for s in ("ce-loop", "ce-graph", "ce-batch", "staged",
+                                                                  "gpu-contiguous")],
+    ("kv.restore", {**KV, "strategy": "sm-gather"}, "kv_gather"),
+]
+
+
+@pytest.mark.parametrize("how", ["nothing", "half"])
+@pytest.mark.parametrize("bench,params,what", BYTE_CHECKS)
+def test_each_gpu_byte_check_fails_when_the_copy_or_kernel_does_nothing_or_half(standin, bench, params, what, how):
+    standin.breakage[what] = how
+    result = run(bench, **params)
+    assert result.status == "failed", f"{bench} {params} passed with {what} doing {how}"
+    assert result.reason.startswith("integrity check failed"), result.reason
+
+
+def test_each_copy_of_every_gpu_at_once_is_checked(standin_two_gpus):
+    standin_two_gpus.breakage["memcpy"] = "half"
+    result = run("pcie.h2d", size="1MiB", gpus="all")
+    assert result.status == "failed" and result.reason.startswith("integrity check failed"), result.reason
