@@ -18,6 +18,7 @@ from kvbench.memory.pattern import POISON
 from kvbench.plan.cases import Case
 from kvbench.runner import run_case
 from kvbench.this_host import host_facts
+from tests.gpu.scale import TINY_MODEL, sized
 
 FAST = Settings(samples=5, min_sample_s=0.005, warmup_s=0.01)
 
@@ -69,12 +70,12 @@ class BrokenModule:
     ("hbm.copy", "vector_copy", ["not launched", "half", "first bytes"]),
 ])
 def test_a_broken_hbm_kernel_fails_the_case(facts, monkeypatch, bench, kernel, breakages):
-    import kvbench.benches.hbm as hbm
+    from kvbench.benches import hbm
 
     real = hbm.kernel_module
     for breakage in breakages:
         monkeypatch.setattr(hbm, "kernel_module", lambda name, gpu=0, b=breakage: BrokenModule(real(name, gpu), kernel, b))
-        assert_caught(run(facts, bench, size="256MiB"), f"{bench} with its kernel {breakage}")
+        assert_caught(run(facts, bench, size=sized("256MiB", "1MiB")), f"{bench} with its kernel {breakage}")
 
 
 @pytest.mark.parametrize("bench,breakages", [("pcie.h2d", ["nothing", "half", "first bytes"]),
@@ -92,7 +93,7 @@ def test_a_broken_copy_engine_copy_fails_the_case(facts, monkeypatch, bench, bre
                 cp.cuda.runtime.memsetAsync(dst, POISON, 8, stream)
 
         monkeypatch.setattr(cp.cuda.runtime, "memcpyAsync", copy)
-        assert_caught(run(facts, bench, memory="pinned", size="16MiB"), f"{bench} with its copy {breakage}")
+        assert_caught(run(facts, bench, memory="pinned", size=sized("16MiB", "1MiB")), f"{bench} with its copy {breakage}")
 
 
 @pytest.mark.parametrize("strategy", ["ce-loop", "ce-graph", "ce-batch", "sm-gather", "gpu-contiguous"])
@@ -125,7 +126,8 @@ def test_a_broken_cuda_kv_strategy_fails_the_case(facts, monkeypatch, strategy, 
         return broken
 
     monkeypatch.setattr(type(executor), "bind", bind)
-    result = run(facts, "kv.restore", model="Qwen2.5-32B", tokens=64, src="pinned", dst="device", strategy=strategy)
+    result = run(facts, "kv.restore", model=sized("Qwen2.5-32B", TINY_MODEL), tokens=64, src="pinned", dst="device",
+                 strategy=strategy)
     if strategy == "ce-batch" and result.status == "skipped":
         pytest.skip(result.reason)
     assert_caught(result, f"{strategy} with '{breakage}'")

@@ -232,7 +232,7 @@ def test_a_pageable_copy_measures_its_ratio_to_pinned_in_the_same_case(standin, 
 
 
 def test_a_pinned_twin_that_copies_nothing_fails_the_pageable_case(standin, monkeypatch):
-    import kvbench.benches.pcie as pcie
+    from kvbench.benches import pcie
 
     real = pcie._pinned_twin
 

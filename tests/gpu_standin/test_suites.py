@@ -1,11 +1,18 @@
-"""Both GPU suites run through the CUDA stand-in, in a subprocess as a user runs them, into this
-test's temporary database: every benchmark reaches a verified `ok` (GDS and VRAM over UCX skip: the
-stand-in hides NIXL, which cannot use its memory), and every command that reads GPU rows runs on them.
-Sizes are scaled down with `--set` (numpy is the GPU here); no number leaves the temporary folder."""
+"""scripts/gpu-check, both stages, end to end on the CUDA stand-in, then every command that reads GPU
+rows run on the database it returns: the prepared call exits 0 with every step passed and exactly
+its files, every benchmark of both GPU suites reaches a verified `ok` (GDS and VRAM over UCX skip:
+the stand-in hides NIXL, which cannot use its memory), and the GPU tests run (not skip).
+
+The stand-in reaches the script only through this test's PYTHONPATH. Sizes are scaled down with
+GPU_CHECK_SET (`kvbench run --set`; numpy is the GPU here) and the hang guards stretched with
+GPU_CHECK_LIMIT_SCALE for a busy two-core box. No number leaves the temporary folder."""
 
 import json
+import os
 import subprocess
 import sys
+import tomllib
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -17,6 +24,8 @@ TINY_MODEL = SITE.parent / "data" / "tiny-model.json"
 SCALE = {"smoke": ["size=1MiB", "tokens=256", f"model={TINY_MODEL}"]}
 SCALE["full"] = [*SCALE["smoke"], "m=128", "n=64", "k=32", "file_size=32MiB"]
 NIXL_BENCHES = {"storage.read", "storage.write", "net.read", "net.write"}
+FILES = {"gpu-check.log", "info.json", "gpu-check.sqlite", "accept.xml", "report.md", "nvbandwidth.txt",
+         "gpu-tests.xml"}
 
 
 def kvbench(*args, env, timeout=900):
@@ -25,43 +34,60 @@ def kvbench(*args, env, timeout=900):
 
 
 def suite_ids(stage: str) -> set[str]:
-    import tomllib
-
     return {b["id"] for b in tomllib.loads((REPO / "suites" / f"gpu-{stage}.toml").read_text())["bench"]}
 
 
 @pytest.fixture(scope="module", params=["smoke", "full"])
-def stage_run(request, tmp_path_factory):
+def gpu_check(request, tmp_path_factory):
+    """(stage, OUTDIR, the database's URL, the environment): the prepared call run on the stand-in."""
     stage = request.param
-    folder = tmp_path_factory.mktemp(f"standin-{stage}")
-    env = subprocess_env(gpus=2 if stage == "full" else 1)  # full has gpus=all
-    db = f"sqlite:///{folder / 'gpu.sqlite'}"
-    sets = [arg for item in SCALE[stage] for arg in ("--set", item)]
-    proc = kvbench("run", "--suite", f"gpu-{stage}", "--db", db, *sets, "--json", str(folder / "run.json"), env=env)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    doc = json.loads((folder / "run.json").read_text())
-    # a second, shorter run of the same suite: what compare needs
-    again = kvbench("run", "--suite", f"gpu-{stage}", "--bench", "pcie.h2d", "--bench", "pcie.d2h", "--db", db,
-                    "--set", "size=1MiB", env=env)
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    return stage, db, env, doc, folder
+    out = tmp_path_factory.mktemp(f"gpu-check-{stage}") / "out"
+    env = {**subprocess_env(gpus=2), "PYTHON": sys.executable, "GPU_CHECK_SET": " ".join(SCALE[stage]),
+           "GPU_CHECK_LIMIT_SCALE": "6"}  # two simulated GPUs: gpus=all copies on both
+    env.pop("GPU_CHECK_REHEARSAL", None)
+    proc = subprocess.run([str(REPO / "scripts" / "gpu-check"), "--stage", stage, str(out)], capture_output=True,
+                          text=True, timeout=2400, env=env, check=False)
+    return stage, out, proc, env
 
 
-def test_every_gpu_benchmark_of_the_suite_runs_to_a_verified_ok(stage_run):
-    stage, _db, _env, doc, _folder = stage_run
-    results = doc["results"]
+def test_the_prepared_call_exits_0_with_every_step_passed_and_exactly_its_files(gpu_check):
+    stage, out, proc, env = gpu_check
+    log = (out / "gpu-check.log").read_text()
+    assert proc.returncode == 0, log[-4000:]
+    assert "== done: every step passed" in log and "rehearsal without a GPU" not in log
+    assert set(os.listdir(out)) == FILES | {f"{stage}.json"}
+    suite = ET.parse(out / "gpu-tests.xml").getroot().find("testsuite")
+    assert int(suite.get("failures")) == 0 and int(suite.get("errors")) == 0
+    assert int(suite.get("tests")) - int(suite.get("skipped")) >= 40  # the GPU tests ran; they did not skip
+    script = (REPO / "scripts" / "gpu-check").read_text()  # the stand-in comes from this test alone
+    assert str(SITE) in env["PYTHONPATH"] and "GPU_STANDIN" not in script and "gpu_standin/site" not in script
+
+
+def test_every_gpu_benchmark_of_the_suite_runs_to_a_verified_ok(gpu_check):
+    stage, out, _proc, _env = gpu_check
+    results = json.loads((out / f"{stage}.json").read_text())["results"]
     not_ok = [(r["bench"], r["params"], r["reason"]) for r in results
               if r["status"] != "ok" and not (r["bench"] in NIXL_BENCHES and r["status"] == "skipped")]
     assert not not_ok
     assert all(r["verified"] for r in results if r["status"] == "ok")
-    ok = {r["bench"] for r in results if r["status"] == "ok"}
-    assert ok == suite_ids(stage) - NIXL_BENCHES
+    assert {r["bench"] for r in results if r["status"] == "ok"} == suite_ids(stage) - NIXL_BENCHES
+
+
+@pytest.fixture(scope="module")
+def second_run(gpu_check):
+    """A second, shorter run into the same database: what compare needs."""
+    stage, out, _proc, env = gpu_check
+    db = f"sqlite:///{out / 'gpu-check.sqlite'}"
+    again = kvbench("run", "--suite", f"gpu-{stage}", "--bench", "pcie.h2d", "--bench", "pcie.d2h", "--db", db,
+                    "--set", "size=1MiB", env=env)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    return db
 
 
 @pytest.mark.parametrize("command", [
-    ["report", "1", "--format", "markdown", "-o", "{folder}/report.md"],
+    ["report", "1", "--format", "markdown", "-o", "{folder}/again.md"],
     ["report", "1", "latest", "-o", "{folder}/report.html"],
-    ["accept", "--run", "1", "--junit", "{folder}/accept.xml"],
+    ["accept", "--run", "1", "--junit", "{folder}/again.xml"],
     ["plan", "--model", "Llama-3.1-70B", "--tokens", "4096"],
     ["policy", "--json", "-"],
     ["compare", "1", "latest"],
@@ -69,8 +95,9 @@ def test_every_gpu_benchmark_of_the_suite_runs_to_a_verified_ok(stage_run):
     ["export", "1", "--format", "json"],
     ["fit", "1"],
 ])
-def test_every_command_that_reads_gpu_rows_runs_on_them(stage_run, command):
-    _stage, db, env, _doc, folder = stage_run
-    proc = kvbench(*[part.format(folder=folder) for part in command], "--db", db, env=env, timeout=300)
+def test_every_command_that_reads_gpu_rows_runs_on_them(gpu_check, second_run, command):
+    _stage, out, _proc, env = gpu_check
+    folder = out.parent
+    proc = kvbench(*[part.format(folder=folder) for part in command], "--db", second_run, env=env, timeout=300)
     assert proc.returncode in (0, 1, 3), proc.stdout[-2000:] + proc.stderr[-2000:]  # a verdict, never usage/crash
-    assert "Traceback" not in proc.stderr and (proc.stdout.strip() or list(folder.iterdir()))
+    assert "Traceback" not in proc.stderr and (proc.stdout.strip() or len(list(folder.iterdir())) > 1)
