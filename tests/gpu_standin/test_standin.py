@@ -276,3 +276,26 @@ def test_each_copy_of_every_gpu_at_once_is_checked(standin_two_gpus):
     standin_two_gpus.breakage["memcpy"] = "half"
     result = run("pcie.h2d", size="1MiB", gpus="all")
     assert result.status == "failed" and result.reason.startswith("integrity check failed"), result.reason
+
+
+def test_eight_gpus_and_peer_copies_for_the_gpu_to_gpu_paths():
+    """What issue 30's P2P benchmarks will build on: N simulated GPUs, peer access, peer copies."""
+    from tests.gpu_standin.fixture import installed
+
+    with installed(gpus=8) as machine:
+        import cupy as cp
+
+        assert cp.cuda.runtime.getDeviceCount() == 8
+        assert cp.cuda.runtime.deviceCanAccessPeer(0, 7) == 1 and cp.cuda.runtime.deviceCanAccessPeer(3, 3) == 0
+        with cp.cuda.Device(0):
+            cp.cuda.runtime.deviceEnablePeerAccess(7)
+            src = cp.asarray(np.arange(64, dtype=np.uint8))
+        with cp.cuda.Device(7):
+            dst = cp.zeros(64, dtype=cp.uint8)
+            stream = cp.cuda.Stream(non_blocking=True)
+            cp.cuda.runtime.memcpyPeerAsync(dst.data.ptr, 7, src.data.ptr, 0, 64, stream.ptr)
+            stream.synchronize()
+            assert np.array_equal(dst.get(), np.arange(64, dtype=np.uint8))
+            with pytest.raises(cp.cuda.runtime.CUDARuntimeError, match="not device 0"):
+                cp.cuda.runtime.memcpyPeerAsync(dst.data.ptr, 7, dst.data.ptr, 0, 64, stream.ptr)
+        assert (0, 7) in machine.peer_access

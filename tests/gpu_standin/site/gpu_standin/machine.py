@@ -166,6 +166,7 @@ class Machine:
         self.breakage: dict[str, str] = {}  # {"memcpy": "nothing" | "half", kernel name: ...}: for tests
         self.freed_pools = 0  # how often a memory pool was asked to free its cached blocks
         self.launches: dict[str, int] = {}
+        self.peer_access: set[tuple[int, int]] = set()  # (device, peer) pairs enabled by deviceEnablePeerAccess
         self.batch_arrays: list[tuple[int, int, int]] = []  # (dsts, srcs, sizes) addresses of each batch call
 
     # --- devices ---------------------------------------------------------------------------

@@ -104,3 +104,30 @@ def deviceCanAccessPeer(device: int, peer: int) -> int:
     m.check_index(device)
     m.check_index(peer)
     return int(device != peer)
+
+
+def deviceEnablePeerAccess(peer: int, flags: int = 0) -> None:
+    """The current device may now reach `peer`'s memory; twice is an error, as in CUDA."""
+    m = machine()
+    m.check_index(peer)
+    pair = (m.device(), peer)
+    if peer == m.device():
+        raise CudaError("cudaErrorInvalidDevice: a device is not its own peer")
+    if pair in m.peer_access:
+        raise CudaError("cudaErrorPeerAccessAlreadyEnabled")
+    m.peer_access.add(pair)
+
+
+def memcpyPeerAsync(dst: int, dst_device: int, src: int, src_device: int, size: int, stream: int) -> None:
+    """A copy between two GPUs' memory in `stream`'s order; each pointer must be device memory of the
+    device named beside it."""
+    m = machine()
+    for ptr, device in ((dst, dst_device), (src, src_device)):
+        alloc = m.find(ptr, size)
+        if alloc is None or alloc.kind != "device" or alloc.device != device:
+            raise CudaError(f"cudaErrorInvalidValue: {size} bytes at {ptr:#x} are not device {device}'s memory")
+
+    def run() -> None:
+        copy_bytes(m, m.view(dst, size, "device"), m.view(src, size, "device"))
+
+    m.stream_by_ptr(stream).enqueue(Op(run, "memcpy_peer"))
