@@ -37,6 +37,7 @@ THROTTLED = ("hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake")
 # is `kvbench doctor`'s to check).
 
 GPU_SEGMENTS = ("gpu_link", "gpu_link_both", "gpu_compute", "hbm", "hbm_copy")  # (kind, CUDA number)
+PEER_SEGMENTS = ("gpu_peer", "gpu_peer_both")  # (kind, source CUDA number, destination CUDA number): gpu.p2p
 
 
 def contended(host: dict[str, Any], gpus: dict[str, dict[str, Any]]) -> list[str]:
@@ -83,8 +84,10 @@ def case_gpus(path: Sequence[tuple], facts: HostFacts) -> list[str]:
         return [g.bus_id for g in facts.visible_gpus() if g.bus_id]
     out = []
     for seg in path:
-        if len(seg) > 1 and seg[0] in GPU_SEGMENTS and isinstance(seg[1], int):
-            gpu = facts.gpu(seg[1])
+        kind = seg[0] if seg else None
+        numbers = seg[1:3] if kind in PEER_SEGMENTS else seg[1:2] if kind in GPU_SEGMENTS else ()
+        for number in (n for n in numbers if isinstance(n, int)):
+            gpu = facts.gpu(number)
             if gpu is not None and gpu.bus_id and gpu.bus_id not in out:
                 out.append(gpu.bus_id)
     return out

@@ -138,6 +138,15 @@ def bf16_spec_tflops(gpu_name: str) -> tuple[float, str] | None:
     return None
 
 
+def nvlink_spec(gpu_name: str) -> dict | None:
+    """The [[nvlink]] row of the GPU named `gpu_name` (NVML name): version, links per GPU,
+    gbps_per_link (decimal GB/s per link and direction) and source; None if peaks.toml has none."""
+    for entry in peak_data().get("nvlink", []):
+        if entry["match"].lower() in gpu_name.lower():
+            return entry
+    return None
+
+
 def hbm_nvml_peak(gpu: Gpu) -> Peak | None:
     """bus width × max memory clock × 2 (double data rate), from NVML's own answers."""
     if not gpu.bus_width_bits or not gpu.max_memory_clock_mhz:

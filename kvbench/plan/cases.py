@@ -29,7 +29,8 @@ class Case:
 
 def _as_list(value: Any, name: str = "") -> list[Any]:
     """A sweep's values; `numa:*` stands for every NUMA node this host has, and `gpu = "*"` for
-    every CUDA device (GPU 0 alone where CUDA is unavailable, so the case says why it skipped)."""
+    every CUDA device (GPU 0 alone where CUDA is unavailable, so the case says why it skipped), and
+    `pair = "*"` every ordered pair of them (gpu.p2p's matrix; "0-1" alone under two GPUs)."""
     values = list(value) if isinstance(value, list) else [value]
     out: list[Any] = []
     for v in values:
@@ -41,6 +42,11 @@ def _as_list(value: Any, name: str = "") -> list[Any]:
             from kvbench.backends.cuda import device_count
 
             out.extend(range(max(device_count(), 1)))
+        elif name == "pair" and v == "*":
+            from kvbench.backends.cuda import device_count
+            from kvbench.benches.p2p import every_pair
+
+            out.extend(every_pair(device_count()))
         else:
             out.append(v)
     return out

@@ -215,6 +215,7 @@ def test_the_gpus_a_case_watches_are_those_its_path_crosses():
     assert contention.case_gpus([("dram_read",), ("gpu_link", 1)], facts) == ["0000:02:00.0"]
     assert contention.case_gpus([("dram_read",), ("all_gpu_links",)], facts) == ["0000:01:00.0", "0000:02:00.0"]
     assert contention.case_gpus([("dram_copy",)], facts) == []
+    assert contention.case_gpus([("gpu_peer", 1, 0)], facts) == ["0000:02:00.0", "0000:01:00.0"]  # both ends
 
 
 def test_a_kernel_thread_that_renames_itself_counts_its_delta_and_a_reused_pid_counts_whole(tmp_path):

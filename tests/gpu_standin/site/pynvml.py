@@ -138,6 +138,46 @@ def nvmlDeviceGetTopologyCommonAncestor(a: _Handle, b: _Handle) -> int:
     return NVML_TOPOLOGY_SINGLE
 
 
+# NVLink as the machine's `gpu_links` says: "nvswitch" gives every GPU 18 active links to an NVSwitch
+# (NVML's version figure 4); otherwise no link is active, and peer-to-peer is "pcie" or "none".
+NVML_NVLINK_MAX_LINKS = 18
+NVML_FEATURE_DISABLED, NVML_FEATURE_ENABLED = 0, 1
+NVML_NVLINK_DEVICE_TYPE_GPU, NVML_NVLINK_DEVICE_TYPE_SWITCH = 0, 2
+NVML_P2P_CAPS_INDEX_READ, NVML_P2P_STATUS_OK, NVML_P2P_STATUS_NOT_SUPPORTED = 0, 0, 5
+SWITCH_BUS_ID = "00000000:F0:00.0"
+
+
+def _link(handle: _Handle, link: int) -> None:
+    _gpu(handle)
+    if not 0 <= link < NVML_NVLINK_MAX_LINKS:
+        raise NVMLError(2)  # NVML_ERROR_INVALID_ARGUMENT
+
+
+def nvmlDeviceGetNvLinkState(handle: _Handle, link: int) -> int:
+    _link(handle, link)
+    return NVML_FEATURE_ENABLED if machine().gpu_links == "nvswitch" else NVML_FEATURE_DISABLED
+
+
+def nvmlDeviceGetNvLinkVersion(handle: _Handle, link: int) -> int:
+    _link(handle, link)
+    return 4
+
+
+def nvmlDeviceGetNvLinkRemoteDeviceType(handle: _Handle, link: int) -> int:
+    _link(handle, link)
+    return NVML_NVLINK_DEVICE_TYPE_SWITCH
+
+
+def nvmlDeviceGetNvLinkRemotePciInfo(handle: _Handle, link: int) -> _PciInfo:
+    _link(handle, link)
+    return _PciInfo(SWITCH_BUS_ID, 0x000022A3)
+
+
+def nvmlDeviceGetP2PStatus(a: _Handle, b: _Handle, index: int) -> int:
+    _gpu(a), _gpu(b)
+    return NVML_P2P_STATUS_NOT_SUPPORTED if machine().gpu_links == "none" or a.index == b.index else NVML_P2P_STATUS_OK
+
+
 def nvmlSystemGetDriverVersion() -> str:
     return "580.00-standin"
 

@@ -183,7 +183,8 @@ class _Function:
             raise CudaError(f"cudaErrorInvalidResourceHandle: kernel {self.name} of device {self.device} launched "
                             f"on device {m.device()}'s context, stream of device {stream._s.device}")
         values = [int(a.data.ptr) if isinstance(a, ndarray) else int(a) for a in args]
-        stream._s.enqueue(launch_op(m, self.name, int(np.prod(grid)), int(np.prod(block)), values))
+        stream._s.enqueue(launch_op(m, self.name, int(np.prod(grid)), int(np.prod(block)), values,
+                                     self.device))
 
 
 class RawModule:

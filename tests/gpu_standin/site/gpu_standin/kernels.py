@@ -64,8 +64,9 @@ def kv_gather(machine: Machine, grid: int, block: int, src: int, dst: int, src_o
 KERNELS = {"hbm_read": hbm_read, "hbm_write": hbm_write, "vector_copy": vector_copy, "kv_gather": kv_gather}
 
 
-def launch_op(machine: Machine, name: str, grid: int, block: int, args: list[int]):
-    """The queued operation for one launch of kernel `name`."""
+def launch_op(machine: Machine, name: str, grid: int, block: int, args: list[int], device: int | None = None):
+    """The queued operation for one launch of kernel `name` on `device`: memory of another GPU that
+    device has not enabled peer access to is an illegal address, as on a GPU."""
     from gpu_standin.machine import Op
 
     if name == "spin_until":
@@ -76,6 +77,10 @@ def launch_op(machine: Machine, name: str, grid: int, block: int, args: list[int
 
     def run() -> None:
         machine.counted(name)
-        kernel(machine, grid, block, *args)
+        machine.kernel_device = device
+        try:
+            kernel(machine, grid, block, *args)
+        finally:
+            machine.kernel_device = None
 
     return Op(run, name)

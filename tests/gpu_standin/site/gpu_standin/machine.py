@@ -167,6 +167,10 @@ class Machine:
         self.freed_pools = 0  # how often a memory pool was asked to free its cached blocks
         self.launches: dict[str, int] = {}
         self.peer_access: set[tuple[int, int]] = set()  # (device, peer) pairs enabled by deviceEnablePeerAccess
+        self.kernel_device: int | None = None  # the device whose kernel is running now (peer checks)
+        # What NVML and CUDA say links the GPUs: "nvswitch" (18 active NVLink 4 links each, to a switch),
+        # "pcie" (no NVLink, PCIe peer-to-peer) or "none" (no peer-to-peer: copies staged through the host)
+        self.gpu_links = "nvswitch"
         self.batch_arrays: list[tuple[int, int, int]] = []  # (dsts, srcs, sizes) addresses of each batch call
 
     # --- devices ---------------------------------------------------------------------------
@@ -249,6 +253,11 @@ class Machine:
                             f"where {want} memory is required")
         if size == 0:
             return np.empty(0, dtype=np.uint8)
+        kernel = self.kernel_device
+        if (want == "mapped" and kind == "device" and kernel is not None and alloc.device != kernel
+                and (kernel, alloc.device) not in self.peer_access):
+            raise CudaError(f"cudaErrorIllegalAddress: a kernel of device {kernel} touched device {alloc.device}'s "
+                            "memory without peer access enabled")
         if alloc is not None and alloc.array is not None:
             lo = address - alloc.base
             return alloc.array[lo:lo + size]

@@ -103,7 +103,7 @@ def deviceCanAccessPeer(device: int, peer: int) -> int:
     m = machine()
     m.check_index(device)
     m.check_index(peer)
-    return int(device != peer)
+    return int(device != peer and m.gpu_links != "none")
 
 
 def deviceEnablePeerAccess(peer: int, flags: int = 0) -> None:
@@ -113,6 +113,8 @@ def deviceEnablePeerAccess(peer: int, flags: int = 0) -> None:
     pair = (m.device(), peer)
     if peer == m.device():
         raise CudaError("cudaErrorInvalidDevice: a device is not its own peer")
+    if not deviceCanAccessPeer(m.device(), peer):
+        raise CudaError("cudaErrorPeerAccessUnsupported")
     if pair in m.peer_access:
         raise CudaError("cudaErrorPeerAccessAlreadyEnabled")
     m.peer_access.add(pair)
