@@ -46,6 +46,23 @@ def test_unchanged_runs_pass(tmp_path):
 
 
 
+def test_a_drop_measured_on_a_contended_box_is_incomplete_never_a_pass(tmp_path):
+    """A regression the statistics see, held back because the new run's box was busy: not judged, so
+    exit 3 and one INCOMPLETE line that says to re-measure — a busy CI runner never turns a drop green."""
+    path = slowed(tmp_path, 1.6)
+    doc = json.loads(path.read_text())
+    for r in doc["results"]:
+        r.setdefault("metadata", {})["contention"] = {"contended": ["other processes used 94% of the CPUs"],
+                                                      "faults": []}
+    path.write_text(json.dumps(doc))
+    proc = run_cli("compare", str(QUICK), str(path), "--format", "json")
+    assert proc.returncode == 3, proc.stderr
+    verdicts = [c["verdict"] for c in json.loads(proc.stdout)["comparisons"]]
+    assert "ambiguous (contended)" in verdicts and "slower" not in verdicts
+    assert proc.stderr.strip().splitlines()[-1].startswith("INCOMPLETE: ") and "re-measure" in proc.stderr
+    assert run_cli("compare", str(QUICK), str(path), "--allow-incomplete").returncode == 0
+
+
 def test_compare_exits_1_naming_a_case_ok_in_the_base_and_skipped_now(tmp_path):
     doc = json.loads(QUICK.read_text())
     doc["run"]["id"] = 99

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.analyze.contended import weigh_contention
+from kvbench.analyze.contended import AMBIGUOUS_CONTENDED, weigh_contention
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import describe_params
 from kvbench.errors import BadInput
@@ -285,6 +285,12 @@ def has_regression(comparisons: list[Comparison]) -> bool:
     """Whether CI should fail: a case slower beyond its noise, failed in the new run, missing from it or
     ok in the base and skipped in it."""
     return any(c.verdict in GATING for c in comparisons)
+
+
+def held_back_drops(comparisons: list[Comparison]) -> list[Comparison]:
+    """Drops the statistics would call `slower` but that were measured while the box was contended:
+    not judged, so never a PASS either (DESIGN.md, Verdicts) — `compare` ends INCOMPLETE on them."""
+    return [c for c in comparisons if c.verdict == AMBIGUOUS_CONTENDED and (c.change or 0.0) < 0]
 
 
 def regression_summary(comparisons: list[Comparison], base_id: Any, new_id: Any) -> str:

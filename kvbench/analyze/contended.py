@@ -2,7 +2,8 @@
 from a busy neighbour (the contention record: kvbench/hardware/contention.py, docs/contention.md).
 
 `compare` (and every command that shares its comparison) turns `slower` or `faster` into
-`ambiguous (contended)` when either run's case was contended: such a change is shown, never gated.
+`ambiguous (contended)` when either run's case was contended: such a change is shown, never gated as
+`slower`; a drop held back so was not judged, and `compare` ends INCOMPLETE on it (never PASS).
 `accept` re-measures, once, the cases a rule failed on while contended (`contended_failures`,
 `with_remeasured`), judges again, and calls a failure still judged on a contended case INCOMPLETE
 (`incomplete_on_contention`).

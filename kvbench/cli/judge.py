@@ -27,7 +27,7 @@ from kvbench.cli.common import (
     write_text,
 )
 from kvbench.errors import BadInput, CheckFailed
-from kvbench.overall import FAIL, PASS, Concluded, Overall
+from kvbench.overall import FAIL, INCOMPLETE, PASS, Concluded, Overall
 
 
 @app.command()
@@ -124,12 +124,21 @@ def compare(
     threshold: Annotated[str, typer.Option(help="practical floor for a regression, e.g. 5%")] = "5%",
     fmt: Annotated[str, typer.Option("--format", help="table | markdown | json (json: as --json -)")] = "table",
     cross_host: Annotated[bool, typer.Option("--cross-host", help="allow runs of different hosts or contexts")] = False,
+    allow_incomplete: Annotated[bool, typer.Option("--allow-incomplete", help="exit 0, not 3, when INCOMPLETE")] = False,
     json_out: JsonOption = None,
     db: DbOption = None,
 ) -> None:
     """Each case from BASE to NEW: same, slower, faster or ambiguous, weighed against its between-run noise.
-    Exit 1 on a case slower, failed, missing, or ok in BASE and skipped in NEW."""
-    from kvbench.analyze.compare import case_history, compare_runs, has_regression, regression_summary, suite_note
+    Exit 1 on a case slower, failed, missing, or ok in BASE and skipped in NEW; 3 (INCOMPLETE) when nothing
+    gates but a drop was measured on a contended box, so could not be judged."""
+    from kvbench.analyze.compare import (
+        case_history,
+        compare_runs,
+        has_regression,
+        held_back_drops,
+        regression_summary,
+        suite_note,
+    )
     from kvbench.benches.describe import describe_params
     from kvbench.report.table import comparisons_markdown, comparisons_table
 
@@ -163,4 +172,8 @@ def compare(
         err.print(f"kvbench: note: {note}")
     if has_regression(comparisons):
         raise Concluded(Overall(FAIL, (regression_summary(comparisons, base_doc["run"]["id"], new_doc["run"]["id"]),)))
+    if held := held_back_drops(comparisons):
+        conclude(Overall(INCOMPLETE, (f"{len(held)} drop(s) beyond the noise measured while the box was contended, "
+                                      "not judged: re-measure on a quiet box",)), allow_incomplete)
+        return
     conclude(Overall(PASS, (f"{len(comparisons)} case(s) compared: none slower, failed, lost or missing",)))
