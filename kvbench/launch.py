@@ -4,8 +4,9 @@
     torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint HOST0:29500 \\
         -m kvbench.launch -- --bench net.write
 
-The rank comes from RANK (torchrun) or SLURM_PROCID (srun); rank 0's address from
---peer-addr or MASTER_ADDR. Metadata goes through NIXL's listener on rank 0 (port --port).
+The rank comes from RANK (torchrun), SLURM_PROCID (srun), OMPI_COMM_WORLD_RANK or PMI_RANK, checked
+against the world size beside it; rank 0's address or host name from --peer-addr or MASTER_ADDR.
+Metadata goes through NIXL's listener on rank 0 (port --port).
 Everything after `--` is what `kvbench run` takes (--suite, --bench, --set, --db, --json, --tag,
 --samples) on rank 1, which runs it with `peer=remote`, `peer_addr`, `peer_port`, `block_size`,
 `batch` and `timeout_s` set to match rank 0.
@@ -22,16 +23,40 @@ from kvbench.redact import redact
 from kvbench.units import parse_size
 
 
+# Each launcher's rank variable beside its world-size variable, in the order they are read.
+RANK_VARS = (("RANK", "WORLD_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+             ("PMI_RANK", "PMI_SIZE"))
+WORLD = 2  # rank 0 serves, rank 1 measures
+
+
+def _number(var: str, what: str) -> int:
+    try:
+        value = int(os.environ[var])
+    except ValueError:
+        raise BadInput(f"bad {var} '{os.environ[var]}': expected {what}") from None
+    if value < 0:
+        raise BadInput(f"bad {var} {value}: expected {what}")
+    return value
+
+
 def rank() -> int:
-    for var in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
-        if var in os.environ:
-            try:
-                value = int(os.environ[var])
-            except ValueError:
-                raise BadInput(f"bad {var} '{os.environ[var]}': expected a rank number (0 or 1)") from None
-            if value < 0:
-                raise BadInput(f"bad {var} {value}: expected a rank number (0 or 1)")
-            return value
+    """This process's rank (0 or 1) from the launcher's environment; a rank outside the world the
+    launcher states (its size variable), or beyond the two this launcher runs, is refused."""
+    for var, size_var in RANK_VARS:
+        if var not in os.environ:
+            continue
+        value = _number(var, "a rank number (0 or 1)")
+        if size_var in os.environ:
+            size = _number(size_var, "the number of ranks (2)")
+            if value >= size:
+                raise BadInput(f"bad {var} {value}: {size_var}={size} gives ranks 0 to {size - 1}")
+            if size != WORLD:
+                raise BadInput(f"bad {size_var} {size}: python -m kvbench.launch runs exactly {WORLD} ranks "
+                               "(rank 0 serves, rank 1 measures)")
+        if value >= WORLD:
+            raise BadInput(f"bad {var} {value}: python -m kvbench.launch runs ranks 0 and 1 only "
+                           "(rank 0 serves, rank 1 measures)")
+        return value
     raise BadInput("no rank in the environment (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)")
 
 
@@ -46,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     except (BadInput, CheckFailed) as exc:
         print(redact(one_line(f"python -m kvbench.launch: error: {exc}")), file=sys.stderr)
         return exc.exit_code
-    except Interrupted as exc:
+    except Interrupted as exc:  # a run that had begun said so itself (run_rank1); rank 0 and a start say it here
+        print(f"python -m kvbench.launch: interrupted ({exc.name}); this rank stopped", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
@@ -57,7 +83,7 @@ def _main(argv: list[str]) -> int:
 
     own, run_args = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = Parser(prog="python -m kvbench.launch", description=" ".join(__doc__.split("\n\n")[0].split()))
-    parser.add_argument("--peer-addr", default=os.environ.get("MASTER_ADDR"), help="rank 0's address")
+    parser.add_argument("--peer-addr", help="rank 0's address or host name (default: MASTER_ADDR)")
     parser.add_argument("--port", type=port, default=5555, help="rank 0's NIXL listener port")
     parser.add_argument("--block-size", default="1MiB")
     parser.add_argument("--batch", type=positive_int, default=64)
@@ -68,14 +94,20 @@ def _main(argv: list[str]) -> int:
     if rank() == 0:
         return serve("kvbench-target", args.port, "kvbench-init", None, None, size, args.memory,
                      seed=11, timeout_s=args.timeout)
-    if not args.peer_addr:
+    from kvbench.benches.params import resolve_address
+
+    given, value = ("--peer-addr", args.peer_addr) if args.peer_addr else ("MASTER_ADDR", os.environ.get("MASTER_ADDR"))
+    if not value:
         raise BadInput("give --peer-addr (rank 0's host) or set MASTER_ADDR")
-    return run_rank1(run_args, {"peer": "remote", "peer_addr": args.peer_addr, "peer_port": args.port,
+    address = resolve_address(value, f"{given} '{value}'")
+    return run_rank1(run_args, {"peer": "remote", "peer_addr": address, "peer_port": args.port,
                                 "block_size": args.block_size, "batch": args.batch, "timeout_s": int(args.timeout)})
 
 
 def run_rank1(run_args: list[str], settings: dict) -> int:
     """The measuring side: `kvbench run`'s arguments, with the peer's settings laid over them."""
+    import typer
+
     from kvbench.benches.params import coerce_text
     from kvbench.cli.common import check_writable, pairs
     from kvbench.cli.run import run_and_show
@@ -94,7 +126,10 @@ def run_rank1(run_args: list[str], settings: dict) -> int:
     overrides = {k: coerce_text(v) for k, v in pairs(given.set_, "--set").items()} | settings
     request = RunRequest(suite=given.suite, benches=tuple(given.bench), overrides=overrides,
                          tags=pairs(given.tag, "--tag"), samples=given.samples, db=given.db)
-    run_and_show(request, given.json_out)
+    try:
+        run_and_show(request, given.json_out)
+    except typer.Exit as exc:  # a signal: run_and_show printed its one line; its status, no traceback
+        return exc.exit_code
     return 0
 
 

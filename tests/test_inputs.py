@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from kvbench.errors import BadInput
 from tests.conftest import run_cli
 
 
@@ -190,6 +191,13 @@ def test_commands_that_change_stored_runs_create_no_database(tmp_path):
     (["--batch", "0"], {"RANK": "0"}, "must be at least 1"),
     (["--timeout", "nan"], {"RANK": "0"}, "must be a finite number above 0"),
     (["--peer-addr", "127.0.0.1", "--", "--set", "bogus"], {"RANK": "1"}, "bad --set 'bogus'"),
+    # a rank beyond the world was taken as a second measuring side (both then failed: "peer did not answer")
+    (["--peer-addr", "127.0.0.1"], {"RANK": "2", "WORLD_SIZE": "2"}, "bad RANK 2: WORLD_SIZE=2 gives ranks 0 to 1"),
+    (["--peer-addr", "127.0.0.1"], {"RANK": "2"}, "bad RANK 2: python -m kvbench.launch runs ranks 0 and 1 only"),
+    (["--peer-addr", "127.0.0.1"], {"SLURM_PROCID": "1", "SLURM_NTASKS": "4"}, "bad SLURM_NTASKS 4"),
+    # a host name is resolved (MASTER_ADDR and scontrol give names); one that does not resolve is named
+    (["--peer-addr", "nosuch.invalid"], {"RANK": "1"}, "bad --peer-addr 'nosuch.invalid': expected an IP address or"),
+    ([], {"RANK": "1", "MASTER_ADDR": "nosuch.invalid"}, "bad MASTER_ADDR 'nosuch.invalid'"),
 ])
 def test_launch_inputs_are_one_line(args, env, message):
     import os
@@ -199,6 +207,16 @@ def test_launch_inputs_are_one_line(args, env, message):
     proc = subprocess.run([sys.executable, "-m", "kvbench.launch", *args], capture_output=True, text=True,
                           timeout=120, env={**os.environ, **env})
     _one_line_exit_2(proc, message)
+
+
+def test_an_address_parameter_takes_a_host_name_and_resolves_it():
+    from kvbench.benches.params import resolve_address
+
+    assert resolve_address("localhost", "x") in ("127.0.0.1", "::1")
+    assert resolve_address(" 10.0.0.1 ", "x") == "10.0.0.1"
+    for bad in ("999.1.1.1", "a b", ""):
+        with pytest.raises(BadInput, match="expected an IP address"):
+            resolve_address(bad, "x")
 
 
 @pytest.mark.parametrize("args,message", [

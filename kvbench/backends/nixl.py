@@ -44,6 +44,18 @@ def _remove_ucx_logs() -> None:
                 pass
 
 
+def unlink_own_ucx_log() -> None:
+    """Remove this process's UCX log now, while UCX keeps writing to the open file: a process that
+    never reads its log (a serving peer) then leaves none behind even when killed (SIGKILL)."""
+    template = os.environ.get("UCX_LOG_FILE", "")
+    name = os.path.basename(template)
+    if "%p" in name and name.startswith("kvbench-ucx-") and os.path.dirname(template) == tempfile.gettempdir():
+        try:
+            os.unlink(template.replace("%p", str(os.getpid())))
+        except OSError:
+            pass  # not opened yet, or gone already
+
+
 @functools.cache
 def nixl_api() -> ModuleType | None:
     # NIXL logs every agent and backend at INFO, which would flood the progress bar.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,10 +14,31 @@ from kvbench.memory.kinds import parse_kind
 from kvbench.units import parse_size
 
 
+def resolve_address(value: str, label: str) -> str:
+    """`value` as the IP address NIXL's and UCX's sockets take (they take no host names): an IP
+    address as is, a host name resolved here (what `scontrol show hostnames` and MASTER_ADDR give);
+    `label` names the input in the one-line error."""
+    text = value.strip()
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        pass
+    # digits and dots, or a colon, meant an IP address: never asked of the resolver as a name
+    if not text or any(c.isspace() for c in text) or ":" in text or not text.strip("0123456789."):
+        raise BadInput(f"bad {label}: expected an IP address such as 127.0.0.1 or a host name")
+    try:
+        found = socket.getaddrinfo(text, None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise BadInput(f"bad {label}: expected an IP address or a host name that resolves; this one does not "
+                       f"({getattr(exc, 'strerror', None) or exc})") from None
+    ipv4 = [info[4][0] for info in found if info[0] == socket.AF_INET]
+    return ipv4[0] if ipv4 else str(found[0][4][0])
+
+
 @dataclass(frozen=True)
 class Param:
-    """One parameter: `kind` is `size` (bytes), `int`, `text`, `address` (an IP literal), `memory` (a
-    memory kind) or `choice`."""
+    """One parameter: `kind` is `size` (bytes), `int`, `text`, `address` (an IP address, a host name
+    resolved to one), `memory` (a memory kind) or `choice`."""
 
     kind: str
     default: Any
@@ -39,11 +61,8 @@ class Param:
                 raise BadInput(f"bad {name}={value!r}: expected an integer") from None
         elif self.kind == "text":
             return str(value)
-        elif self.kind == "address":  # an IP literal: what NIXL's and UCX's sockets take
-            try:
-                return str(ipaddress.ip_address(str(value).strip()))
-            except ValueError:
-                raise BadInput(f"bad {name}={value!r}: expected an IP address such as 127.0.0.1") from None
+        elif self.kind == "address":
+            return resolve_address(str(value), f"{name}={value!r}")
         elif self.kind == "memory":
             return str(parse_kind(str(value)))
         elif self.kind == "choice":

@@ -159,6 +159,7 @@ class RemotePeer(ProcessPeer):
                 time.sleep(0.01)
         base, size_, device, mem_type = self._wait(lambda m: m.startswith(b"BASE:")).decode().split(":")[1:]
         if int(size_) != size:
+            self.close()  # the peer's session ends now: it waits for the next case, within its own timeout
             raise RuntimeError(f"peer '{name}' at {address}:{port} holds {size_} bytes; this case needs exactly {size} "
                                f"(start it with --size {size})")
         self.base, self.size, self.device, self.mem_type = int(base), int(size_), int(device), mem_type

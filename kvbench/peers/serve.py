@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from kvbench.backends.nixl import desc_array, make_agent
+from kvbench.backends.nixl import desc_array, make_agent, unlink_own_ucx_log
 from kvbench.errors import BadInput
 from kvbench.memory.kinds import allocate
 from kvbench.memory.nixl_regions import nixl_memory
@@ -40,6 +40,7 @@ def serve(name: str, port: int, initiator: str, initiator_addr: str | None, init
             raise BadInput(f"port {port} is taken on this host (NIXL could not listen on it): give another --port") \
                 from None
         raise
+    unlink_own_ucx_log()  # UCX opened it with the agent; this side never reads it, and a kill leaves nothing
     fill_region(region, seed)
     mem_type, base, device = nixl_memory(region)
     agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)

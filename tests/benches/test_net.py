@@ -152,11 +152,14 @@ def test_a_peer_process_leaves_no_ucx_log_behind(facts):
 
 def test_net_write_between_two_network_namespaces_over_tcp(tmp_path):
     """Two hosts as a launcher starts them, made of two network namespaces joined by a veth pair
-    (addresses only inside them): rank 0 serves in one, rank 1 measures from the other over TCP."""
+    (addresses only inside them): rank 0 serves in one, rank 1 measures from the other over TCP,
+    reaching rank 0 by a host name (MASTER_ADDR as torchrun and Slurm give it), which rank 1's
+    namespace resolves through its own /etc/netns/NAME/hosts."""
     import json
     import os
     import shutil
     import subprocess
+    from pathlib import Path
 
     from tests.conftest import REPO
 
@@ -169,12 +172,15 @@ def test_net_write_between_two_network_namespaces_over_tcp(tmp_path):
              f"ip -n {a} addr add 10.213.7.1/24 dev {a}v", f"ip -n {b} addr add 10.213.7.2/24 dev {b}v",
              f"ip -n {a} link set {a}v up", f"ip -n {b} link set {b}v up", f"ip -n {a} link set lo up",
              f"ip -n {b} link set lo up"]
+    hosts = Path("/etc/netns") / b
     try:
         for command in setup:
             made = subprocess.run(command.split(), capture_output=True, text=True)
             if made.returncode != 0:
                 pytest.skip(f"network namespaces cannot be made here: {command}: {made.stderr.strip()[:120]}")
-        env = {**os.environ, "MASTER_ADDR": "10.213.7.1", "UCX_TLS": "tcp,self", "PYTHONPATH": str(REPO)}
+        hosts.mkdir(parents=True, exist_ok=True)
+        (hosts / "hosts").write_text(f"127.0.0.1 localhost\n10.213.7.1 {a}-rank0\n")
+        env = {**os.environ, "MASTER_ADDR": f"{a}-rank0", "UCX_TLS": "tcp,self", "PYTHONPATH": str(REPO)}
         common = [sys.executable, "-m", "kvbench.launch", "--port", "15555", "--block-size", "64KiB", "--batch", "8",
                   "--timeout", "30"]
         target = subprocess.Popen(["ip", "netns", "exec", a, *common], env={**env, "RANK": "0"}, cwd=REPO,
@@ -196,3 +202,4 @@ def test_net_write_between_two_network_namespaces_over_tcp(tmp_path):
     finally:
         for ns in (a, b):
             subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+        shutil.rmtree(hosts, ignore_errors=True)

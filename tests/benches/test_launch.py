@@ -1,0 +1,135 @@
+"""`python -m kvbench.launch` as a launcher starts it, both ranks on this host (127.0.0.1): every
+wait bounded by --timeout, signals end a rank with one line and 128 + N, nothing left in the temp folder.
+
+Timeouts below only bound hangs; they are generous because the test box is shared and slow."""
+
+import glob
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from kvbench.backends.nixl import backend_unavailable_reason
+from kvbench.peers.protocol import free_port
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
+                                reason=f"{backend_unavailable_reason('UCX')}")
+
+
+def launch(rank: int, port: int, *args: str, **popen) -> subprocess.Popen:
+    # as a launcher starts it: without the UCX_LOG_FILE this test process was given when it loaded NIXL
+    env = {**{k: v for k, v in os.environ.items() if k != "UCX_LOG_FILE"}, "MASTER_ADDR": "127.0.0.1",
+           "RANK": str(rank), "WORLD_SIZE": "2"}
+    return subprocess.Popen([sys.executable, "-m", "kvbench.launch", "--port", str(port), *args], env=env, cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+def ended(proc: subprocess.Popen, within_s: float) -> tuple[int, str]:
+    """(status, stderr) of `proc`, killed if it outlives `within_s` seconds (a hang fails the test)."""
+    try:
+        _, err = proc.communicate(timeout=within_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate(timeout=30)
+        pytest.fail(f"still running after {within_s:.0f} s: {err[-1500:]}")
+    return proc.returncode, err
+
+
+def ucx_logs_of(pid: int) -> list[str]:
+    return glob.glob(os.path.join(tempfile.gettempdir(), f"kvbench-ucx-{pid}-*.log"))
+
+
+def wait_until(condition, within_s: float, what: str) -> None:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen within {within_s:.0f} s")
+        time.sleep(0.2)
+
+
+def test_rank_0_honours_its_timeout_after_a_block_size_mismatch(tmp_path):
+    """Rank 1 with another block size fails its case naming the size rank 0 holds, and rank 0 ends
+    after its --timeout (it used to wait 15 minutes for a goodbye that never came)."""
+    port = free_port()
+    target = launch(0, port, "--block-size", "64KiB", "--batch", "8", "--timeout", "8")
+    try:
+        measured = launch(1, port, "--block-size", "128KiB", "--batch", "8", "--timeout", "60", "--",
+                          "--bench", "net.write", "--db", f"sqlite:///{tmp_path / 'k.sqlite'}")
+        status, err = ended(measured, 300)
+        assert status == 1, err[-2000:]
+        assert f"holds {8 * 65536} bytes; this case needs exactly {8 * 131072}" in err
+        status, err = ended(target, 240)  # its 8 s, plus a slow start on a busy box; not 900 s
+        assert status == 0, err[-2000:]
+    finally:
+        target.kill()
+        target.wait(timeout=30)
+
+
+def test_sigterm_ends_each_rank_with_one_line_and_143_no_traceback_no_ucx_log(tmp_path):
+    port, db = free_port(), tmp_path / "k.sqlite"
+    target = launch(0, port, "--block-size", "64KiB", "--batch", "8", "--timeout", "120")
+    measured = launch(1, port, "--block-size", "64KiB", "--batch", "8", "--timeout", "120", "--",
+                      "--bench", "net.read", "--samples", "1000000", "--db", f"sqlite:///{db}")
+    try:
+        def measuring() -> bool:
+            if measured.poll() is not None or not db.exists():
+                return measured.poll() is not None
+            try:
+                with sqlite3.connect(db) as con:
+                    return bool(con.execute("SELECT count(*) FROM run").fetchone()[0])
+            except sqlite3.Error:
+                return False
+
+        wait_until(measuring, 240, "rank 1's run beginning")
+        assert measured.poll() is None, measured.communicate()[1][-2000:]
+        measured.send_signal(signal.SIGTERM)
+        status, err = ended(measured, 120)
+        assert status == 143, err[-2000:]
+        assert "Traceback" not in err and "typer" not in err, err[-2000:]
+        assert err.strip().splitlines()[-1].startswith("kvbench: interrupted (SIGTERM); run "), err[-2000:]
+
+        assert target.poll() is None
+        target.send_signal(signal.SIGTERM)
+        status, err = ended(target, 120)
+        assert status == 143 and err.strip().splitlines() == [
+            "python -m kvbench.launch: interrupted (SIGTERM); this rank stopped"], err[-2000:]
+        assert not ucx_logs_of(target.pid) and not ucx_logs_of(measured.pid)
+    finally:
+        for proc in (measured, target):
+            proc.kill()
+            proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
+def test_rank_0_killed_while_serving_leaves_no_ucx_log(signum):
+    port = free_port()
+    target = launch(0, port, "--block-size", "64KiB", "--batch", "8", "--timeout", "120")
+
+    def log_open_and_unlinked() -> bool:
+        """UCX writes its log to an open file that no longer has a name in the temp folder."""
+        if target.poll() is not None:
+            return True
+        links = []
+        for fd in glob.glob(f"/proc/{target.pid}/fd/*"):
+            try:
+                links.append(os.readlink(fd))
+            except OSError:
+                pass
+        return any(f"kvbench-ucx-{target.pid}-" in link and link.endswith(" (deleted)") for link in links)
+
+    try:
+        wait_until(log_open_and_unlinked, 240, "rank 0's UCX log open and unlinked")
+        assert target.poll() is None, target.communicate()[1][-2000:]
+        target.send_signal(signum)
+        status, err = ended(target, 120)
+        assert status in (143, -signal.SIGKILL), err[-2000:]
+        assert not ucx_logs_of(target.pid)
+    finally:
+        target.kill()
+        target.wait(timeout=30)
