@@ -123,6 +123,7 @@ def heartbeat(store, run_id: int, every_s: float = HEARTBEAT_S) -> Iterator[None
         yield
     finally:
         stop.set()
+        thread.join(timeout=every_s)  # a beat in flight gives its connection back before the store closes
 
 
 def sweep_temp_files(directories: set[str], pids: set[int]) -> list[str]:
@@ -159,7 +160,9 @@ def reap(store, my_host_ids: list[str] | None = None) -> list[int]:
             store.mark_crashed([run["id"]], why)
             crashed.append(run["id"])
             # its files carry its pid: swept where that pid was this space's (not another namespace's)
-            if run["pid"] is not None and (same_process_space(run, me) or _rebooted_here(run, me, my_host_ids)):
+            # (never a pid a live kvbench holds now: after a reboot the number may name another run's files)
+            if run["pid"] is not None and (same_process_space(run, me) or _rebooted_here(run, me, my_host_ids)) \
+                    and not alive(run["pid"]):
                 pids.add(run["pid"])
             dirs.update((run.get("system_state") or {}).get("temp_dirs") or [])
     if pids:

@@ -7,6 +7,7 @@ import sys
 import time
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +99,29 @@ def test_the_heartbeat_beats_while_the_block_runs_and_stops_after(tmp_path):
     ended = store.run(run_id)["heartbeat_at"]
     time.sleep(0.1)
     assert store.run(run_id)["heartbeat_at"] == ended  # a finished run beats no more
+
+
+def test_a_reboot_s_crashed_run_leaves_the_files_of_a_live_kvbench_that_now_holds_its_pid(tmp_path):
+    """After a reboot a crashed run's pid may name another, live kvbench: its files stay."""
+    from kvbench.lifecycle import owner, reap
+    from kvbench.store import open_store
+
+    live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "kvbench"], stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120  # bounds a hang only: the exec must show in cmdline first
+        while b"kvbench" not in Path(f"/proc/{live.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        kept = tmp_path / f"kvbench-{live.pid}-0-a.dat"
+        kept.write_text("x")
+        store = open_store(f"sqlite:///{tmp_path / 'k.sqlite'}")
+        store.ensure_host("h" * 64, "box", {"cpu": "x"})
+        store.ensure_context("c" * 64, {"numpy": "2"})
+        run_id = store.begin_run(host_id="h" * 64, context_id="c" * 64, suite="quick", suite_hash="abc",
+                                 kvbench_version="0.1", git_sha=None, git_dirty=None, tags={},
+                                 system_state={"temp_dirs": [str(tmp_path)]},
+                                 owner={"pid": live.pid, "boot_id": "boot-before", "machine": owner()["machine"]})
+        assert reap(store, ["h" * 64]) == [run_id]  # rebooted here: crashed
+        assert kept.exists()
+    finally:
+        live.communicate(b"", timeout=60)

@@ -177,7 +177,9 @@ def _drop_role(engine: sa.Engine, role: str) -> None:
 def test_a_database_with_a_damaged_page_is_one_line_and_never_written(tmp_path):
     path = tmp_path / "k.sqlite"
     url = f"sqlite:///{path}"
-    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", url).returncode == 0
+    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", url).returncode in (0, 3)
+    with sqlite3.connect(path) as conn:  # the damage must land on the pages a reader reads, not under newer WAL copies
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     page = int.from_bytes(path.read_bytes()[16:18], "big")
     with path.open("r+b") as f:  # one b-tree page overwritten, as a failing disk or a bad copy leaves it
         f.seek(2 * page)
