@@ -47,6 +47,7 @@ def db(tmp_path_factory):
 
 @pytest.mark.parametrize("name,args", [
     ("run", ["results", QUICK, "--format", "json"]),
+    ("run", ["results", QUICK, "--json", "-"]),
     ("run", ["export", QUICK, "--format", "json"]),
     ("compare", ["compare", QUICK, "OTHER", "--json", "-"]),
     ("compare", ["compare", QUICK, "OTHER", "--format", "json"]),
@@ -79,7 +80,7 @@ def test_documents_from_a_database_match_their_schema(db, name, args):
 
 
 @pytest.mark.parametrize("args", [["info"], ["list"], ["compare", QUICK, "OTHER"], ["fit", KV],
-                                  ["accept", "--run", QUICK]])
+                                  ["accept", "--run", QUICK], ["results", QUICK]])
 def test_json_file_writes_the_document_and_keeps_the_table(tmp_path, other, args):
     target = tmp_path / "out.json"
     proc = run_cli(*[other if a == "OTHER" else a for a in args], "--json", str(target))
@@ -95,3 +96,8 @@ def test_numpy_values_are_written_as_json_booleans_and_numbers(tmp_path):
     target = tmp_path / "x.json"
     write_json({"outlier": np.bool_(False), "gbps": np.float64(1.5), "runs": np.int64(3)}, str(target))
     assert json.loads(target.read_text()) == {"outlier": False, "gbps": 1.5, "runs": 3}
+
+
+def test_results_format_json_and_a_json_file_are_refused_together(tmp_path):
+    proc = run_cli("results", QUICK, "--format", "json", "--json", str(tmp_path / "x.json"))
+    assert proc.returncode == 2 and "not both" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -11,6 +11,7 @@ import typer
 from kvbench.cli.app import app
 from kvbench.cli.common import (
     DbOption,
+    JsonOption,
     PeaksOption,
     check_writable,
     documents,
@@ -123,7 +124,8 @@ def run(
 def results(
     run_refs: Annotated[list[str] | None, typer.Argument(metavar="RUN...", help="run ids, 'latest', 'baseline' or "
                                                          "JSON exports (several: --format csv)")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table | json | csv")] = "table",
+    fmt: Annotated[str, typer.Option("--format", help="table | json | csv (json: as --json -)")] = "table",
+    json_out: JsonOption = None,
     db: DbOption = None,
 ) -> None:
     """Show a stored run (or an exported one); --format csv takes several, one row per result with its
@@ -134,9 +136,16 @@ def results(
 
     if fmt not in ("table", "json", "csv"):
         raise BadInput(f"bad --format '{fmt}': choose table, json or csv")
+    if fmt == "json":
+        if json_out not in (None, "-"):
+            raise BadInput("give --format json (standard output) or --json FILE, not both")
+        fmt, json_out = "table", "-"
+    if fmt == "csv" and json_out:
+        raise BadInput("--json writes one run's document; --format csv cannot be combined with it")
     refs = run_refs or ["latest"]
     if len(refs) > 1 and fmt != "csv":
         raise BadInput(f"several runs ({' '.join(refs)}) need --format csv; table and json show one run")
+    check_writable(json_out, "--json", db, refs)
     docs = documents(refs, db)
     if fmt == "csv":
         sys.stdout.write(results_csv([{**result_row(r), **run_csv_fields(d["run"], d.get("host"))}
@@ -144,9 +153,9 @@ def results(
         return
     (doc,) = docs
     run = doc["run"]
-    if fmt == "json":
-        write_text(json.dumps(doc, indent=2, default=str) + "\n", "-")
-    else:
+    if json_out:
+        write_text(json.dumps(doc, indent=2, default=str) + "\n", json_out)
+    if json_out != "-":
         out.print(results_table([result_row(r) for r in doc["results"]], describe_params,
                                 title=f"run {run['id']} · {run.get('suite') or 'ad hoc'} · {run['status']} · started "
                                 f"{run.get('started_at') or '?'}"))
