@@ -252,6 +252,9 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
                     folder.rmdir()
             if full:
                 raise BadInput(f"cannot create database '{shown}': the filesystem holding it is full") from None
+        if "readonly database" in str(exc).lower():  # a file this user may read but not write
+            raise BadInput(f"the database '{shown}' refused the change ({redact(_one_line(exc))}): this command "
+                           "needs write access to it") from None
         raise BadInput(f"cannot reach database '{shown}': {redact(_one_line(exc))}") from None
     if backend == "sqlite" and not read_only:
         store.file = FileIdentity(Path(parsed.database))  # a later write checks the path still names this file
