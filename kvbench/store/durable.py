@@ -47,7 +47,7 @@ def connection_lost(exc: DBAPIError) -> bool:
 
 
 def retrying(write: Callable[..., T]) -> Callable[..., T]:
-    """A Store write, checked against a replaced SQLite file first, and made again on a new connection
+    """A Store write, checked against a replaced SQLite file before and after, and made again on a new connection
     when the connection was lost (each write is one transaction: a lost one committed nothing)."""
 
     @functools.wraps(write)
@@ -56,7 +56,9 @@ def retrying(write: Callable[..., T]) -> Callable[..., T]:
         while True:
             store.check_file()
             try:
-                return write(store, *args, **kwargs)
+                done = write(store, *args, **kwargs)
+                store.check_file()  # again: a file deleted during the write took the write with it
+                return done
             except DBAPIError as exc:
                 if store.engine.dialect.name != "postgresql" or not connection_lost(exc) \
                         or time.monotonic() > deadline:
@@ -85,7 +87,7 @@ class FileIdentity:
     def check(self, shown: str) -> None:
         """`Unwritable` when the path no longer names the file that was opened."""
         now = self._key()
-        if now != self.key:
+        if self.key is None or now != self.key:  # None: gone before its identity could be taken
             what = "deleted" if now is None else "replaced by another file"
             raise Unwritable(f"database '{shown}' was {what} while kvbench had it open: nothing more can be "
                              "stored in it (the results written before are gone with it)")
