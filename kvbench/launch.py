@@ -92,6 +92,7 @@ def _main(argv: list[str]) -> int:
     args = parser.parse_args(own)
     size = parse_size(args.block_size, "block_size") * args.batch
     if rank() == 0:
+        _run_parser().parse_args(run_args)  # rank 1's arguments refused here too, not after a wait for it
         return serve("kvbench-target", args.port, "kvbench-init", None, None, size, args.memory,
                      seed=11, timeout_s=args.timeout)
     from kvbench.benches.params import resolve_address
@@ -104,6 +105,19 @@ def _main(argv: list[str]) -> int:
                                 "block_size": args.block_size, "batch": args.batch, "timeout_s": int(args.timeout)})
 
 
+def _run_parser() -> Parser:
+    """The arguments after `--` (what `kvbench run` takes); both ranks check them before any wait."""
+    parser = Parser(prog="python -m kvbench.launch ... --", add_help=False)
+    parser.add_argument("--suite")
+    parser.add_argument("--bench", action="append", default=[])
+    parser.add_argument("--set", action="append", default=[], dest="set_")
+    parser.add_argument("--db")
+    parser.add_argument("--json", dest="json_out")
+    parser.add_argument("--tag", action="append", default=[])
+    parser.add_argument("--samples", type=int)
+    return parser
+
+
 def run_rank1(run_args: list[str], settings: dict) -> int:
     """The measuring side: `kvbench run`'s arguments, with the peer's settings laid over them."""
     import typer
@@ -113,15 +127,7 @@ def run_rank1(run_args: list[str], settings: dict) -> int:
     from kvbench.cli.run import run_and_show
     from kvbench.suite_run import RunRequest
 
-    parser = Parser(prog="python -m kvbench.launch ... --", add_help=False)
-    parser.add_argument("--suite")
-    parser.add_argument("--bench", action="append", default=[])
-    parser.add_argument("--set", action="append", default=[], dest="set_")
-    parser.add_argument("--db")
-    parser.add_argument("--json", dest="json_out")
-    parser.add_argument("--tag", action="append", default=[])
-    parser.add_argument("--samples", type=int)
-    given = parser.parse_args(run_args)
+    given = _run_parser().parse_args(run_args)
     check_writable(given.json_out, "--json", given.db)
     overrides = {k: coerce_text(v) for k, v in pairs(given.set_, "--set").items()} | settings
     request = RunRequest(suite=given.suite, benches=tuple(given.bench), overrides=overrides,

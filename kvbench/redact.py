@@ -10,11 +10,20 @@ from urllib.parse import unquote
 _SECRET_KEYS = {"password", "passwd", "pwd", "sslpassword"}
 
 
+# `user:password@` after a scheme with any number of slashes (a path normalisation turns `://` into
+# `:/`) or at the start of a word (`kv:pw@host`). The password runs to the word's last '@' (it may hold
+# '@' or '/') but never past a space or a quote, so the text around the URL is kept as it was. A bare
+# word's password does not start with '/': that is `scheme://user@host`, which has none.
+_AUTHORITY = re.compile(r"""(?:(?P<scheme>[A-Za-z][\w+.-]*:/*)|(?<![^\s'"=(,\[{<]))"""
+                        r"""(?P<user>[^\s:/@?#'"]*):(?(scheme)|(?!/))[^\s'"]*@""")
+
+
 def redact(url: str) -> str:
-    """The URL with any password replaced by *** — in the authority (even an empty user, a password
-    holding '@' or '%'), in a query parameter (its name percent-encoded too), and in a libpq
-    `key=value` string."""
-    text = re.sub(r"://([^:/@?#]*):.*@(?=[^@]*$)", r"://\1:***@", str(url))
+    """The text with any password replaced by *** — in a URL's authority (even an empty user, a password
+    holding '@' or '%', a scheme left with one slash or none), in a bare `user:password@host`, in a
+    query parameter (its name percent-encoded too), and in a libpq `key=value` string; the rest of the
+    text is kept."""
+    text = _AUTHORITY.sub(lambda m: f"{m.group('scheme') or ''}{m.group('user')}:***@", str(url))
 
     def hide(match: re.Match) -> str:
         lead, key = match.group(1), match.group(2)

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from kvbench.redact import redact
 from kvbench.store import open_store
 from tests.conftest import REPO, run_cli
 
@@ -28,6 +29,36 @@ def test_an_echoed_url_has_no_password(tmp_path, args):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("args", [  # a path normalisation leaves `postgresql:/kv:...@` (one slash)
+    ["accept", "--rules", URL], ["accept", "--rules", f"{URL}.toml"], ["plan", "--model", f"{URL}.json", "--tokens", "5"],
+])
+def test_a_url_mangled_into_a_path_has_no_password(tmp_path, args):
+    proc = run_cli(*args, env={"KVBENCH_DB": f"sqlite:///{tmp_path / 'k.sqlite'}", "KVBENCH_HOST_ID": "echobox"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert SECRET not in proc.stdout + proc.stderr and "kv:***@" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("text,shown", [
+    ("rules postgresql:/kv:pw@127.0.0.1:1/db", "rules postgresql:/kv:***@127.0.0.1:1/db"),
+    ("a 'kv:pw@127.0.0.1:1/x' b", "a 'kv:***@127.0.0.1:1/x' b"),
+    ("bad 'postgresql:/kv:pw@h:1/x/y.json': folder 'postgresql:/kv:pw@h:1/x' does not exist",
+     "bad 'postgresql:/kv:***@h:1/x/y.json': folder 'postgresql:/kv:***@h:1/x' does not exist"),
+    ("--set 'postgresql://kv:p@w@h:1/db=1' (they take: a, b)", "--set 'postgresql://kv:***@h:1/db=1' (they take: a, b)"),
+    ("postgresql://kv@[::1]:5432/db", "postgresql://kv@[::1]:5432/db"),  # no password: left as it was
+])
+def test_redaction_hides_only_the_password(text, shown):
+    assert redact(text) == shown
+
+
+def test_redacted_messages_keep_the_text_around_the_url(tmp_path):
+    env = {"KVBENCH_DB": f"sqlite:///{tmp_path / 'k.sqlite'}", "KVBENCH_HOST_ID": "echobox"}
+    proc = run_cli("export", "1", "-o", f"{URL}/x/y.json", env=env)
+    assert SECRET not in proc.stdout + proc.stderr and "127.0.0.1:1/db/x" in proc.stderr, proc.stderr
+    proc = run_cli("run", "--set", f"{URL}=1", env=env)
+    assert proc.returncode == 2 and SECRET not in proc.stdout + proc.stderr, proc.stderr
+    assert "--set postgresql://kv:***@127.0.0.1:1/db: no selected benchmark takes" in proc.stderr, proc.stderr
+
+
 def test_host_merge_and_tag_neither_echo_nor_store_the_password(tmp_path):
     url = f"sqlite:///{tmp_path / 'k.sqlite'}"
     store = open_store(url)
@@ -44,12 +75,14 @@ def test_host_merge_and_tag_neither_echo_nor_store_the_password(tmp_path):
     assert SECRET not in repr(tags) and tags.get("where") == "postgresql://kv:***@127.0.0.1:1/db"
 
 
+@pytest.mark.parametrize("rank", ["0", "1"])  # rank 0 checks rank 1's arguments too, before it waits for it
 @pytest.mark.parametrize("argv", [["--db", URL], ["--peer-addr", "127.0.0.1", "--", "--dbb", URL],
-                                  ["--peer-addr", "127.0.0.1", "--", "--samples", URL]])
-def test_the_launcher_s_argparse_messages_have_no_password(argv):
+                                  ["--peer-addr", "127.0.0.1", "--timeout", "3600", "--", "--samples", URL]])
+def test_the_launcher_s_argparse_messages_have_no_password(argv, rank):
     proc = subprocess.run([sys.executable, "-m", "kvbench.launch", *argv], capture_output=True, text=True,
-                          timeout=300, cwd=REPO, env={"RANK": "1", "PATH": "/usr/bin:/bin"})
+                          timeout=300, cwd=REPO, env={"RANK": rank, "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 2 and "error:" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert SECRET not in proc.stderr and "kv:***@" in proc.stderr
 
 
