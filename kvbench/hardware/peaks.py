@@ -43,6 +43,7 @@ def above_peak_warning(efficiency: float) -> str:
 # with gbps and source; `[[hbm]]`, `[[nic]]`, `[[bf16]]` entries as in peaks.toml. They win over the
 # shipped ones, and every source they give is labelled as the user's.
 PEAKS_ENV = "KVBENCH_PEAKS"
+USER_PEAKS_LABEL = "your peaks file"  # how every figure from the user's own peaks file is labelled
 _USER_TABLES = {"dram": ("gbps",), "hbm": ("match", "gbps"), "nic": ("match", "port_gbit", "total_gbps"),
                 "bf16": ("match", "tflops")}
 
@@ -89,7 +90,7 @@ def user_peaks(path: str) -> dict:
                 if not number and not (isinstance(value, str) and value.strip()):
                     raise BadInput(f"{where}: [{key}] needs {field} = text"
                                    + (" (where the figure comes from)" if field == "source" else ""))
-        labelled = [{**e, "source": f"your peaks file {path}: {e['source']}", "user": True} for e in entries]
+        labelled = [{**e, "source": f"{USER_PEAKS_LABEL} {path}: {e['source']}", "user": True} for e in entries]
         out[key] = labelled[0] if key == "dram" else labelled
     return out
 

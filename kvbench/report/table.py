@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
+from kvbench.hardware.peaks import USER_PEAKS_LABEL
 from kvbench.metadata import PAIRED, PRECISION
 from kvbench.report.markdown_text import md_text
 from kvbench.units import format_gbps
@@ -86,8 +87,11 @@ def status_line(rows: list[dict[str, Any]], most: int = 4) -> str:
 
 
 def _short_source(row: dict[str, Any]) -> str:
-    source = row.get("peak_source") or "-"
-    return source.split(";")[0]
+    """The peak source's first clause; a figure from the user's own peaks file keeps that clause too,
+    so the table never passes the user's number off as the datasheet's."""
+    first, *rest = (row.get("peak_source") or "-").split(";")
+    users = [part.strip() for part in rest if part.strip().startswith(USER_PEAKS_LABEL)]
+    return f"{first} ({users[0]})" if users and USER_PEAKS_LABEL not in first else first
 
 
 # One row per result, with its run's identity beside it so a time series needs no join. Percentiles

@@ -59,3 +59,18 @@ def test_run_takes_peaks_and_records_the_user_s_source(tmp_path):
     assert result["peak_gbps"] == pytest.approx(51.2) and f"your peaks file {path}" in result["peak_source"]
     bad = run_cli("info", "--peaks", str(tmp_path / "missing.toml"))
     assert bad.returncode == 2 and "missing.toml" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_results_table_says_a_peak_is_the_user_s_even_when_several_rows_share_it():
+    from rich.console import Console
+
+    from kvbench.benches.describe import describe_params
+    from kvbench.report.table import results_table
+
+    source = "DRAM 50.0 GB/s / 2 (copy reads + writes); your peaks file pk.toml: my DIMMs"
+    row = {"bench": "dram.copy", "params": {"size": 1 << 20}, "status": "ok", "gbps_median": 10.0, "gbps_p10": 9.0,
+           "gbps_p90": 11.0, "peak_gbps": 25.0, "peak_source": source, "efficiency": 0.4, "verified": True,
+           "warnings": [], "extra": {}}
+    console = Console(width=400, record=True)
+    console.print(results_table([row, {**row, "params": {"size": 2 << 20}}], describe_params))
+    assert "your peaks file pk.toml: my DIMMs" in console.export_text()
