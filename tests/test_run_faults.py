@@ -32,12 +32,13 @@ def test_a_database_deleted_mid_run_fails_loudly(tmp_path):
 
 
 def _in_own_pid_namespace(db: str, work) -> subprocess.Popen:
-    """A storage run as a container runs it: its own pid namespace, this hostname."""
+    """A storage run as a container runs it: its own pid namespace, this hostname; sampled for minutes
+    (the test ends it with SIGTERM), so it is still running however fast an idle box finishes the rest."""
     if shutil.which("unshare") is None or subprocess.run(["unshare", "-p", "--fork", "--mount-proc", "true"],
                                                          capture_output=True).returncode != 0:
         pytest.skip("unshare cannot make a pid namespace here (needs root or user namespaces)")
     return subprocess.Popen(["unshare", "-p", "--fork", "--mount-proc", sys.executable, "-m", "kvbench", "run",
-                             *STORAGE, "--set", f"path={work}", "--db", db], cwd=REPO, stdout=subprocess.PIPE,
+                             *STORAGE, "--samples", "10000", "--set", f"path={work}", "--db", db], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
