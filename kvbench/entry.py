@@ -1,6 +1,7 @@
 """The `kvbench` executable's entry point, kept apart from `kvbench.cli` so that a Ctrl-C while the
 CLI's modules are still loading ends the process as quietly as one during a command (status 130,
-no traceback)."""
+no traceback), and so that `kvbench --version` answers before typer, rich and every command module
+are loaded (their import is most of a busy box's start-up time)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ import sys
 
 def main() -> None:
     try:
+        if sys.argv[1:] == ["--version"]:  # the one answer that needs no command module
+            from kvbench import __version__
+
+            print(f"kvbench {__version__}")
+            sys.exit(0)
         from kvbench.cli import main as cli_main
 
         cli_main()
