@@ -110,6 +110,16 @@ _KEYS = (
     Key("ucx_protocols", "", "UCX's protocol table rows for remote writes and reads"),
     Key("ucx_devices", "", "transport/device pairs UCX used"),
     Key("gpu_memory", "", "either side of a network case was GPU memory"),
+    # GPU to GPU (gpu.p2p, kv.handoff)
+    Key("pair", "", "SRC-DST CUDA devices of a GPU-to-GPU case"),
+    Key("peer_access", "", "each direction (\"a->b\": a may reach b's memory) where peer access was enabled"),
+    Key("peer_link", "", "the pair's link from NVML: nvlink (links, version, via), pcie, or none (staged through host)"),
+    Key("initiators", "", "gpu.p2p: the GPU whose stream (copy engine or SMs) runs each direction"),
+    Key("nvbandwidth_equivalent", "", "gpu.p2p: the nvbandwidth testcase that measures the same copy"),
+    Key("strategy", "", "kv.handoff: how the KV moved (gather-copy-scatter, peer-read)"),
+    Key("decode_pool_blocks", "count", "kv.handoff: blocks in the decode GPU's pool (the rest must stay untouched)"),
+    Key("ttft_added_ms", "ms", "kv.handoff: one whole handoff timed alone (p50, p99 ms, tokens): the time it adds "
+        "before the decode GPU's first token"),
 )
 KEYS: dict[str, Key] = {k.name: k for k in _KEYS}
 
@@ -127,6 +137,7 @@ LINK = "link"
 PAIRED = "paired"
 PCIE_REPLAY_DELTA = "pcie_replay_delta"
 REQUEST_MS = "request_ms"
+TTFT_ADDED_MS = "ttft_added_ms"
 TFLOPS = "tflops"
 PER_GPU_GBPS = "per_gpu_gbps"
 PRECISION = "precision"

@@ -153,7 +153,7 @@ class GpuP2P(Benchmark):
         return prepared_on_gpu(first, lambda: built_in_stack(lambda stack: _build(params, a, b, stack)))
 
 
-def _enable_peer_access(device: int, peer: int) -> bool:
+def enable_peer_access(device: int, peer: int) -> bool:
     """Let `device` reach `peer`'s memory; False where it cannot (copies are then staged)."""
     cp = cupy_module()
     if not cp.cuda.runtime.deviceCanAccessPeer(device, peer):
@@ -173,7 +173,7 @@ def _build(params: dict[str, Any], a: int, b: int, stack: ExitStack) -> Prepared
     cp = cupy_module()
     size, engine = params["size"], params["engine"]
     write, bidir = params["direction"] == "write", params["bidir"] == "yes"
-    peer = {f"{a}->{b}": _enable_peer_access(a, b), f"{b}->{a}": _enable_peer_access(b, a)}
+    peer = {f"{a}->{b}": enable_peer_access(a, b), f"{b}->{a}": enable_peer_access(b, a)}
     # One lane per direction: the source buffer, the destination buffer, and the GPU that runs it.
     lanes = []
     for src, dst in ((a, b), (b, a)) if bidir else ((a, b),):

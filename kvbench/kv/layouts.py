@@ -114,3 +114,32 @@ def restore_descriptors(shape: KVShape, src_layout: str, dst_layout: str, src_bl
     dst = unit_offsets(dst_layout, shape, np.arange(n, dtype=np.int64), n)
     length = np.full(src.size, shape.unit_bytes, dtype=np.uint64)
     return DescriptorList.from_arrays(src.ravel(), dst.ravel(), length).coalesce()
+
+
+def handoff_descriptors(src: KVShape, dst: KVShape, src_layout: str, dst_layout: str, src_blocks: np.ndarray,
+                        src_pool_blocks: int, dst_pool_blocks: int) -> DescriptorList:
+    """Descriptors that move the tokens of `src_blocks` (in order) from a `src_layout` pool of `src`
+    blocks into slots 0.. of a `dst_layout` pool of `dst` blocks: the prefill → decode handoff, where
+    the two engines may differ in layout and block size (vLLM's 16-token layer_first blocks into
+    SGLang's 64-token pages). Both shapes are one model's (same units, same bytes per token).
+
+    The pieces are `gcd(block sizes)` tokens of one unit: where the sizes differ, a 16-token source
+    unit is a quarter of a 64-token destination unit. Adjacent pieces are merged.
+    """
+    if (src.units, src.token_unit_bytes) != (dst.units, dst.token_unit_bytes):
+        raise BadInput("a handoff moves one model's KV: both pools need the same units and bytes per token")
+    _check(src_layout, src)
+    _check(dst_layout, dst)
+    tokens = len(src_blocks) * src.block_tokens
+    if tokens % dst.block_tokens:
+        raise BadInput(f"bad tokens={tokens}: not a multiple of the destination's block_tokens={dst.block_tokens}")
+    piece = int(np.gcd(src.block_tokens, dst.block_tokens))
+    first = np.arange(0, tokens, piece, dtype=np.int64)  # the first token of each piece
+    blocks = np.asarray(src_blocks, dtype=np.int64)
+    src_at = unit_offsets(src_layout, src, blocks[first // src.block_tokens], src_pool_blocks)
+    dst_at = unit_offsets(dst_layout, dst, first // dst.block_tokens, dst_pool_blocks)
+    # a unit holds its block's tokens back to back: a piece starts `within` tokens into it
+    src_at = src_at + ((first % src.block_tokens) * src.token_unit_bytes)[:, None]
+    dst_at = dst_at + ((first % dst.block_tokens) * dst.token_unit_bytes)[:, None]
+    length = np.full(src_at.size, piece * src.token_unit_bytes, dtype=np.uint64)
+    return DescriptorList.from_arrays(src_at.ravel(), dst_at.ravel(), length).coalesce()

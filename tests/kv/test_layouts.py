@@ -68,3 +68,44 @@ def test_bad_layout_inputs():
         pick_blocks(5, 4, "random")
     with pytest.raises(BadInput, match="unknown layout"):
         region_bytes("paged", shape, 4)
+
+
+def _token_bytes(layout, shape, pool, pool_blocks, block, token):
+    """Every unit's bytes of one token of one block, read with the layout's offsets (the oracle)."""
+    from kvbench.kv.layouts import unit_offsets
+
+    at = unit_offsets(layout, shape, np.array([block]), pool_blocks)[0] + token * shape.token_unit_bytes
+    return [bytes(pool[o:o + shape.token_unit_bytes]) for o in at]
+
+
+@pytest.mark.parametrize("src_layout, src_bt, dst_layout, dst_bt", [
+    ("layer_first", 16, "page_first", 64),  # vLLM → SGLang
+    ("page_first", 64, "layer_first", 16),
+    ("chunk", 16, "page_first", 32),
+    ("layer_first", 16, "layer_first", 16),
+])
+def test_a_handoff_puts_every_token_of_every_unit_where_the_decode_layout_keeps_it(src_layout, src_bt, dst_layout,
+                                                                                   dst_bt):
+    from kvbench.kv.descriptors import apply_numpy
+    from kvbench.kv.layouts import handoff_descriptors, pick_blocks, region_bytes
+
+    src, dst = KVShape.of(MODEL, src_bt, "bf16"), KVShape.of(MODEL, dst_bt, "bf16")
+    tokens = 128
+    picked = pick_blocks(tokens // src_bt, 4 * tokens // src_bt, "random", seed=3)
+    pool_blocks, decode_blocks = 4 * tokens // src_bt, 2 * tokens // dst_bt
+    rows = handoff_descriptors(src, dst, src_layout, dst_layout, picked, pool_blocks, decode_blocks)
+    pool = np.random.default_rng(1).integers(0, 255, region_bytes(src_layout, src, pool_blocks), dtype=np.uint8)
+    decode = np.zeros(region_bytes(dst_layout, dst, decode_blocks), dtype=np.uint8)
+    apply_numpy(rows, pool, decode)
+    assert rows.total_bytes == tokens * src.units * src.token_unit_bytes
+    for t in range(tokens):
+        want = _token_bytes(src_layout, src, pool, pool_blocks, int(picked[t // src_bt]), t % src_bt)
+        assert _token_bytes(dst_layout, dst, decode, decode_blocks, t // dst_bt, t % dst_bt) == want, t
+
+
+def test_a_handoff_of_tokens_the_decode_blocks_cannot_hold_whole_is_refused():
+    from kvbench.kv.layouts import handoff_descriptors
+
+    src, dst = KVShape.of(MODEL, 16, "bf16"), KVShape.of(MODEL, 64, "bf16")
+    with pytest.raises(BadInput, match="bad tokens=48"):
+        handoff_descriptors(src, dst, "layer_first", "page_first", np.arange(3), 3, 2)
