@@ -3,6 +3,12 @@
 The copy primitive matters more than it should (glibc memcpy, numpy copyto and blocked
 memcpy differ by tens of percent on one box), so `primitive=auto` tries each on the case's
 own buffers and keeps the fastest, recording which.
+
+`vs=KIND` (pageable | numa:N) times the same copy between a source and a destination of that kind
+interleaved with the case (A B, B A, ...: same size, fragments, threads and primitive, the same
+warm-up): the case's rate over that placement's, per pair of samples (metadata `paired`, against
+`{"src": KIND, "dst": KIND}`). Near vs far NUMA is one case: `src=numa:1 dst=numa:1 vs=numa:0`
+with the copy's CPUs on node 0 (docs/measurement.md). A `vs` node this host lacks skips the case.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from kvbench.errors import BadInput, IntegrityError
 from kvbench.executors.host import PIECE_BYTES, HostExecutor, NumpyExecutor, max_threads
 from kvbench.hardware.path import Segment
 from kvbench.kv.descriptors import DescriptorList
-from kvbench.measure.engine import Workload
+from kvbench.measure.engine import Pair, Workload
 from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
@@ -81,6 +87,8 @@ class DramCopy(Benchmark):
         "dst": Param("memory", "pageable", "destination memory kind: pageable | numa:N"),
         "fragment": Param("size", 0, "copy as fragments of this size (0: one copy)"),
         "primitive": Param("choice", "auto", "copy primitive", choices=("auto", *PRIMITIVES)),
+        "vs": Param("text", "none", "none, or a placement (pageable | numa:N) whose copy is timed interleaved "
+                    "with this one: the ratio per pair of samples (near vs far NUMA)", added=True),
     }
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
@@ -90,6 +98,10 @@ class DramCopy(Benchmark):
             if not params[key].startswith(("pageable", "numa")):
                 return (f"{key}={params[key]}: dram.copy copies pageable or NUMA-placed host memory (page-locked "
                         "and device memory are measured by pcie.* and hbm.*)")
+        if params.get("vs", "none") != "none":
+            reason = kind_unavailable_reason(parse_kind(params["vs"]))
+            if reason:  # the far side of a near/far pair on a host with one node
+                return f"vs={params['vs']}: {reason}, so the other side of the ratio cannot be placed here"
         return None
 
     def validate(self, params: dict[str, Any]) -> None:
@@ -102,7 +114,14 @@ class DramCopy(Benchmark):
                 reason = kind_unavailable_reason(kind)
                 if reason:
                     raise BadInput(f"bad {key}={params[key]}: {reason}")
-        check_fits(2 * params["size"], "source + destination")
+        vs = params.get("vs", "none")
+        if vs != "none":
+            if parse_kind(vs).name not in ("pageable", "numa"):
+                raise BadInput(f"bad vs={vs}: give none, pageable or numa:N (the placement to pair with)")
+            if params["src"] == params["dst"] == str(parse_kind(vs)):
+                raise BadInput(f"bad vs={vs}: it is the case's own placement (src and dst), a ratio of 1 x "
+                               "whatever was measured; pair with another placement")
+        check_fits((4 if vs != "none" else 2) * params["size"], "source + destination")
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
         return [("dram_copy",)]
@@ -132,5 +151,23 @@ class DramCopy(Benchmark):
                 "fragments": len(descriptors),
                 "buffers": {"src": src.describe(), "dst": dst.describe()},
             }
+            workload = host_copy_workload(src, guarded, bound[chosen], src.host_array)
+            if params.get("vs", "none") != "none":
+                workload.pair = _placed_twin(str(parse_kind(params["vs"])), descriptors, PRIMITIVES[chosen][0],
+                                             threads, stack, metadata["buffers"])
             cleanup = stack.pop_all()
-        return Prepared(host_copy_workload(src, guarded, bound[chosen], src.host_array), metadata, cleanup.close)
+        return Prepared(workload, metadata, cleanup.close)
+
+
+def _placed_twin(kind: str, descriptors: DescriptorList, executor, threads: int, stack: ExitStack,
+                 buffers: dict[str, Any]) -> Pair:
+    """The same copy (descriptors, primitive, threads) between a source and a destination of `kind`,
+    checked as the case is: the other side of `vs=`, its buffers recorded beside the case's."""
+    size = descriptors.total_bytes
+    src = stack.enter_context(allocate(kind, size))
+    guarded = stack.enter_context(GuardedRegion(kind, size))
+    poison(src.host_array)
+    fill_pattern(src.host_array)
+    buffers.update(vs_src=src.describe(), vs_dst=guarded.region.describe())
+    run = executor.bind(src, guarded.region, descriptors, threads)
+    return Pair({"src": kind, "dst": kind}, host_copy_workload(src, guarded, run, src.host_array))

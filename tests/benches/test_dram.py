@@ -54,3 +54,47 @@ def test_peak_is_null_with_a_reason_when_dimms_are_unreadable(facts):
     row = result.to_row()
     assert row["peak_gbps"] is None and row["efficiency"] is None
     assert row["peak_source"].startswith("DRAM peak unknown")
+
+
+def test_vs_times_another_placement_interleaved_and_keeps_the_ratio_of_each_pair(facts):
+    """Near vs far NUMA on a one-node host: two placements that exist here (pageable beside numa:0)."""
+    result = run_case(case(primitive="memcpy", vs="numa:0"), facts, FAST)
+    assert result.status == "ok", result.reason
+    m = result.measurement
+    paired = result.to_row()["extra"]["paired"]
+    assert paired["against"] == {"src": "numa:0", "dst": "numa:0"}
+    assert paired["pairs"] == len(m.samples_s) == len(m.paired.samples_s)
+    # each stored ratio is one pair's: this side's sample i beside the other side's sample i
+    assert paired["ratios"] == pytest.approx([b / a for a, b in zip(m.samples_s, m.paired.samples_s)])
+    assert paired["p10"] <= paired["median"] <= paired["p90"]
+    assert result.metadata["buffers"]["vs_src"]["kind"] == "numa:0"
+
+
+def test_a_vs_node_this_host_lacks_skips_the_case_with_the_reason(facts):
+    result = run_case(case(vs="numa:4095"), facts, FAST)
+    assert result.status == "skipped"
+    assert "vs=numa:4095: NUMA node 4095 does not exist" in result.reason
+
+
+@pytest.mark.parametrize("vs,text", [("pinned", "give none, pageable or numa:N"),
+                                     ("pageable", "the case's own placement")])
+def test_a_vs_that_is_no_other_host_placement_is_refused(vs, text):
+    from kvbench.errors import BadInput
+
+    with pytest.raises(BadInput, match=text):
+        get_bench("dram.copy").validate(get_bench("dram.copy").canonical_params({"size": "1MiB", "vs": vs}))
+
+
+def test_a_vs_side_that_copies_nothing_fails_the_case(facts, monkeypatch):
+    from kvbench.benches import dram
+
+    real = dram._placed_twin
+
+    def broken(*args, **kwargs):
+        pair = real(*args, **kwargs)
+        pair.workload.run = lambda: None
+        return pair
+
+    monkeypatch.setattr(dram, "_placed_twin", broken)
+    result = run_case(case(primitive="memcpy", vs="numa:0"), facts, FAST)
+    assert result.status == "failed" and "integrity check failed" in result.reason

@@ -246,6 +246,48 @@ def test_a_pinned_twin_that_copies_nothing_fails_the_pageable_case(standin, monk
     assert result.status == "failed" and "pinned copy beside the pageable one" in result.reason, result.reason
 
 
+def _two_nodes(monkeypatch, gpu_node: int) -> None:
+    """A fake topology on a one-node box: NUMA nodes 0 and 1 exist (node 1's pages land where the
+    kernel puts them, the node query says unknown) and the GPU hangs off `gpu_node`."""
+    from kvbench.benches import pcie
+    from kvbench.memory import numa
+
+    monkeypatch.setattr(numa, "online_nodes", lambda sys_root="/": [0, 1])
+    monkeypatch.setattr(numa, "bind_to_node", lambda address, size, node: None)
+    monkeypatch.setattr(numa, "node_of", lambda address, size: (None, "fake topology"))
+    monkeypatch.setattr(pcie, "gpu_numa_node", lambda gpu: gpu_node)
+
+
+@pytest.mark.parametrize("bench,engine", [("pcie.h2d", "ce"), ("pcie.d2h", "ce"), ("pcie.h2d", "sm")])
+def test_a_far_node_copy_measures_its_ratio_to_the_gpu_s_near_node_in_the_same_case(standin, monkeypatch, bench,
+                                                                                       engine):
+    _two_nodes(monkeypatch, gpu_node=0)
+    result = run(bench, size="1MiB", memory="numa:1", engine=engine)
+    assert result.status == "ok", result.reason
+    m, paired = result.measurement, result.to_row()["extra"]["paired"]
+    assert paired["against"] == {"memory": "numa:0"} and result.metadata["gpu_numa_node"] == 0
+    assert paired["pairs"] == len(m.samples_s) == len(m.paired.samples_s)
+    assert paired["ratios"] == pytest.approx([b / a for a, b in zip(m.samples_s, m.paired.samples_s)])
+    near = run(bench, size="1MiB", memory="numa:0", engine=engine)  # the near case has nothing to pair with
+    assert near.status == "ok" and "paired" not in near.to_row()["extra"]
+
+
+def test_a_near_twin_that_copies_nothing_fails_the_far_case(standin, monkeypatch):
+    from kvbench.benches import pcie
+
+    _two_nodes(monkeypatch, gpu_node=1)
+    real = pcie._host_twin
+
+    def broken(*args):
+        pair = real(*args)
+        pair.workload.run = lambda: None
+        return pair
+
+    monkeypatch.setattr(pcie, "_host_twin", broken)
+    result = run("pcie.h2d", size="1MiB", memory="numa:0")
+    assert result.status == "failed" and "near-node copy beside the far one" in result.reason, result.reason
+
+
 BYTE_CHECKS = [  # (bench, params, what the stand-in breaks: its copies, or one kernel)
     ("hbm.read", {"size": "1MiB"}, "hbm_read"), ("hbm.write", {"size": "1MiB"}, "hbm_write"),
     ("hbm.copy", {"size": "1MiB"}, "vector_copy"),

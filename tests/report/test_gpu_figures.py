@@ -62,7 +62,11 @@ def test_the_near_far_table_is_in_both_renderings_when_a_numa_sweep_exists():
     results = [{**row("pcie.h2d", rate, memory=f"numa:{node}", gpu=0, size=1 << 28), "metadata": {"gpu_numa_node": 0}}
                for node, rate in ((0, 55.0), (1, 27.5))]
     built = ReportContent(title="numa", runs=[], host=None, results=[], numa=near_far(results))
-    assert "| 0 | 256MiB | 0 | 55.0 | 1 | 27.5 | 0.50 |" in render.markdown(built)
+    assert "| 0 | 256MiB | 0 | 55.0 | 1 | 27.5 | 0.50 (unpaired) |" in render.markdown(built)
+    far = {**results[1], "metadata": {"gpu_numa_node": 0, "paired": {
+        "against": {"memory": "numa:0"}, "median": 0.6, "p10": 0.55, "p90": 0.65, "against_gbps": {"median": 50.0}}}}
+    paired = ReportContent(title="numa", runs=[], host=None, results=[], numa=near_far([far]))
+    assert "| 0 | 256MiB | 0 | 50.0 | 1 | 27.5 | 0.60 paired |" in render.markdown(paired)
     assert "<h2>NUMA near vs far (pcie.h2d)</h2>" in render.html(built)
     assert "NUMA near vs far" not in render.markdown(ReportContent(title="none", runs=[], host=None, results=[]))
 

@@ -151,12 +151,15 @@ class _Pcie(Benchmark):
         device.set(pattern)  # what D2H copies carry
         h_ptr, d_ptr = host.address, device.data.ptr
 
-        def enqueue(kind: int, offset: int, on) -> None:
-            dst, src = (d_ptr + offset, h_ptr + offset) if kind == H2D else (h_ptr + offset, d_ptr + offset)
+        def copy(dst: int, src: int, kind: int, on) -> None:
             if engine == "ce":
                 cp.cuda.runtime.memcpyAsync(dst, src, size, kind, on.ptr)
             else:
                 copy_kernel((grid,), (block,), (cp.uint64(src), cp.uint64(dst), cp.uint64(size // 16)), stream=on)
+
+        def enqueue(kind: int, offset: int, on) -> None:
+            dst, src = (d_ptr + offset, h_ptr + offset) if kind == H2D else (h_ptr + offset, d_ptr + offset)
+            copy(dst, src, kind, on)
 
         if bidir:
             def run() -> None:
@@ -215,7 +218,22 @@ class _Pcie(Benchmark):
         workload = Workload(bytes_per_op, run, reset, check, timer)
         if pageable and not bidir and engine == "ce":  # what page-locking buys, measured in this case
             workload.pair = _pinned_twin(self.direction, size, gpu, device, stream, stack)
+        near = _near_node(params["memory"], metadata["gpu_numa_node"])
+        if near is not None and not bidir:  # a far node's cost, measured against the GPU's own node in this case
+            workload.pair = _host_twin(f"numa:{near}", "near-node copy beside the far one", self.direction, size,
+                                       gpu, device, stream, stack, copy)
         return Prepared(workload, metadata, derive=derive)
+
+
+def _near_node(memory: str, gpu_node: int | None) -> int | None:
+    """The GPU's own node when `memory` is bound to another node that the near side can be bound
+    beside (None: not a far case, or the GPU's node is unknown or not a node this host has)."""
+    from kvbench.memory import numa
+
+    kind = parse_kind(memory)
+    if kind.name != "numa" or gpu_node is None or gpu_node == kind.index or gpu_node not in numa.online_nodes():
+        return None
+    return gpu_node
 
 
 def _pinned_twin(direction: str, size: int, gpu: int, device, stream, stack: ExitStack) -> Pair:
@@ -223,26 +241,40 @@ def _pinned_twin(direction: str, size: int, gpu: int, device, stream, stack: Exi
     stream, timed as a pinned case is (CUDA events): the pageable case's ratio to pinned, per pair
     of samples (docs/measurement.md)."""
     cp = cupy_module()
-    pinned, _ = host_buffer("pinned", size)
-    stack.enter_context(pinned)
-    p_arr, h2d = pinned.host_array, direction == "h2d"
-    fill_pattern(p_arr, seed=3)  # the bytes the pageable buffer holds, so the GPU buffer's check is the same
+
+    def copy(dst: int, src: int, kind: int, on) -> None:
+        cp.cuda.runtime.memcpyAsync(dst, src, size, kind, on.ptr)
+
+    return _host_twin("pinned", "pinned copy beside the pageable one", direction, size, gpu, device, stream, stack,
+                      copy)
+
+
+def _host_twin(memory: str, label: str, direction: str, size: int, gpu: int, device, stream, stack: ExitStack,
+               copy) -> Pair:
+    """The case's copy (`copy(dst, src, kind, stream)`) between a host buffer of `memory` and the same
+    GPU buffer, on the same stream, timed with CUDA events and checked as the case is: the other side
+    of a ratio taken per pair of samples (docs/measurement.md)."""
+    cp = cupy_module()
+    host, _ = host_buffer(memory, size)
+    stack.enter_context(host)
+    h_arr, h2d = host.host_array, direction == "h2d"
+    fill_pattern(h_arr, seed=3)  # the bytes the case's host buffer holds, so the GPU buffer's check is the same
     pattern = np.empty(size, dtype=np.uint8)
     fill_pattern(pattern, seed=5)
-    dst, src = (device.data.ptr, pinned.address) if h2d else (pinned.address, device.data.ptr)
+    dst, src = (device.data.ptr, host.address) if h2d else (host.address, device.data.ptr)
 
     def run() -> None:
-        cp.cuda.runtime.memcpyAsync(dst, src, size, H2D if h2d else D2H, stream.ptr)
+        copy(dst, src, H2D if h2d else D2H, stream)
 
     def reset() -> None:
-        poison_between_copies(gpu, device[:size] if h2d else p_arr)
+        poison_between_copies(gpu, device[:size] if h2d else h_arr)
 
     def check() -> None:
         cp.cuda.Device(gpu).synchronize()
-        if not np.array_equal(device[:size].get() if h2d else p_arr, p_arr if h2d else pattern):
-            raise IntegrityError(f"pinned copy beside the pageable one: {'GPU' if h2d else 'host'} buffer differs")
+        if not np.array_equal(device[:size].get() if h2d else h_arr, h_arr if h2d else pattern):
+            raise IntegrityError(f"{label}: {'GPU' if h2d else 'host'} buffer differs")
 
-    return Pair({"memory": "pinned"}, Workload(size, run, reset, check, CudaEventTimer(stream, gpu)))
+    return Pair({"memory": memory}, Workload(size, run, reset, check, CudaEventTimer(stream, gpu)))
 
 
 def bidir_rates(size: int, window_s: float, loops: int, h2d_s: float, d2h_s: float,
