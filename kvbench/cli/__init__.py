@@ -34,11 +34,16 @@ def main() -> None:
     (2 for bad input, 1 for a failed check)."""
     from kvbench.hardware.identity import host_label
 
+    written = sys.modules.get("kvbench.store.durable")
+    if written is not None:  # called again in one process (tests): only this command's files are its concern
+        written.WRITTEN.clear()
     try:
         host_label()  # a bad KVBENCH_HOST_ID is refused before any command creates anything
         code = app(standalone_mode=False)  # a typer.Exit comes back as its exit status here
         sys.stdout.flush()  # a full disk under a redirected stdout is met here, not at exit
+        _written_files_intact()
     except Concluded as exc:  # a verdict: its line is the last, the word first
+        _written_files_intact()
         err.print(one_line(exc.overall.line), markup=False, highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except (BadInput, CheckFailed) as exc:
@@ -76,6 +81,19 @@ def main() -> None:
         sys.exit(2)
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def _written_files_intact() -> None:
+    """The last check before an exit status: a database file this command wrote that was deleted or
+    replaced after its last write's own check (while the tables printed) ends it with exit 2 and one
+    line naming the file, never 0 over results nobody can reach."""
+    durable = sys.modules.get("kvbench.store.durable")  # loaded if anything was written
+    if durable is None:
+        return
+    try:
+        durable.check_written_files()
+    except BadInput as exc:
+        _exit(str(exc))
 
 
 def _database_error(exc: BaseException) -> bool:

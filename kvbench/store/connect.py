@@ -258,6 +258,7 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
         raise BadInput(f"cannot reach database '{shown}': {redact(_one_line(exc))}") from None
     if backend == "sqlite" and not read_only:
         store.file = FileIdentity(Path(parsed.database))  # a later write checks the path still names this file
+        store.file.shown = shown
         try:
             store.file.check(shown)  # deleted while its schema was made: SQLite would write on into the unlinked file
         except BadInput:

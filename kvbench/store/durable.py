@@ -76,6 +76,8 @@ class FileIdentity:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.key = self._key()
+        self.shown = str(path)  # what the error names: the store's redacted URL, once it has one
+        WRITTEN.append(self)
 
     def _key(self) -> tuple[int, int] | None:
         try:
@@ -91,6 +93,17 @@ class FileIdentity:
             what = "deleted" if now is None else "replaced by another file"
             raise Unwritable(f"database '{shown}' was {what} while kvbench had it open: nothing more can be "
                              "stored in it (the results written before are gone with it)")
+
+
+# Every SQLite file this process opened to write: the command checks them once more at its very end,
+# so a file deleted after a write's own check (while the tables print) still fails the command.
+WRITTEN: list[FileIdentity] = []
+
+
+def check_written_files() -> None:
+    """`Unwritable` when a database file this process opened to write was deleted or replaced since."""
+    for identity in WRITTEN:
+        identity.check(identity.shown)
 
 
 def lock_run(conn: sa.Connection, run_id: int) -> bool:
