@@ -120,11 +120,14 @@ _KEYS = (
     Key("decode_pool_blocks", "count", "kv.handoff: blocks in the decode GPU's pool (the rest must stay untouched)"),
     Key("ttft_added_ms", "ms", "kv.handoff: one whole handoff timed alone (p50, p99 ms, tokens): the time it adds "
         "before the decode GPU's first token"),
+    Key("cluster", "", "a launched pattern's pair: pattern, round, src_host, dst_host, src_rank, dst_rank and "
+        "concurrency (pairs moving at once in its round)"),
 )
 KEYS: dict[str, Key] = {k.name: k for k in _KEYS}
 
 # The keys analyses read.
 BOTTLENECK = "bottleneck"
+CLUSTER = "cluster"
 CONTENTION = "contention"
 DIRECTIONS_GBPS = "directions_gbps"
 FAR_NUMA = "far_numa"

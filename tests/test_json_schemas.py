@@ -101,3 +101,17 @@ def test_numpy_values_are_written_as_json_booleans_and_numbers(tmp_path):
 def test_results_format_json_and_a_json_file_are_refused_together(tmp_path):
     proc = run_cli("results", QUICK, "--format", "json", "--json", str(tmp_path / "x.json"))
     assert proc.returncode == 2 and "not both" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_the_link_matrix_document_matches_its_schema(tmp_path):
+    """`fleet --pairs --json -` on a cluster run stored as the launcher stores it (synthetic rates)."""
+    from kvbench.store import open_store
+    from tests.analyze.test_link_matrix import cluster_run
+
+    url = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    cluster_run(open_store(url))
+    for args in (["--run", "1"], []):
+        proc = run_cli("fleet", "--pairs", *args, "--json", "-", "--db", url)
+        assert proc.returncode == 0, proc.stderr
+        (m,) = _valid("fleet-pairs", proc.stdout)["matrices"]
+        assert {c["status"] for c in m["cells"]} == {"ok", "failed", "missing"}

@@ -29,6 +29,31 @@ class FleetRow:
     outlier: bool
 
 
+@dataclass(frozen=True)
+class RobustSpread:
+    """Rates (GB/s) against their median: `sd` is the robust standard deviation (1.4826 × MAD, GB/s),
+    `deviations` each rate's fraction from the median, `outliers` those far by both rules."""
+
+    rates: tuple[float, ...]
+    median: float
+    sd: float
+    deviations: tuple[float, ...]
+    outliers: tuple[bool, ...]
+
+
+def robust_spread(rates: list[float], k: float = 3.0, floor: float = 0.05) -> RobustSpread:
+    """The one outlier rule of the fleet (hosts of a SKU, and the links of a matrix): a rate stands out
+    when at least 3 rates are compared, it is `floor` (a fraction) or more from their median, and more
+    than `k` robust standard deviations away (or they all agree but it, MAD = 0)."""
+    values = np.array(rates, dtype=float)
+    median = float(np.median(values))
+    mad = float(np.median(np.abs(values - median))) * 1.4826
+    deviations = tuple(float(v / median - 1) if median else 0.0 for v in values)
+    outliers = tuple(bool(len(values) >= 3 and abs(d) >= floor and (mad == 0 or abs(v - median) > k * mad))
+                     for v, d in zip(values, deviations, strict=True))
+    return RobustSpread(tuple(float(v) for v in values), median, mad, deviations, outliers)
+
+
 def sku_of(facts: dict[str, Any]) -> str:
     gpus = facts.get("gpus") or []
     if gpus:
@@ -56,14 +81,9 @@ def fleet(rows: list[dict[str, Any]], hosts: dict[str, dict[str, Any]], k: float
         groups[(row["case_hash"], sku_of(hosts[row["host_id"]]["facts"]))].append(row)
     out = []
     for (case, sku), members in sorted(groups.items()):
-        rates = np.array([m["gbps_median"] for m in members])
-        median = float(np.median(rates))
-        mad = float(np.median(np.abs(rates - median))) * 1.4826
-        for m, rate in zip(members, rates, strict=True):
-            deviation = rate / median - 1 if median else 0.0
-            robust_far = mad == 0 or abs(rate - median) > k * mad
-            outlier = len(members) >= 3 and abs(deviation) >= floor and robust_far
+        spread = robust_spread([m["gbps_median"] for m in members], k, floor)
+        for m, rate, deviation, outlier in zip(members, spread.rates, spread.deviations, spread.outliers, strict=True):
             out.append(FleetRow(m["bench"], m["params"], case, m["host_id"], hosts[m["host_id"]]["hostname"], sku,
-                                float(rate), median, deviation, outlier))
+                                rate, spread.median, deviation, outlier))
     # Read as a person scans it: by benchmark, then case, then SKU, then host name.
     return sorted(out, key=lambda r: (r.bench, json.dumps(r.params, sort_keys=True, default=str), r.sku, r.hostname))

@@ -101,6 +101,10 @@ def history(
 def fleet_cmd(
     bench: Annotated[list[str] | None, typer.Option("--bench", help="only these benchmarks")] = None,
     outliers_only: Annotated[bool, typer.Option("--outliers", help="show only the hosts that stand out")] = False,
+    link_pairs: Annotated[bool, typer.Option("--pairs", help="the source × destination matrix of a cluster run's "
+                                             "links (docs/cluster.md), slow links flagged")] = False,
+    run_ref: Annotated[str | None, typer.Option("--run", metavar="ID", help="--pairs: this run's pairs (default: "
+                                                "the newest result of each pair across runs)")] = None,
     json_out: JsonOption = None,
     db: DbOption = None,
 ) -> None:
@@ -112,8 +116,15 @@ def fleet_cmd(
 
     for bench_id in bench or []:
         get_bench(bench_id)  # an unknown id is bad input, with the closest one suggested
+    if run_ref is not None and not link_pairs:
+        raise BadInput("--run picks the run of --pairs: add --pairs")
+    if link_pairs and outliers_only:
+        raise BadInput("--outliers is for hosts, --pairs for links: give one of them")
     check_writable(json_out, "--json", db)
     store = open_store(db, read_only=True)
+    if link_pairs:
+        _link_matrix(store, bench, run_ref, json_out)
+        return
     rows = store.latest_ok_results(bench or None)
     if not rows:
         raise BadInput(f"no results in {store.url}{' for ' + ', '.join(bench) if bench else ''}")
@@ -126,3 +137,29 @@ def fleet_cmd(
             return
     out.print(fleet_table(found, f"fleet · {store.url}", outliers_only))
     out.print(f"{sum(r.outlier for r in found)} outlier(s)")
+
+
+def _link_matrix(store, bench: list[str] | None, run_ref: str | None, json_out: str | None) -> None:
+    """`fleet --pairs`: one matrix per benchmark, pattern and case, from the benchmarks that run
+    against a peer (or those named)."""
+    from kvbench.analyze.link_matrix import link_matrices
+    from kvbench.benches.registry import all_benches
+    from kvbench.report.link_table import link_notes, link_table
+
+    benches = bench or sorted(b.id for b in all_benches().values() if "peer" in b.params)
+    run_id = store.resolve_run(run_ref) if run_ref is not None else None
+    matrices = link_matrices(store.link_results(benches, run_id), run_id)
+    if not matrices:
+        where = f"run {run_id}" if run_id is not None else store.url
+        raise BadInput(f"no results naming a source and destination host ({', '.join(benches)}) in {where}: "
+                       "run a pattern with kvbench.launch (docs/cluster.md)")
+    if json_out:
+        from kvbench.report.json_docs import pairs_doc
+
+        write_json(pairs_doc(matrices), json_out)
+        if json_out == "-":
+            return
+    for m in matrices:
+        out.print(link_table(m))
+        for line in link_notes(m):
+            out.print(line, markup=False, highlight=False)

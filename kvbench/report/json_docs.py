@@ -1,4 +1,4 @@
-"""The `--json` documents of the answering commands (accept, history, fleet, fit): plain JSON of
+"""The `--json` documents of the answering commands (accept, history, fleet, fleet --pairs, fit): plain JSON of
 what their tables show, numbers in the units their keys name, times in ISO 8601 with their zone.
 Shapes are documented in docs/json-outputs.md."""
 
@@ -51,6 +51,18 @@ def history_doc(bench: str, series_by_case: list[tuple[list[dict[str, Any]], lis
 
 def fleet_doc(rows: list[Any]) -> dict[str, Any]:
     return {"rows": [dataclasses.asdict(r) for r in rows], "outliers": sum(r.outlier for r in rows)}
+
+
+def pairs_doc(matrices: list[Any]) -> dict[str, Any]:
+    """`fleet --pairs --json`: each matrix (benchmark, pattern, measured params, run or null for the
+    newest of each pair) with its hosts, median and robust spread in GB/s, the hosts in slow links
+    (`slow_links` a count) and every directed pair as a cell: status ok | failed | skipped | missing,
+    `gbps` null unless ok, `reason` for the others, `deviation` a fraction, `slow` a boolean."""
+    return {"matrices": [{"bench": m.bench, "pattern": m.pattern, "params": m.params, "run_id": m.run_id,
+                          "hosts": list(m.hosts), "median_gbps": m.median_gbps, "spread_gbps": m.spread_gbps,
+                          "slow_links": sum(c.slow for c in m.cells),
+                          "slow_hosts": [{"host": h, "slow_links": n} for h, n in m.slow_hosts],
+                          "cells": [dataclasses.asdict(c) for c in m.cells]} for m in matrices]}
 
 
 def fit_doc(run_id: int, fits: list[tuple[dict[str, Any], Any]]) -> dict[str, Any]:

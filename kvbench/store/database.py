@@ -14,6 +14,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from kvbench.errors import BadInput
 from kvbench.store import schema
 from kvbench.store.durable import FileIdentity, retrying
+from kvbench.store.links import Links
 from kvbench.store.tags import WHOLE, Tags
 
 
@@ -21,7 +22,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Store(Tags):
+class Store(Tags, Links):
     def __init__(self, engine: sa.Engine, shown_url: str, read_only: bool = False) -> None:
         self.engine = engine
         self.url = shown_url  # redacted: no password
