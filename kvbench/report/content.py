@@ -21,7 +21,7 @@ from kvbench.analyze.runs import RunDocument
 from kvbench.kv.geometry import get_model
 from kvbench.overall import Overall
 from kvbench.records import result_row
-from kvbench.report import plots
+from kvbench.report import link_heatmap, plots
 from kvbench.report.analysis_tables import plan_answer_lines
 
 # Questions whose figures need GPU results; listed with the reason when the runs lack them.
@@ -124,6 +124,8 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
         if fig := _drawn(content, question, lambda draw=draw: draw(results)):
             content.figures.append(fig)
             drawn[key] = True
+    if fig := _drawn(content, link_heatmap.QUESTION, lambda: link_heatmap.link_heatmap(results)):
+        content.figures.append(fig)  # only a run with cluster results (pairs naming two hosts) has one
     content.numa = near_far(results)
     content.pageable = pageable_vs_pinned(results)
     facts = (host or {}).get("facts") or {}
