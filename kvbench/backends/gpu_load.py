@@ -7,7 +7,9 @@ which returns the kernel's median time alone and under load and their ratio. "Un
 only the launches at least half inside a timed copy window (`note_window`, the copy timer's hook):
 the load also runs while copies are verified and reset, beside nothing. `hbm`: a 16-byte
 vector copy over 2 × 256 MiB (HBM-bound); `gemm`: an fp16 4096³ matrix product (cuBLAS,
-tensor cores).
+tensor cores). `pause()` holds the launches and waits for those in flight, `resume()` launches
+again and returns once one is enqueued: the copies' "alone" side, interleaved with the loaded one in
+the same case (benches/under_load.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ HBM_BYTES = 256 << 20
 GEMM_N = 4096
 ALONE_LAUNCHES = 20
 IN_FLIGHT = 4
+HANG_S = 600.0  # pause/resume wait at most this long for the load's thread: a bound on a hang, not a timing
 
 
 class GpuLoad:
@@ -57,6 +60,10 @@ class GpuLoad:
         self._windows: list[tuple[float, float]] = []  # (start, end) of each timed copy window, ms after the anchor
         self._anchor = None
         self._stop = threading.Event()
+        self._paused = threading.Event()  # set: launch nothing new
+        self._held = threading.Event()  # the thread's answer to a pause: every launch in flight has finished
+        self._launched = threading.Event()  # the thread's answer to a resume: a launch is enqueued again
+        self._go = threading.Event()  # cleared by a pause, set by resume and stop: what a held thread sleeps on
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
@@ -77,7 +84,10 @@ class GpuLoad:
 
     def note_window(self, start, end) -> None:
         """A timed copy window of this GPU just ended (both events complete): the copy timer's hook.
-        Only launches inside such windows count as "under load"."""
+        Only launches inside such windows count as "under load"; a window timed while paused (the
+        copies alone) is none of them."""
+        if self._paused.is_set():
+            return
         self._windows.append((self._since_anchor(start), self._since_anchor(end)))
 
     def start(self) -> None:
@@ -92,7 +102,15 @@ class GpuLoad:
                 with self.cp.cuda.Device(self.gpu):
                     pending = []
                     while not self._stop.is_set():
+                        if self._paused.is_set():
+                            for start, end in pending:
+                                self._finished(start, end)
+                            pending = []
+                            self._held.set()
+                            self._go.wait(0.05)  # asleep, not polling: resume and stop set it
+                            continue
                         pending.append(self._bracketed())
+                        self._launched.set()
                         if len(pending) >= IN_FLIGHT:
                             self._finished(*pending.pop(0))
                     for start, end in pending:
@@ -103,6 +121,28 @@ class GpuLoad:
         self._thread = threading.Thread(target=loop, name="kvbench-gpu-load", daemon=True)
         self._thread.start()
 
+    def _await(self, event: threading.Event, what: str) -> None:
+        waited = 0.0
+        while not event.wait(0.05):
+            waited += 0.05
+            if self._error is not None or self._thread is None or not self._thread.is_alive() or waited > HANG_S:
+                raise RuntimeError(f"the {self.kind} load did not {what}: {self._error or 'its thread ended'}")
+
+    def pause(self) -> None:
+        """Launch nothing new and return once every launch in flight has finished: the GPU runs the
+        copies alone until `resume()`."""
+        self._held.clear()
+        self._go.clear()
+        self._paused.set()
+        self._await(self._held, "pause")
+
+    def resume(self) -> None:
+        """Launch again; returns once a launch is enqueued, so the next copies run beside it."""
+        self._launched.clear()
+        self._paused.clear()
+        self._go.set()
+        self._await(self._launched, "resume")
+
     def _finished(self, start, end) -> None:
         end.synchronize()
         self._launches.append((self._since_anchor(start), self._since_anchor(end)))
@@ -111,6 +151,7 @@ class GpuLoad:
         """End the load; its kernel's median time alone and under load (ms), and the slowdown."""
         if self._thread is not None:
             self._stop.set()
+            self._go.set()
             self._thread.join()
             self._thread = None
         if self._error is not None:

@@ -204,6 +204,56 @@ def test_a_load_records_how_many_of_its_launches_ran_beside_timed_copies(standin
     assert (load["kernel_under_load_ms"] is None) is (load["launches_in_copy_windows"] == 0)
 
 
+@pytest.mark.parametrize("bench,params", [("pcie.h2d", {"size": "1MiB", "load": "hbm"}),
+                                          ("pcie.bidir", {"size": "1MiB", "load": "hbm"}),
+                                          ("kv.restore", {**KV, "strategy": "ce-batch", "load": "gemm"})])
+def test_copies_under_load_measure_their_ratio_to_the_same_copies_alone_in_the_same_case(standin, monkeypatch,
+                                                                                          bench, params):
+    """Alone and loaded samples interleaved in one case, the load paused (nothing of it in flight)
+    around each alone sample: the ratio per pair is what the report's under-load table reads."""
+    from kvbench.backends import gpu_load
+    from kvbench.benches import under_load
+
+    monkeypatch.setattr(gpu_load, "HBM_BYTES", 1 << 20)
+    monkeypatch.setattr(gpu_load, "GEMM_N", 64)
+    launched_while_held, alone_samples = [], []
+    bracketed, timed = gpu_load.GpuLoad._bracketed, under_load.LoadPaused.time
+
+    def watched_launch(self):
+        if hasattr(self, "_held"):  # past the kernel's timing alone in __init__
+            launched_while_held.append(self._held.is_set() and self._paused.is_set())
+        return bracketed(self)
+
+    def watched_time(self, op, loops):
+        alone_samples.append(loops)
+        return timed(self, op, loops)
+
+    monkeypatch.setattr(gpu_load.GpuLoad, "_bracketed", watched_launch)
+    monkeypatch.setattr(under_load.LoadPaused, "time", watched_time)
+    result = run(bench, **params)
+    assert result.status == "ok", result.reason
+    m, paired = result.measurement, result.to_row()["extra"]["paired"]
+    assert paired["against"] == {"load": "none"}
+    assert paired["pairs"] == len(m.samples_s) == len(m.paired.samples_s)
+    assert paired["ratios"] == pytest.approx([b / a for a, b in zip(m.samples_s, m.paired.samples_s)])
+    assert len(alone_samples) >= len(m.samples_s)  # every alone sample (and its warm-up, calibration) paused the load
+    assert launched_while_held and not any(launched_while_held)
+    assert result.metadata["load"]["copy_windows"] > 0
+
+
+def test_a_load_that_cannot_pause_fails_the_case_with_the_reason(standin, monkeypatch):
+    from kvbench.backends import gpu_load
+
+    monkeypatch.setattr(gpu_load, "HBM_BYTES", 1 << 20)
+
+    def broken(self):
+        raise RuntimeError("the hbm load did not pause: its thread ended")
+
+    monkeypatch.setattr(gpu_load.GpuLoad, "pause", broken)
+    result = run("pcie.h2d", size="1MiB", load="hbm")
+    assert result.status == "failed" and "did not pause" in result.reason
+
+
 @pytest.mark.parametrize("strategy", ["ce-loop", "ce-graph", "ce-batch", "sm-gather", "staged"])
 def test_a_cuda_kv_strategy_measures_its_ratio_to_one_contiguous_copy_in_the_same_case(standin, strategy):
     """gpu-contiguous runs interleaved with the strategy on its buffers, stream and clock; the ratio per

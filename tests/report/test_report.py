@@ -167,3 +167,6 @@ def test_two_hop_restores_and_copies_under_load_get_their_own_tables():
     html = render.html(content.build([{**quick, "results": [staged, loaded]}]))
     assert "Two-hop restores" in html and "100%" in html
     assert "Copies under load" in html and "1.20 x" in html
+    loaded["metadata"]["paired"] = {"against": {"load": "none"}, "median": 0.71, "p10": 0.66, "p90": 0.77}
+    html = render.html(content.build([{**quick, "results": [staged, loaded]}]))
+    assert "0.71 x paired (p10–p90 0.66–0.77)" in html  # the copy's rate under load over alone, per pair
