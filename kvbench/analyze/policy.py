@@ -1,5 +1,5 @@
 """Which KV strategy to use at which fragment size, from this host's `kv.restore` sweep: for each
-path (source kind → destination kind) the fastest strategy over each range of swept fragment
+path (source kind → destination kind, or `peer GPU` for `kv.handoff`) the fastest strategy over each range of swept fragment
 sizes, with its rate and its per-fragment cost α and streaming bandwidth β — the crossover a
 serving engine otherwise finds by hand or calibrates at start-up.
 
@@ -16,9 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvbench.analyze.fit import fit_alpha_beta
+from kvbench.analyze.peer_tier import TIER as PEER_PATH
+from kvbench.analyze.peer_tier import handoff_layout
 from kvbench.analyze.restore_plan import latest_per_case, layout_of, model_of
 from kvbench.kv.strategies import is_ceiling
 from kvbench.metadata import FRAGMENT_BYTES, FRAGMENTS
+
+BENCHES = ("kv.restore", "kv.handoff")  # a handoff's strategies are a path of their own: peer GPU
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,10 @@ class Policy:
 
 
 def path_of(params: dict[str, Any]) -> str:
+    """`pinned → device` for a restore; `peer GPU` for a kv.handoff (GPU to GPU, no memory kinds)."""
+    if "pair" in params:
+        return PEER_PATH
+
     def kind(value: Any) -> str:
         return str(value).split(":")[0]
 
@@ -59,13 +67,14 @@ def _within_noise(winner: dict[str, Any], other: dict[str, Any]) -> bool:
 
 def policies(rows: list[dict[str, Any]]) -> list[Policy]:
     """Fastest strategy per fragment-size range for every path, model, layout and host in `rows`
-    (stored kv.restore rows)."""
+    (stored kv.restore and kv.handoff rows)."""
     cells: dict[tuple, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in latest_per_case(rows):
         size = (r.get("extra") or {}).get(FRAGMENT_BYTES)
-        if r["bench"] != "kv.restore" or r["status"] != "ok" or size is None or is_ceiling(r["params"].get("strategy")):
+        if r["bench"] not in BENCHES or r["status"] != "ok" or size is None or is_ceiling(r["params"].get("strategy")):
             continue
-        key = (path_of(r["params"]), model_of(r["params"]), layout_of(r["params"]), r.get("host_id"))
+        layout = handoff_layout(r["params"]) if r["bench"] == "kv.handoff" else layout_of(r["params"])
+        key = (path_of(r["params"]), model_of(r["params"]), layout, r.get("host_id"))
         cells[key][int(size)].append(r)
     out = []
     for key, by_size in sorted(cells.items(), key=lambda kv: tuple(map(str, kv[0]))):

@@ -132,11 +132,11 @@ def restore_plan(model: ModelGeometry, tokens: int, dtype: str, tp: int, block_t
     for (tier, layout, host), members in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
         label = tier + (f" [{layout}]" if len(layouts[tier]) > 1 else "") + (
             f" on {str(host)[:12]}" if len(hosts) > 1 else "")
-        plans.append(_tier_plan(label, members, kv_bytes, fragment))
+        plans.append(tier_plan(label, members, kv_bytes, fragment))
     return plans
 
 
-def _tier_plan(tier: str, members: list[dict[str, Any]], kv_bytes: int, fragment: int) -> TierPlan:
+def tier_plan(tier: str, members: list[dict[str, Any]], kv_bytes: int, fragment: int) -> TierPlan:
     peak = next((r["peak_gbps"] for r in members if r["peak_gbps"]), None)
     peak_note = next((r["peak_source"] for r in members if not r["peak_gbps"] and r["peak_source"]), None)
     best: dict[int, tuple[float, str]] = {}

@@ -37,6 +37,7 @@ def plan_cmd(
 ) -> None:
     """Restore or recompute: each tier's restore time (spec and measured, one request's p99) beside
     the prefill that would recompute the same KV, and the break-even token count."""
+    from kvbench.analyze.peer_tier import BENCHES, with_peer_tier
     from kvbench.analyze.recompute import compute_rate
     from kvbench.analyze.restore_plan import decide, measured_models, restore_plan
     from kvbench.kv.geometry import get_model
@@ -58,13 +59,15 @@ def plan_cmd(
     mine = this_host_ids(store)
     rows = store.host_results(mine, "kv.restore")
     tiers = restore_plan(geometry, tokens, dtype, tp, block_tokens, rows)
+    gpus = [g.name for g in host_facts(dram=False).gpus]
+    tiers = with_peer_tier(tiers, geometry, tokens, dtype, tp, block_tokens,
+                           [r for bench in BENCHES for r in store.host_results(mine, bench)], len(gpus))
     if not tiers:
         others = measured_models(rows)
         if others:  # another model's rates and request times are not this model's
             raise BadInput(f"no kv.restore results of {geometry.name} for this host in {store.url} (measured: "
                            f"{', '.join(others)}); run 'kvbench run --suite kv-restore --set model={geometry.name}'")
         raise BadInput(f"no kv.restore results for this host in {store.url}; run 'kvbench run --suite kv-restore' first")
-    gpus = [g.name for g in host_facts(dram=False).gpus]
     rate = compute_rate(store.host_results(mine, "gpu.matmul"), gpus, tflops, gpu)
     answer = decide(geometry, tokens, dtype, tp, tiers, rate, mfu, params)
     if json_out:
@@ -93,7 +96,8 @@ def policy_cmd(
 
     check_writable(json_out, "--json", db)
     store = open_store(db, read_only=True)
-    found = policies(store.host_results(this_host_ids(store), "kv.restore"))
+    mine = this_host_ids(store)
+    found = policies(store.host_results(mine, "kv.restore") + store.host_results(mine, "kv.handoff"))
     if not found:
         raise BadInput(f"no kv.restore results with fragment sizes for this host in {store.url}; run "
                        "'kvbench run --suite kv-restore' first")

@@ -13,6 +13,7 @@ from kvbench.analyze.contended import incomplete_on_contention
 from kvbench.analyze.fit import fit_results
 from kvbench.analyze.inventory import inventory_verdicts
 from kvbench.analyze.numa_ratio import NearFar, near_far
+from kvbench.analyze.peer_tier import with_peer_tier
 from kvbench.analyze.pinned_ratio import PageableVsPinned, pageable_vs_pinned
 from kvbench.analyze.profile import Profile, gpus_to_match
 from kvbench.analyze.recompute import compute_rate
@@ -146,8 +147,9 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     gpus = ((host or {}).get("facts") or {}).get("gpus") or []
     rate = compute_rate([r for r in plan_rows if r["bench"] == "gpu.matmul"], [g.get("name") or "" for g in gpus],
                         None, None)
-    answer = decide(geometry, tokens, "bf16", 1, restore_plan(geometry, tokens, "bf16", 1, block_tokens, plan_rows),
-                    rate)
+    tiers = with_peer_tier(restore_plan(geometry, tokens, "bf16", 1, block_tokens, plan_rows), geometry, tokens,
+                           "bf16", 1, block_tokens, plan_rows, len(gpus))
+    answer = decide(geometry, tokens, "bf16", 1, tiers, rate)
     content.plan, content.plan_recompute = answer.tiers, plan_answer_lines(answer)
     content.plan_title = f"Restore or recompute {tokens} tokens of {geometry.name} (bf16, {block_tokens}-token blocks)"
     judged = {"results": results}
