@@ -78,9 +78,10 @@ def scaled(doc: dict, scale: float) -> dict:
 
 
 def compare(base: str, new: str, db: str) -> tuple[int, list[dict]]:
-    """`kvbench compare BASE NEW --format json`: its exit status and its per-case verdicts."""
+    """`kvbench compare BASE NEW --format json`: its exit status (0 same, 1 slower, 3 INCOMPLETE: a drop held
+    back as contended) and its per-case verdicts."""
     proc = kvbench("compare", base, new, "--db", db, "--format", "json")
-    if proc.returncode not in (0, 1):
+    if proc.returncode not in (0, 1, 3):
         raise SystemExit(f"compare {base} {new} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
     return proc.returncode, json.loads(proc.stdout)["comparisons"]
 
@@ -98,14 +99,15 @@ def condition(name: str, runs: int, folder: Path, hog: int, measure: bool = True
     finally:
         stop(hogs)
     ids = list(range(1, runs + 1))  # a fresh database numbers its runs from 1
-    tally = {"pairs": 0, "pairs_false": 0, "cases": 0, "cases_false": 0, "cases_contended": 0,
-             **{s: {"pairs": 0, "pairs_caught": 0, "cases": 0, "cases_caught": 0, "cases_contended": 0}
-                for s in SCALES}}
+    tally = {"pairs": 0, "pairs_false": 0, "pairs_held": 0, "cases": 0, "cases_false": 0, "cases_contended": 0,
+             **{s: {"pairs": 0, "pairs_caught": 0, "pairs_held": 0, "cases": 0, "cases_caught": 0,
+                    "cases_contended": 0} for s in SCALES}}
     for prev, nxt in zip(ids, ids[1:], strict=False):
         status, verdicts = compare(str(prev), str(nxt), db)
         judged = [c for c in verdicts if c["base_gbps"] is not None and c["new_gbps"] is not None]
         tally["pairs"] += 1
         tally["pairs_false"] += status == 1
+        tally["pairs_held"] += status == 3
         tally["cases"] += len(judged)
         tally["cases_false"] += sum(c["verdict"] == "slower" for c in judged)
         tally["cases_contended"] += sum(c["verdict"] == CONTENDED for c in judged)
@@ -119,6 +121,7 @@ def condition(name: str, runs: int, folder: Path, hog: int, measure: bool = True
             t = tally[s]
             t["pairs"] += 1
             t["pairs_caught"] += status == 1
+            t["pairs_held"] += status == 3
             t["cases"] += len(judged)
             t["cases_caught"] += sum(c["verdict"] == "slower" for c in judged)
             t["cases_contended"] += sum(c["verdict"] == CONTENDED for c in judged)
@@ -147,26 +150,35 @@ def main() -> int:
     conditions = conditions[1:] if args.hog_only else conditions[:1] if args.quiet_only else conditions
     print(f"compare power: {args.runs} runs per condition of a 6-case CPU suite, databases in {folder}")
     tallies = {name: condition(name, args.runs, folder, hog, not args.rejudge) for name, hog in conditions}
-    print(f"\n{'condition':<10} {'false alarms: pairs':>22} {'cases':>20} {'held: contended':>20}")
+    print(f"\n{'condition':<10} {'false alarms: pairs':>22} {'cases':>20} {'held: contended':>20} "
+          f"{'INCOMPLETE: pairs':>20}")
     for name, t in tallies.items():
         print(f"{name:<10} {pct(t['pairs_false'], t['pairs']):>22} {pct(t['cases_false'], t['cases']):>20} "
-              f"{pct(t['cases_contended'], t['cases']):>20}")
-    print(f"\n{'drop':<10} {'condition':<10} {'caught: pairs':>22} {'cases':>20} {'held: contended':>20}")
+              f"{pct(t['cases_contended'], t['cases']):>20} {pct(t['pairs_held'], t['pairs']):>20}")
+    print(f"\n{'drop':<10} {'condition':<10} {'caught: pairs':>22} {'cases':>20} {'held: contended':>20} "
+          f"{'INCOMPLETE: pairs':>20}")
     for s in SCALES:
         for name, t in tallies.items():
             c = t[s]
             print(f"{1 - s:<10.0%} {name:<10} {pct(c['pairs_caught'], c['pairs']):>22} "
-                  f"{pct(c['cases_caught'], c['cases']):>20} {pct(c['cases_contended'], c['cases']):>20}")
-    print("held: contended = `ambiguous (contended)`, a slower or faster compare holds back because either run was "
-          "measured under contention (shown, not gated)")
+                  f"{pct(c['cases_caught'], c['cases']):>20} {pct(c['cases_contended'], c['cases']):>20} "
+                  f"{pct(c['pairs_held'], c['pairs']):>20}")
+    print("held: contended = `ambiguous (contended)`: a change compare does not judge because either run was "
+          "measured under contention (shown, not gated); INCOMPLETE = compare's exit 3 on such a drop: not "
+          "a pass, re-measure on a quiet box")
     for name, t in tallies.items():
         caught = [1 - s for s in SCALES if t[s]["cases"] and t[s]["cases_caught"] / t[s]["cases"] >= 0.5]
         print(f"{name}: smallest drop caught in >= 50 % of cases: "
               + (f"{min(caught):.0%}" if caught else f"none of {', '.join(f'{1 - s:.0%}' for s in SCALES)}"))
     false_ok = all(t["pairs_false"] <= 0.05 * t["pairs"] for t in tallies.values())
-    caught_ok = all(t[0.6]["cases_caught"] >= 0.9 * t[0.6]["cases"] for t in tallies.values())
-    print(f"targets: false alarms <= 5 % of identical pairs ({'met' if false_ok else 'NOT met'}); "
-          f"a 40 % drop caught in >= 90 % of cases ({'met' if caught_ok else 'NOT met'})")
+    # beside the hog every run is contended: compare holds its changes back (INCOMPLETE, exit 3) rather than
+    # judging them, so there a drop counts as caught when its pair did not pass (slower or INCOMPLETE)
+    caught_ok = all((t[0.6]["cases_caught"] >= 0.9 * t[0.6]["cases"]) if name == "quiet" else
+                    (t[0.6]["pairs_caught"] + t[0.6]["pairs_held"] >= 0.9 * t[0.6]["pairs"])
+                    for name, t in tallies.items())
+    print(f"targets: false alarms (slower) <= 5 % of identical pairs ({'met' if false_ok else 'NOT met'}); "
+          f"a 40 % drop caught in >= 90 % of cases when quiet, not passed in >= 90 % of pairs beside the hog "
+          f"({'met' if caught_ok else 'NOT met'})")
     return 0 if false_ok and caught_ok else 1  # a printed goal missed is a failed `make bench`
 
 

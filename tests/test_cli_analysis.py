@@ -137,7 +137,7 @@ def test_tag_baseline_then_compare_and_history(tmp_path):
         assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db).returncode == 0
     assert "baseline=1" in run_cli("tag", "1", "baseline", "--db", db).stdout
     proc = run_cli("compare", "baseline", "latest", "--db", db)
-    assert proc.returncode in (0, 1) and "run 1 → run 2" in proc.stdout
+    assert proc.returncode in (0, 1, 3) and "run 1 → run 2" in proc.stdout  # 3: a busy box held a drop back
     hist = run_cli("history", "dram.copy", "--params", "fragment=4KiB", "--db", db)
     assert hist.returncode == 0, hist.stderr
     assert hist.stdout.count("fragment=4KiB") == 1 and "segment" in hist.stdout

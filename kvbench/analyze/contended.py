@@ -2,7 +2,8 @@
 from a busy neighbour (the contention record: kvbench/hardware/contention.py, docs/contention.md).
 
 `compare` (and every command that shares its comparison) turns `slower` or `faster` into
-`ambiguous (contended)` when either run's case was contended: such a change is shown, never gated as
+`ambiguous (contended)` when either run's case was contended, and so does an `ambiguous` drop (one the
+noise swallowed, which a busy box's noise may be hiding): such a change is shown, never gated as
 `slower`; a drop held back so was not judged, and `compare` ends INCOMPLETE on it (never PASS).
 `accept` re-measures, once, the cases a rule failed on while contended (`contended_failures`,
 `with_remeasured`), judges again, and calls a failure still judged on a contended case INCOMPLETE
@@ -28,13 +29,19 @@ def contention_reasons(result: dict[str, Any]) -> list[str]:
     return list(record.get("contended") or [])
 
 
-def weigh_contention(verdict: str, note: str, base: dict[str, Any], new: dict[str, Any]) -> tuple[str, str]:
+def weigh_contention(verdict: str, note: str, base: dict[str, Any], new: dict[str, Any],
+                     drop: bool = False) -> tuple[str, str]:
     """(verdict, note) of a comparison once contention is weighed: `slower` / `faster` with either side
-    contended becomes `ambiguous (contended)`, the note naming the side and its first reason."""
+    contended becomes `ambiguous (contended)`, the note naming the side and its first reason; so does an
+    `ambiguous` drop (`drop`: the change is below the floor's negative), which a busy neighbour's noise
+    may be hiding — never a pass (benchmarks/compare_power.py: beside a 2-process CPU hog, 40 % drops
+    were `ambiguous` in most cases, their ranges overlapping)."""
     sides = [(name, why) for name, row in (("base", base), ("new", new)) if (why := contention_reasons(row))]
-    if verdict not in ("slower", "faster") or not sides:
+    if not sides or not (verdict in ("slower", "faster") or (verdict == "ambiguous" and drop)):
         return verdict, note
     said = "; ".join(f"{name} contended: {why[0]}" for name, why in sides)
+    if verdict == "ambiguous":
+        return AMBIGUOUS_CONTENDED, f"a drop within the noise, but {said}: the noise may hide it; re-measure. {note}"
     return AMBIGUOUS_CONTENDED, f"{verdict} if the box had been quiet, but {said}; re-measure. {note}"
 
 

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from kvbench.errors import BadInput
+from kvbench.metadata import CONTENTION
 from kvbench.store import schema
 from kvbench.store.durable import FileIdentity, retrying
 from kvbench.store.links import Links
@@ -298,9 +299,10 @@ class Store(Tags, Links):
     def case_medians(self, host_ids: list[str], context_id: str, cases: list[str], before_run: int | None,
                      last: int = 20) -> dict[str, list[float]]:
         """Each case's median GB/s in this host's ok runs of one context (newest `last`, oldest first),
-        runs before `before_run` only: the history a comparison weighs its change against."""
+        runs before `before_run` only: the history a comparison weighs its change against. A result
+        measured under contention is left out: a busy neighbour's slowdown is not the case's noise."""
         r = schema.result
-        query = (sa.select(r.c.case_hash, r.c.gbps_median)
+        query = (sa.select(r.c.case_hash, r.c.gbps_median, r.c.extra)
                  .join(schema.run, schema.run.c.id == r.c.run_id)
                  .where(r.c.host_id.in_(host_ids), r.c.case_hash.in_(cases), r.c.status == "ok",
                         schema.run.c.context_id == context_id)
@@ -311,7 +313,7 @@ class Store(Tags, Links):
         with self.engine.connect() as conn:
             for row in conn.execute(query):
                 values = out.setdefault(row.case_hash, [])
-                if len(values) < last:
+                if len(values) < last and not ((row.extra or {}).get(CONTENTION) or {}).get("contended"):
                     values.append(row.gbps_median)
         return {case: values[::-1] for case, values in out.items()}
 

@@ -1,0 +1,78 @@
+"""A case's between-run noise and the change it allows (kvbench/analyze/compare.py says how a verdict
+uses them). Rates are GB/s; noise and allowances are in ln units (a relative sd, |ln(new / base)|).
+
+The allowance is 3 sd of the change between two runs, each varying by the between-run noise (so
+their difference by √2 × it), capped at a halving. Calibrated against measured runs, not assumed:
+benchmarks/compare_power.py on a quiet 2-vCPU VM found a test of the new median against the history's
+MAD-tight level gating 9-25 % of identical pairs (a VM's level drifts between runs), and 3 × the noise
+without √2 one pair in eight.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+THRESHOLD = 0.05  # the practical floor
+ASSUMED_BETWEEN_RUN = 0.15  # allowance while a case has fewer than MIN_HISTORY earlier runs
+MIN_HISTORY = 3
+NOISE_MULTIPLE = 3.0  # a change must exceed 3 sd of the change between two runs
+PAIR_SPREAD = 2 ** 0.5  # two runs that each vary by sd s differ by sd s * sqrt(2): the spread of a change
+MAX_ALLOWANCE = float(np.log(2.0))  # a halving (or doubling) whose ranges are apart is always a change
+
+# Expected range of n normal values, in standard deviations (d2 of control charts; Tippett 1925).
+D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970, 10: 3.078, 11: 3.173,
+      12: 3.258, 13: 3.336, 14: 3.407, 15: 3.472, 16: 3.532, 17: 3.588, 18: 3.640, 19: 3.689, 20: 3.735}
+MAD_FROM = 5  # under 5 runs the MAD is no estimate (two of three agreeing make it zero)
+
+
+def _logs(medians: list[float]) -> np.ndarray:
+    return np.log([m for m in medians if m and m > 0])
+
+
+def _range_sd(logs: np.ndarray) -> float | None:
+    """The sd the runs' range shows: range / d2(n); None under 2 runs. Beyond 20 runs the d2 of 20
+    overstates the sd a little: the cautious side for a CI gate."""
+    return float(logs.max() - logs.min()) / D2[min(len(logs), max(D2))] if len(logs) >= 2 else None
+
+
+def _mad_sd(logs: np.ndarray) -> float:
+    return float(1.4826 * np.median(np.abs(logs - np.median(logs))))
+
+
+def between_run_noise(medians: list[float]) -> float | None:
+    """Relative spread of a case's medians over runs, as one standard deviation of their logarithms;
+    never below what the runs' range shows (range / d2(n)), and from MAD_FROM runs on the larger of
+    that and 1.4826 × their MAD. None with fewer than MIN_HISTORY runs."""
+    logs = _logs(medians)
+    if len(logs) < MIN_HISTORY:
+        return None
+    from_range = _range_sd(logs)
+    return from_range if len(logs) < MAD_FROM else max(from_range, _mad_sd(logs))
+
+
+def allowance(noise: float | None, threshold: float = THRESHOLD, medians: list[float] = ()) -> float:
+    """The |ln(new / base)| above which a case whose ranges are apart is slower or faster: 3 sd of the
+    change between two runs that each vary by the between-run noise (3 × √2 × the noise), or without it
+    the assumed allowance — never below what two earlier runs' spread already shows (`medians`) — and
+    never under the floor; never above a halving (MAX_ALLOWANCE), so a noisy history cannot make a
+    drop ungateable."""
+    if noise is not None:
+        wide = NOISE_MULTIPLE * PAIR_SPREAD * noise
+    else:
+        seen = _range_sd(_logs(list(medians)))
+        wide = max(ASSUMED_BETWEEN_RUN, NOISE_MULTIPLE * PAIR_SPREAD * seen if seen is not None else 0.0)
+    return max(threshold, min(MAX_ALLOWANCE, wide))
+
+
+def back_to_level(n_rate: float, change: float, history: list[float], allowed: float) -> str | None:
+    """Where the allowance stopped at a halving (the runs vary by more) and the new median is within
+    a halving of the earlier runs' level (their median), on the side the change went: the base was
+    the odd run out and the new run is back where the case usually is (medians 4.06 / 8.39 / 4.06,
+    then 4.06 again) — the evidence in words, else None."""
+    logs = _logs(history)
+    if allowed < MAX_ALLOWANCE or not len(logs):
+        return None
+    off = float(np.log(n_rate)) - float(np.median(logs))
+    if (off < 0) == (change < 0) and abs(off) >= MAX_ALLOWANCE:
+        return None
+    return f"back within a halving of the level of {len(logs)} earlier runs ({np.exp(np.median(logs)):.3g} GB/s)"
