@@ -106,7 +106,11 @@ _KEYS = (
     Key("gds_compat_mode", "", "cuFile's allow_compat_mode: GDS may have gone through host memory"),
     Key("iops", "I/O/s", "I/Os per second (median sample)"),
     Key("ucx_env", "", "the UCX_* environment that steers transports and devices"),
-    Key("rails", "", "the UCX devices the batch was dealt over"),
+    Key("rails", "", "the UCX devices the batch was dealt over (rails=a,b), or UCX may spread over (rails=N)"),
+    Key("rail_bytes", "bytes", "each rail's bytes per operation where known: dealt by kvbench (rails=a,b), or "
+        "UCX's planned share (rails=N; UCX does not count per lane), with how it is known"),
+    Key("rail_counters", "bytes", "each rail device's kernel byte counters (tx_bytes, rx_bytes) over the whole case, "
+        "or why they cannot be read; they include headers and other traffic"),
     Key("ucx_protocols", "", "UCX's protocol table rows for remote writes and reads"),
     Key("ucx_devices", "", "transport/device pairs UCX used"),
     Key("gpu_memory", "", "either side of a network case was GPU memory"),

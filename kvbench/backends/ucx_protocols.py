@@ -96,3 +96,19 @@ def devices(protocols: dict[str, list[str]]) -> list[str]:
                     if "/" in part and part not in found:
                         found.append(part)
     return found
+
+
+_SHARE = re.compile(r"(\d+)% on (\S+/\S+)")
+
+
+def lane_shares(protocols: dict[str, list[str]]) -> dict[str, float]:
+    """UCX's planned split of one operation over its lanes (a fraction per transport/device), from a
+    multi-lane row of its protocol table (`50% on rc_mlx5/mlx5_0:1 and 50% on rc_mlx5/mlx5_1:1`): the
+    weights UCX chose from each lane's bandwidth, not bytes it counted. The largest range's row wins."""
+    shares: dict[str, float] = {}
+    for rows in protocols.values():
+        for row in rows:
+            found = _SHARE.findall(row)
+            if found:
+                shares = {lane: int(pct) / 100 for pct, lane in found}
+    return shares

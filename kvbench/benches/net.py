@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import zlib
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,9 @@ from kvbench.backends.ucx_protocols import proto_info_enabled
 from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
-from kvbench.errors import IntegrityError
+from kvbench.benches.rails import COUNTER_NOTE, rail_bytes, rail_devices
+from kvbench.errors import BadInput, IntegrityError
+from kvbench.hardware.nic_counters import counter_deltas, read_counters
 from kvbench.hardware.path import Segment
 from kvbench.measure.engine import Workload
 from kvbench.memory.host import check_fits
@@ -59,19 +62,46 @@ def ucx_settings() -> dict[str, str]:
             for k, v in os.environ.items() if k.startswith("UCX_")}
 
 
+@contextmanager
+def _ucx_env(settings: dict[str, str]) -> Iterator[None]:
+    """UCX variables set while agents (and a local peer process) start: UCX reads them then."""
+    saved = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _agent_on(name: str, rail: str | None, threads: int, listen: int | None):
     """An initiator agent whose UCX uses only `rail` (UCX_NET_DEVICES, read when UCX starts)."""
-    if rail is None:
+    with _ucx_env({"UCX_NET_DEVICES": rail} if rail else {}):
         return make_agent(name, ["UCX"], threads, listen_port=listen)
-    saved = os.environ.get("UCX_NET_DEVICES")
-    os.environ["UCX_NET_DEVICES"] = rail
-    try:
-        return make_agent(name, ["UCX"], threads, listen_port=listen)
-    finally:
-        if saved is None:
-            os.environ.pop("UCX_NET_DEVICES", None)
-        else:
-            os.environ["UCX_NET_DEVICES"] = saved
+
+
+def _names(text: str) -> list[str]:
+    return [r.strip() for r in text.split(",") if r.strip()]
+
+
+def own_rails(params: dict[str, Any]) -> list[str]:
+    """rails=a,b: the devices kvbench deals the batch over, one agent each ([] for rails=N or none)."""
+    return [] if params["rails"].strip().isdigit() else _names(params["rails"])
+
+
+def ucx_rails(params: dict[str, Any]) -> dict[str, str]:
+    """rails=N and net_devices=a,b: the UCX settings that let UCX itself spread each request over up
+    to N devices (UCX_MAX_RMA_RAILS: NIXL's reads and writes are UCX RMA; UCX_MAX_RNDV_RAILS: its
+    rendezvous) among those named (UCX_NET_DEVICES)."""
+    env = {}
+    if params["rails"].strip().isdigit():
+        env["UCX_MAX_RMA_RAILS"] = env["UCX_MAX_RNDV_RAILS"] = params["rails"].strip()
+    if _names(params["net_devices"]):
+        env["UCX_NET_DEVICES"] = ",".join(_names(params["net_devices"]))
+    return env
 
 
 class _Net(Benchmark):
@@ -88,8 +118,10 @@ class _Net(Benchmark):
         "peer_port": Param("int", 5555, "peer=remote: the peer's NIXL listener port", minimum=1, maximum=65535),
         "peer_name": Param("text", "kvbench-target", "peer=remote: the peer agent's name"),
         "timeout_s": Param("int", 30, "seconds to wait for the peer", minimum=1),
-        "rails": Param("text", "", "UCX devices to spread the batch over, one agent each, e.g. "
-                       "mlx5_0:1,mlx5_1:1 (empty: UCX's choice)"),
+        "rails": Param("text", "", "UCX devices to deal the batch over, one agent each, e.g. mlx5_0:1,mlx5_1:1; or "
+                       "a number N: UCX spreads each request over up to N devices (empty: UCX's choice)"),
+        "net_devices": Param("text", "", "the devices UCX may use (UCX_NET_DEVICES), e.g. mlx5_0:1,mlx5_1:1; "
+                             "with rails=N, the devices it spreads over", added=True),
     }
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
@@ -107,11 +139,18 @@ class _Net(Benchmark):
 
     def validate(self, params: dict[str, Any]) -> None:
         check_fits(2 * params["block_size"] * params["batch"], "local + remote buffers")
+        if params["rails"].strip().isdigit() and int(params["rails"]) < 1:
+            raise BadInput(f"bad rails={params['rails']}: give at least 1 rail, or the devices (mlx5_0:1,mlx5_1:1)")
+        if own_rails(params) and _names(params["net_devices"]):
+            raise BadInput("rails=a,b names the devices already: give net_devices only with rails=N")
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
-        rails = [r.strip() for r in params["rails"].split(",") if r.strip()]
+        rails = own_rails(params) or _names(params["net_devices"])
+        if params["rails"].strip().isdigit() and int(params["rails"]) < len(rails):
+            rails = []  # UCX picks N of the devices named: which ones is its choice, so no sum is known
+        gpu = next((k.index or 0 for k in (parse_kind(params["local"]),) if k.name == "device"), None)
         if rails and params["peer"] == "remote":
-            return [("nic_rails", tuple(rails))]
+            return [("nic_rails", tuple(rails), gpu)]
         if params["peer"] == "remote":
             return [("remote_peer", params["peer_addr"])]
         return [("loopback", params["peer"])]
@@ -119,7 +158,7 @@ class _Net(Benchmark):
     def _connect(self, params: dict[str, Any], size: int, stack: ExitStack):
         """(agents, local region, peer, prepared transfers): one agent and request per rail; what
         needs freeing goes on `stack`."""
-        rails = [r.strip() for r in params["rails"].split(",") if r.strip()] or [None]
+        rails = own_rails(params) or [None]
         listen = free_port() if params["peer"] != "inproc" else None
         # A launched peer knows the initiator by a fixed name (python -m kvbench.peer --initiator kvbench-init).
         name = "kvbench-init" if params["peer"] == "remote" else f"kvbench-net-{os.getpid()}-{self.operation.lower()}"
@@ -156,7 +195,8 @@ class _Net(Benchmark):
         size = params["block_size"] * params["batch"]
         offset = ucx_log_size()
         with ExitStack() as stack:
-            with proto_info_enabled():  # UCX logs which protocol, transport and device it picks
+            # UCX logs which protocol, transport and device it picks; rails=N lets it spread over devices
+            with proto_info_enabled(), _ucx_env(ucx_rails(params)):
                 agents, region, peer, transfers = self._connect(params, size, stack)
 
             def run() -> None:
@@ -197,15 +237,25 @@ class _Net(Benchmark):
                     raise IntegrityError("the local buffer does not hold the peer's bytes (crc32 differs)")
 
         metadata = {
-            "nixl_backend": transfers[0].backend, "nixl_version": nixl_version(), "ucx_env": ucx_settings(),
-            "rails": [r.strip() for r in params["rails"].split(",") if r.strip()],
+            "nixl_backend": transfers[0].backend, "nixl_version": nixl_version(),
+            "ucx_env": {**ucx_settings(), **ucx_rails(params)},  # what the agents started with
+            "rails": own_rails(params) or _names(params["net_devices"]),
             "ucx_protocols": protocols, "ucx_devices": ucx_devices(protocols),
             "gpu_memory": any(parse_kind(params[k]).name == "device" for k in ("local", "remote")),
             "buffers": {"local": region.describe(), "remote": peer.describe()},
         }
 
+        rails = rail_bytes(params, protocols, [int(t.local_descs[:, 1].sum()) for t in transfers])
+        devices = rail_devices(params, protocols)
+        before = {d: read_counters(d) for d in devices}
+
         def derive(_m) -> dict[str, Any]:
-            return {"telemetry": [t.telemetry() for t in transfers]}
+            extra = {"telemetry": [t.telemetry() for t in transfers]}
+            if rails is not None:
+                extra["rail_bytes"] = rails
+                extra["rail_counters"] = {**counter_deltas(before, {d: read_counters(d) for d in devices}),
+                                          "note": COUNTER_NOTE}
+            return extra
 
         return Prepared(Workload(size, run, reset, check), metadata, cleanup.close, derive)
 

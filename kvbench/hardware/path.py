@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kvbench.hardware import peaks, sysfs
-from kvbench.hardware.facts import Gpu, HostFacts, Link
+from kvbench.hardware.facts import Gpu, HostFacts, Link, Nic
 from kvbench.hardware.peaks import Peak
 from kvbench.metadata import LINK, PER_GPU_LINK
 
@@ -118,22 +118,46 @@ def _loopback(segment: Segment, facts: HostFacts, links: LinksUnderLoad) -> Segm
     return None, f"peer={segment[1]} on this host: no network link to take a peak from"
 
 
+def _card_link(nic: Nic, facts: HostFacts) -> Peak | None:
+    """The PCIe link a NIC card sits on, as negotiated (a Gen6 CX-8 in a Gen5 slot: Gen5 x16)."""
+    bdf = sysfs.normalize_bdf(nic.bdf) if nic.bdf else None
+    pci = next((p for p in facts.pci if bdf and sysfs.normalize_bdf(p.bdf) == bdf), None)
+    return peaks.link_peak(pci.link) if pci else None
+
+
 def _nic_rails(segment: Segment, facts: HostFacts, links: LinksUnderLoad) -> SegmentPeak:
+    """("nic_rails", devices[, gpu]): the sum of the cards' port rates, each card capped by its own
+    PCIe link, and the sum capped by GPU `gpu`'s link when the bytes are in its memory (GPUDirect
+    RDMA: every rail crosses that one link) — the seed's CX-8 (2 x 400GbE, 100 GB/s) on a Gen5 x16
+    GPU gives 63 GB/s. Spec figures, labelled so."""
     by_card: dict[str, list[str]] = {}  # ports named as UCX does (mlx5_0:1); ports of one card share its total
     for rail in segment[1]:
         card, _, port = rail.partition(":")
         by_card.setdefault(card, []).append(f"{card}/{port or '1'}")
     total, sources = 0.0, []
     for card, ports in by_card.items():
-        nic = next((n for n in facts.nics if n.name in ports), None)
+        nic = next((n for n in facts.nics if n.name in ports or n.name == card), None)
         if nic is None:
             return None, f"rail device {card} ({', '.join(ports)}) not found among this host's NICs"
         peak = peaks.nic_peak(nic, ports=len(ports))
         if peak is None:
             return None, f"NIC {nic.name} rate unknown"
+        link = _card_link(nic, facts)
+        if link is not None and link.gbps < peak.gbps:
+            peak = Peak(link.gbps, f"{peak.gbps:.1f} GB/s of ports capped by its PCIe link: {link.source}")
         total += peak.gbps
         sources.append(f"{card}: {peak.source}")
-    return Peak(total, f"rails {', '.join(segment[1])}: " + "; ".join(sources)), None
+    source = f"spec: rails {', '.join(segment[1])}: " + "; ".join(sources)
+    gpu_index = segment[2] if len(segment) > 2 else None
+    if gpu_index is not None:
+        gpu = facts.gpu(gpu_index)
+        link = gpu_link_peak(gpu, links.get(gpu_index)) if gpu else None
+        if link is None:
+            return None, f"rails into GPU {gpu_index}'s memory: that GPU's PCIe link, which caps them, is unknown"
+        if link.gbps < total:
+            return Peak(link.gbps, f"spec: GPU {gpu_index}'s PCIe link {link.gbps:.1f} GB/s ({link.source}) caps "
+                                   f"the rails' {total:.1f} GB/s ({source})"), None
+    return Peak(total, source), None
 
 
 def _remote_peer(segment: Segment, facts: HostFacts, links: LinksUnderLoad) -> SegmentPeak:
