@@ -14,7 +14,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from kvbench.errors import BadInput
 from kvbench.metadata import CONTENTION
 from kvbench.store import schema
-from kvbench.store.durable import FileIdentity, retrying
+from kvbench.store.durable import FileIdentity, results_committed, retrying, run_committed
+from kvbench.store.hostmerge import HostMerge
 from kvbench.store.links import Links
 from kvbench.store.tags import WHOLE, Tags
 
@@ -23,7 +24,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Store(Tags, Links):
+class Store(Tags, HostMerge, Links):
     def __init__(self, engine: sa.Engine, shown_url: str, read_only: bool = False) -> None:
         self.engine = engine
         self.url = shown_url  # redacted: no password
@@ -58,21 +59,28 @@ class Store(Tags, Links):
         with self.engine.begin() as conn:
             self._insert_once(conn, schema.context, {"id": context_id, "facts": facts})
 
-    @retrying
     def begin_run(self, *, host_id: str, context_id: str, suite: str | None, suite_hash: str | None,
                   kvbench_version: str, git_sha: str | None, git_dirty: bool | None, tags: dict,
                   system_state: dict, cases_planned: int | None = None, owner: dict | None = None) -> int:
         """A new run, `running`. `owner` ({pid, boot_id, machine}) lets a later kvbench tell a crashed
-        run from a live one."""
+        run from a live one. One run even when the connection is lost at COMMIT and the write is made
+        again: the retry looks for the run the first attempt may have committed (same host, owner and
+        start, to the microsecond) before it inserts."""
         owner = owner or {}
+        started = _now()
+        values = dict(host_id=host_id, context_id=context_id, started_at=started, status="running", suite=suite,
+                      suite_hash=suite_hash, kvbench_version=kvbench_version, git_sha=git_sha, git_dirty=git_dirty,
+                      tags=tags, tags_at={key: started.isoformat() for key in tags}, system_state=system_state,
+                      cases_planned=cases_planned, heartbeat_at=started,
+                      pid=owner.get("pid"), boot_id=owner.get("boot_id"), machine=owner.get("machine"))
+        return self._begin_run(values, {})
+
+    @retrying
+    def _begin_run(self, values: dict[str, Any], seen: dict[str, int]) -> int:
         with self.engine.begin() as conn:
-            return int(conn.execute(schema.run.insert().values(
-                host_id=host_id, context_id=context_id, started_at=_now(), status="running", suite=suite,
-                suite_hash=suite_hash, kvbench_version=kvbench_version, git_sha=git_sha, git_dirty=git_dirty,
-                tags=tags, tags_at={key: _now().isoformat() for key in tags}, system_state=system_state,
-                cases_planned=cases_planned, heartbeat_at=_now(),
-                pid=owner.get("pid"), boot_id=owner.get("boot_id"), machine=owner.get("machine"),
-            )).inserted_primary_key[0])
+            mine = run_committed(conn, values, seen)
+            return mine if mine is not None else int(conn.execute(schema.run.insert().values(**values))
+                                                         .inserted_primary_key[0])
 
     @retrying
     def finish_run(self, run_id: int, status: str, reason: str | None = None, end_state: dict | None = None) -> None:
@@ -89,14 +97,22 @@ class Store(Tags, Links):
         the runner commits each case as it is measured, so an interrupted run keeps it."""
         return self.add_results(run_id, [(row, samples_s)])[0]
 
-    @retrying
     def add_results(self, run_id: int, items: list[tuple[dict, list[float]]]) -> list[int]:
         """Insert many results with their samples in one transaction (an import, a fleet's bulk
-        writer): two statements, however many results."""
+        writer): two statements, however many results. Written once even when the connection is lost
+        at COMMIT and the write is made again (the server may have committed the first attempt)."""
+        return self._add_results(run_id, items, {})
+
+    @retrying
+    def _add_results(self, run_id: int, items: list[tuple[dict, list[float]]], seen: dict[str, int]) -> list[int]:
         with self.engine.begin() as conn:
-            # the heartbeat first: it locks the run's row, so its host is read as a merge left it (results follow)
+            # the heartbeat first: it locks the run's row, so its host is read as a merge left it (results follow),
+            # and no other writer of the run comes between the check for a committed attempt and the insert
             conn.execute(schema.run.update().where(schema.run.c.id == run_id).values(heartbeat_at=_now()))
             host_id = conn.execute(sa.select(schema.run.c.host_id).where(schema.run.c.id == run_id)).scalar_one()
+            committed = results_committed(conn, run_id, len(items), seen)
+            if committed is not None:
+                return committed
             rows = [{**row, "run_id": run_id, "host_id": host_id} for row, _samples in items]
             # one INSERT ... RETURNING for every row, ids in the rows' order (SQLAlchemy's insertmanyvalues)
             inserted = conn.execute(schema.result.insert().returning(schema.result.c.id, sort_by_parameter_order=True),
@@ -120,45 +136,6 @@ class Store(Tags, Links):
         with self.engine.begin() as conn:
             conn.execute(schema.run.update().where(schema.run.c.id.in_(run_ids), schema.run.c.status == "running")
                          .values(status="crashed", reason=reason, ended_at=_now()))
-
-    @retrying
-    def merge_host(self, old_id: str, new_id: str) -> int:
-        """Make `old_id`'s runs `new_id`'s (an older kvbench's id of this same box); returns how many
-        runs moved. The old id is kept as an alias, with its facts. `BadInput` while a run of `old_id`
-        is running (it would go on writing under the old id): merge once it has ended."""
-        with self.engine.begin() as conn:
-            old = conn.execute(sa.select(schema.host).where(schema.host.c.id == old_id)).mappings().first()
-            if old is None:
-                return self._move_strays(conn, old_id)
-            running = [r.id for r in conn.execute(sa.select(schema.run.c.id).where(
-                schema.run.c.host_id == old_id, schema.run.c.status == "running").order_by(schema.run.c.id))]
-            if running:
-                raise BadInput(f"host '{old_id}' has run(s) {', '.join(map(str, running))} still running in "
-                               f"{self.url}: merge it once they have ended")
-            if conn.execute(sa.select(schema.host.c.id).where(schema.host.c.id == new_id)).first() is None:
-                conn.execute(schema.host.insert().values(id=new_id, hostname=old["hostname"], facts=old["facts"],
-                                                         first_seen=old["first_seen"]))
-            moved = conn.execute(schema.run.update().where(schema.run.c.host_id == old_id).values(host_id=new_id)).rowcount
-            conn.execute(schema.result.update().where(schema.result.c.host_id == old_id).values(host_id=new_id))
-            self._insert_once(conn, schema.host_alias, {"old_id": old_id, "host_id": new_id, "merged_at": _now(),
-                                                        "old_facts": old["facts"]})
-            conn.execute(schema.host.delete().where(schema.host.c.id == old_id))
-            return int(moved)
-
-    def _move_strays(self, conn: sa.Connection, old_id: str) -> int:
-        """Runs and results still carrying an id merged away (an older kvbench wrote them during the
-        merge) go where it was merged; `BadInput` when `old_id` is no host and no merged id."""
-        into = conn.execute(sa.select(schema.host_alias.c.host_id)
-                            .where(schema.host_alias.c.old_id == old_id)).scalar()
-        if into is None:
-            raise BadInput(f"no host '{old_id}' in {self.url} (kvbench host list shows them)")
-        moved = conn.execute(schema.run.update().where(schema.run.c.host_id == old_id).values(host_id=into)).rowcount
-        results = conn.execute(schema.result.update().where(schema.result.c.host_id == old_id)
-                               .values(host_id=into)).rowcount
-        if not moved and not results:
-            raise BadInput(f"no host '{old_id}' in {self.url}: it was merged into '{into}' already, and nothing is "
-                           "left under it (kvbench host list shows the hosts)")
-        return int(moved)
 
     # --- reading -----------------------------------------------------------------------
 

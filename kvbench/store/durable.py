@@ -3,7 +3,9 @@
 * A PostgreSQL connection lost mid-run (a server restart, `pg_terminate_backend`, an
   `idle_session_timeout` shorter than a case) costs nothing: the engine pings a pooled connection
   before use, and a write that fails because the connection went away is made again on a new one
-  (its rows are still in memory), for up to RECONNECT_WAIT_S.
+  (its rows are still in memory), for up to RECONNECT_WAIT_S. A connection lost at COMMIT leaves it
+  unknown whether the server committed: writes that add rows check before writing again
+  (`Store.add_results`, `Store.begin_run`), so nothing is stored twice.
 * An SQLite file deleted or replaced while a run has it open is found before the next write (the
   path no longer names the file kvbench opened: another inode or device), and refused loudly,
   instead of results going into a file nobody can reach or a fresh empty one.
@@ -59,9 +61,8 @@ def retrying(write: Callable[..., T]) -> Callable[..., T]:
                 done = write(store, *args, **kwargs)
                 store.check_file()  # again: a file deleted during the write took the write with it
                 return done
-            except DBAPIError as exc:
-                if store.engine.dialect.name != "postgresql" or not connection_lost(exc) \
-                        or time.monotonic() > deadline:
+            except DBAPIError as exc:  # (only a server's connection is lost: SQLite never says these words)
+                if not connection_lost(exc) or time.monotonic() > deadline:
                     raise
             time.sleep(random.uniform(pause, 2 * pause))
             pause = min(2 * pause, 5.0)
@@ -112,3 +113,32 @@ def lock_run(conn: sa.Connection, run_id: int) -> bool:
     when there is no such run."""
     return conn.execute(schema.run.update().where(schema.run.c.id == run_id)
                         .values(status=schema.run.c.status)).rowcount > 0
+
+
+def results_committed(conn: sa.Connection, run_id: int, count: int, seen: dict[str, int]) -> list[int] | None:
+    """The ids of `count` results an earlier attempt of this write committed before its connection was
+    lost (at COMMIT), else None. `seen` carries from attempt to attempt how many results the run had
+    when the first attempt wrote: a retry that finds exactly `count` more finds its own write. The
+    caller holds the run's row lock, so no other writer of the run comes between."""
+    had = conn.execute(sa.select(sa.func.count()).select_from(schema.result)
+                       .where(schema.result.c.run_id == run_id)).scalar_one()
+    if "had" in seen and had == seen["had"] + count:
+        ids = conn.execute(sa.select(schema.result.c.id).where(schema.result.c.run_id == run_id)
+                           .order_by(schema.result.c.id.desc()).limit(count))
+        return sorted(int(r.id) for r in ids)
+    seen["had"] = had
+    return None
+
+
+def run_committed(conn: sa.Connection, values: dict, seen: dict[str, int]) -> int | None:
+    """The run an earlier attempt of `begin_run` committed before its connection was lost (same host,
+    owner and start, to the microsecond), else None; `seen` says whether there was an earlier attempt."""
+    r = schema.run
+    tried, seen["tried"] = seen.get("tried"), 1
+    if not tried:
+        return None
+    found = conn.execute(sa.select(r.c.id).where(
+        r.c.host_id == values["host_id"], r.c.started_at == values["started_at"],
+        r.c.pid.is_not_distinct_from(values["pid"]), r.c.machine.is_not_distinct_from(values["machine"]),
+        r.c.boot_id.is_not_distinct_from(values["boot_id"]))).scalar()
+    return None if found is None else int(found)

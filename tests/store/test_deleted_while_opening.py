@@ -35,7 +35,7 @@ def after(step):
 if when == "opening":
     migrate.ensure_schema = after(migrate.ensure_schema)
 elif when == "first-result":  # inside the write, after the check before it
-    database.Store.add_results = durable.retrying(after(database.Store.add_results.__wrapped__))
+    database.Store._add_results = durable.retrying(after(database.Store._add_results.__wrapped__))
 elif when == "final-status":
     database.Store.finish_run = durable.retrying(after(database.Store.finish_run.__wrapped__))
 else:  # after the last write and its own check, before the tables print and the command ends

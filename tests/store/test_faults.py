@@ -140,3 +140,46 @@ def test_an_sqlite_file_deleted_or_replaced_under_a_store_is_refused_loudly(tmp_
                        + " while kvbench had it open"):
         store.add_result(run_id, ROW, [1e-4] * 5)
     assert path.exists() == replaced  # nothing was written into a fresh file behind the user's back
+
+
+def _lose_the_connection_at_commits(store, count: int, committed: bool = True) -> list[int]:
+    """The next `count` COMMITs go through on the server (or, not `committed`, never reach it), then the
+    client hears its connection was lost (what a server restart or pg_terminate_backend between COMMIT
+    and its answer does), injected at the driver layer; returns the list that counts them."""
+    dialect = store.engine.dialect
+    commit, lost = dialect.do_commit, []
+
+    def committed_then_lost(dbapi_connection) -> None:
+        if len(lost) >= count:
+            return commit(dbapi_connection)
+        lost.append(1)
+        (commit if committed else dialect.do_rollback)(dbapi_connection)
+        raise dialect.loaded_dbapi.OperationalError("server closed the connection unexpectedly")
+
+    dialect.do_commit = committed_then_lost
+    return lost
+
+
+def test_a_connection_lost_at_commit_stores_nothing_twice(db_url):
+    store = open_store(db_url)
+    store.ensure_host("h" * 64, "box", {"cpu": "x"})
+    store.ensure_context("c" * 64, {"numpy": "2"})
+    lost = _lose_the_connection_at_commits(store, 1)
+    run_id = store.begin_run(host_id="h" * 64, context_id="c" * 64, suite="quick", suite_hash="abc",
+                             kvbench_version="0.1", git_sha=None, git_dirty=None, tags={"purpose": "test"},
+                             system_state={}, owner={"pid": 4242, "boot_id": "b", "machine": "box"})
+    assert lost == [1] and [r["id"] for r in store.runs()] == [run_id]
+    first = store.add_result(run_id, ROW, [1e-4] * 5)
+    lost = _lose_the_connection_at_commits(store, 1)
+    both = store.add_results(run_id, [(ROW, [2e-4] * 5), ({**ROW, "bench": "hbm.read"}, [3e-4] * 4)])
+    assert lost == [1]
+    rows = store.results(run_id)
+    assert [r["id"] for r in rows] == [first, *both] and [r["bench"] for r in rows] == ["dram.copy"] * 2 + ["hbm.read"]
+    assert [len(store.samples(r["id"])) for r in rows] == [5, 5, 4]
+    lost = _lose_the_connection_at_commits(store, 1, committed=False)
+    store.add_result(run_id, ROW, [1e-4] * 5)  # a write that did not commit is made again (no false "done")
+    assert lost == [1] and len(store.results(run_id)) == 4
+    lost = _lose_the_connection_at_commits(store, 1, committed=False)
+    again = store.begin_run(host_id="h" * 64, context_id="c" * 64, suite="quick", suite_hash="abc",
+                            kvbench_version="0.1", git_sha=None, git_dirty=None, tags={}, system_state={})
+    assert lost == [1] and [r["id"] for r in store.runs()] == [run_id, again]
