@@ -81,6 +81,20 @@ def test_tables_dropped_behind_kvbench_meta_are_one_line(db_url):
                     "lacks a kvbench table")
 
 
+@pytest.mark.parametrize("command", [["results", "latest"], ["tag", "1", "zz"]])
+def test_a_column_dropped_behind_kvbench_meta_is_one_line(db_url, command):
+    from tests.store.test_database import _begin
+
+    store = open_store(db_url)
+    store.finish_run(_begin(store), "complete")
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("ALTER TABLE run DROP COLUMN heartbeat_at"))
+    store.dispose()
+    line = _one_line_error(run_cli(*command, "--db", db_url, env={"KVBENCH_HOST_ID": "droppedbox"}),
+                           "lacks a kvbench column")
+    assert "heartbeat_at" in line
+
+
 def test_select_revoked_says_read_access(pg_url):
     from tests.store.test_shared_store import _drop_role
 

@@ -27,7 +27,7 @@ def test_a_database_deleted_mid_run_fails_loudly(tmp_path):
     assert proc.returncode == 2, stderr
     assert "Traceback" not in stderr
     (line,) = [x for x in stderr.splitlines() if x.startswith("kvbench:")]
-    assert "k.sqlite' was deleted while kvbench had it open" in line and "run 1 ended there" in line
+    assert "k.sqlite' was moved or deleted while kvbench had it open" in line and "run 1 ended there" in line
     assert not (tmp_path / "k.sqlite").exists()  # no fresh, empty database made behind the user's back
 
 

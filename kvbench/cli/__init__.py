@@ -27,6 +27,8 @@ _REFUSED_WRITE = ("readonly database", "read-only", "permission denied", "insuff
 _CANNOT_WRITE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
 # What SQLite and PostgreSQL say of a table dropped behind kvbench's back.
 _MISSING_TABLE = ("no such table", "relation \"")  # PostgreSQL: relation "result" does not exist
+# And of a column dropped (PostgreSQL: column run.heartbeat_at does not exist).
+_MISSING_COLUMN = ("no such column", "column ")
 
 
 def main() -> None:
@@ -118,6 +120,9 @@ def _database_exit(exc: BaseException) -> None:
               f"needs {needs} access to it")
     if any(s in lower for s in _MISSING_TABLE):
         _exit(f"the database lacks a kvbench table ({redact(text)}): it was changed behind kvbench's back; restore "
+              "it from a copy or give another --db")
+    if any(s in lower for s in _MISSING_COLUMN) and ("no such" in lower or "does not exist" in lower):
+        _exit(f"the database lacks a kvbench column ({redact(text)}): it was changed behind kvbench's back; restore "
               "it from a copy or give another --db")
     if any(s in lower for s in _DAMAGED):
         _exit(f"the database is damaged ({redact(text)}): kvbench cannot read it; restore it from a copy or give "

@@ -91,9 +91,12 @@ class FileIdentity:
         """`Unwritable` when the path no longer names the file that was opened."""
         now = self._key()
         if self.key is None or now != self.key:  # None: gone before its identity could be taken
-            what = "deleted" if now is None else "replaced by another file"
+            # a path that names nothing may have been moved (its results intact elsewhere): never say they are gone
+            what, was = (("moved or deleted", "the file") if now is None
+                         else ("replaced by another file", "the file that was there"))
             raise Unwritable(f"database '{shown}' was {what} while kvbench had it open: nothing more can be "
-                             "stored in it (the results written before are gone with it)")
+                             f"stored in it (the results written before are in {was} if it was moved, gone with it "
+                             "if it was deleted)")
 
 
 # Every SQLite file this process opened to write: the command checks them once more at its very end,

@@ -57,7 +57,7 @@ def test_a_run_whose_database_is_deleted_exits_2(tmp_path, when):
         assert "2 ok" not in proc.stdout + proc.stderr
     (line,) = [x for x in proc.stderr.splitlines() if x.startswith("kvbench:")]
     assert line == proc.stderr.splitlines()[-1]
-    assert "f8.sqlite' was deleted while kvbench had it open" in line
+    assert "f8.sqlite' was moved or deleted while kvbench had it open" in line
     assert not [n for n in os.listdir(tmp_path) if n.startswith("f8.sqlite")]  # nothing made behind the user's back
 
 
@@ -70,5 +70,5 @@ def test_open_store_refuses_a_file_deleted_while_it_opened(tmp_path, monkeypatch
         db.unlink()
 
     monkeypatch.setattr(migrate, "ensure_schema", made_then_deleted)
-    with pytest.raises(BadInput, match="was deleted while kvbench had it open"):
+    with pytest.raises(BadInput, match="was moved or deleted while kvbench had it open"):
         open_store(f"sqlite:///{db}")

@@ -136,10 +136,25 @@ def test_an_sqlite_file_deleted_or_replaced_under_a_store_is_refused_loudly(tmp_
         leftover.unlink()
     if replaced:
         open_store(f"sqlite:///{path}")  # another database made at the same path
-    with pytest.raises(Unwritable, match="was " + ("replaced by another file" if replaced else "deleted")
+    with pytest.raises(Unwritable, match="was " + ("replaced by another file" if replaced else "moved or deleted")
                        + " while kvbench had it open"):
         store.add_result(run_id, ROW, [1e-4] * 5)
     assert path.exists() == replaced  # nothing was written into a fresh file behind the user's back
+
+
+def test_an_sqlite_file_moved_under_a_store_is_not_said_to_be_gone(tmp_path):
+    path, moved = tmp_path / "mv.sqlite", tmp_path / "moved.sqlite"
+    store = open_store(f"sqlite:///{path}")
+    run_id = _begin(store)
+    store.add_result(run_id, ROW, [1e-4] * 5)
+    for suffix in ("", "-wal", "-shm"):  # `mv mv.sqlite* elsewhere`, as a user tidying up would
+        if path.with_name(path.name + suffix).exists():
+            path.with_name(path.name + suffix).rename(moved.with_name(moved.name + suffix))
+    with pytest.raises(Unwritable) as refused:
+        store.add_result(run_id, ROW, [1e-4] * 5)
+    assert "moved or deleted" in str(refused.value) and "in the file if it was moved" in str(refused.value)
+    assert "are gone with it)" not in str(refused.value)
+    assert len(open_store(f"sqlite:///{moved}", read_only=True).results(run_id)) == 1  # the first result is intact
 
 
 def _lose_the_connection_at_commits(store, count: int, committed: bool = True) -> list[int]:
