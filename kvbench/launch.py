@@ -1,20 +1,22 @@
-"""Two hosts, started by an existing launcher: rank 0 is the target, rank 1 measures.
+"""N ranks, started by an existing launcher: every rank serves a NIXL target and measures its pairs of a pattern.
 
-    srun -N2 --ntasks-per-node=1 python -m kvbench.launch --peer-addr HOST0 -- --bench net.write --bench net.read
-    torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint HOST0:29500 \\
-        -m kvbench.launch -- --bench net.write
+    srun -N4 --ntasks-per-node=1 python -m kvbench.launch -- --bench net.write --bench net.read
+    torchrun --nnodes 4 --nproc-per-node 1 --node-rank N --master-addr HOST0 --master-port 29500 \\
+        -m kvbench.launch --pattern ring -- --bench net.write
+    mpirun -np 4 -H a,b,c,d python -m kvbench.launch --peer-addr a --pattern incast:3 -- --bench net.write
 
-The rank comes from RANK (torchrun), SLURM_PROCID (srun), OMPI_COMM_WORLD_RANK or PMI_RANK, checked
-against the world size beside it; rank 0's address or host name from --peer-addr or MASTER_ADDR.
-Metadata goes through NIXL's listener on rank 0 (port --port).
-Everything after `--` is what `kvbench run` takes (--suite, --bench, --set, --db, --json, --tag,
---samples) on rank 1, which runs it with `peer=remote`, `peer_addr`, `peer_port`, `block_size`,
-`batch` and `timeout_s` set to match rank 0.
+Rank and world size come from the launcher's environment (kvbench/launchers.py); rank 0's address or
+host name from --peer-addr, MASTER_ADDR or SLURM_JOB_NODELIST. Each rank's target listens on --port
+(plus its local rank, so ranks sharing a host do not collide); rank 0's also holds the rendezvous
+(the roster and the barriers between rounds). Everything after `--` is what `kvbench run` takes
+(--suite, --bench, --set, --db, --json, --tag, --samples); `{rank}` in --json is replaced by the rank.
 """
 
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 import sys
 
 from kvbench.argparse_oneline import Parser, port, positive_int, seconds
@@ -23,46 +25,9 @@ from kvbench.redact import redact
 from kvbench.units import parse_size
 
 
-# Each launcher's rank variable beside its world-size variable, in the order they are read.
-RANK_VARS = (("RANK", "WORLD_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-             ("PMI_RANK", "PMI_SIZE"))
-WORLD = 2  # rank 0 serves, rank 1 measures
-
-
-def _number(var: str, what: str) -> int:
-    try:
-        value = int(os.environ[var])
-    except ValueError:
-        raise BadInput(f"bad {var} '{os.environ[var]}': expected {what}") from None
-    if value < 0:
-        raise BadInput(f"bad {var} {value}: expected {what}")
-    return value
-
-
-def rank() -> int:
-    """This process's rank (0 or 1) from the launcher's environment; a rank outside the world the
-    launcher states (its size variable), or beyond the two this launcher runs, is refused."""
-    for var, size_var in RANK_VARS:
-        if var not in os.environ:
-            continue
-        value = _number(var, "a rank number (0 or 1)")
-        if size_var in os.environ:
-            size = _number(size_var, "the number of ranks (2)")
-            if value >= size:
-                raise BadInput(f"bad {var} {value}: {size_var}={size} gives ranks 0 to {size - 1}")
-            if size != WORLD:
-                raise BadInput(f"bad {size_var} {size}: python -m kvbench.launch runs exactly {WORLD} ranks "
-                               "(rank 0 serves, rank 1 measures)")
-        if value >= WORLD:
-            raise BadInput(f"bad {var} {value}: python -m kvbench.launch runs ranks 0 and 1 only "
-                           "(rank 0 serves, rank 1 measures)")
-        return value
-    raise BadInput("no rank in the environment (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)")
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Either rank's work; kvbench's errors as one line and their status, a signal as 128 + its number
-    (rank 0's temporary files removed on the way out)."""
+    """This rank's work; kvbench's errors as one line and their status, a signal as 128 + its number
+    (this rank's target stopped on the way out)."""
     from kvbench.interrupts import Interrupted, signals_end_runs
 
     try:
@@ -71,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     except (BadInput, CheckFailed) as exc:
         print(redact(one_line(f"python -m kvbench.launch: error: {exc}")), file=sys.stderr)
         return exc.exit_code
-    except Interrupted as exc:  # a run that had begun said so itself (run_rank1); rank 0 and a start say it here
+    except Interrupted as exc:  # a run that had begun said so itself (run_and_show); a start says it here
         print(f"python -m kvbench.launch: interrupted ({exc.name}); this rank stopped", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -79,34 +44,54 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    from kvbench.peers.serve import serve
+    from kvbench.benches.params import resolve_address
+    from kvbench.cluster import peer_cases
+    from kvbench.launchers import local_rank, own_address, rank0_host, rank_and_world
+    from kvbench.memory.kinds import parse_kind
+    from kvbench.peers.schedule import parse_pattern
 
     own, run_args = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = Parser(prog="python -m kvbench.launch", description=" ".join(__doc__.split("\n\n")[0].split()))
-    parser.add_argument("--peer-addr", help="rank 0's address or host name (default: MASTER_ADDR)")
-    parser.add_argument("--port", type=port, default=5555, help="rank 0's NIXL listener port")
+    parser.add_argument("--peer-addr", help="rank 0's address or host name (default: MASTER_ADDR, else the first "
+                        "host of SLURM_JOB_NODELIST)")
+    parser.add_argument("--port", type=port, default=5555, help="rank 0's NIXL listener port (rank r's: this plus "
+                        "its local rank)")
+    parser.add_argument("--pattern", default="pairs", help="pairs | ring | incast:K | kbatch:K")
     parser.add_argument("--block-size", default="1MiB")
     parser.add_argument("--batch", type=positive_int, default=64)
-    parser.add_argument("--memory", default="pageable", help="rank 0's memory kind")
-    parser.add_argument("--timeout", type=seconds, default=120.0, help="seconds rank 0 waits for rank 1")
+    parser.add_argument("--memory", default="pageable", help="this rank's target memory kind")
+    parser.add_argument("--timeout", type=seconds, default=120.0,
+                        help="seconds any wait lasts: for rank 0, a peer, a rank that went silent")
     args = parser.parse_args(own)
     size = parse_size(args.block_size, "block_size") * args.batch
-    if rank() == 0:
-        _run_parser().parse_args(run_args)  # rank 1's arguments refused here too, not after a wait for it
-        return serve("kvbench-target", args.port, "kvbench-init", None, None, size, args.memory,
-                     seed=11, timeout_s=args.timeout)
-    from kvbench.benches.params import resolve_address
-
-    given, value = ("--peer-addr", args.peer_addr) if args.peer_addr else ("MASTER_ADDR", os.environ.get("MASTER_ADDR"))
-    if not value:
-        raise BadInput("give --peer-addr (rank 0's host) or set MASTER_ADDR")
-    address = resolve_address(value, f"{given} '{value}'")
-    return run_rank1(run_args, {"peer": "remote", "peer_addr": address, "peer_port": args.port,
-                                "block_size": args.block_size, "batch": args.batch, "timeout_s": int(args.timeout)})
+    parse_kind(args.memory)
+    # the arguments first, then the launcher's environment: every rank refuses a bad one before any wait
+    request = _request(_run_parser().parse_args(run_args), {
+        "peer": "remote", "block_size": args.block_size, "batch": args.batch, "timeout_s": max(1, int(args.timeout))})
+    peer_cases(request)  # a bad --bench, --set or --suite
+    rank, world = rank_and_world()
+    pattern = parse_pattern(args.pattern, world)
+    label, value = rank0_host(args.peer_addr)
+    address = resolve_address(value, f"{label} '{value}'")
+    json_out = request_json.replace("{rank}", str(rank)) if (request_json := _json_of(run_args)) else None
+    listen = args.port + (local_rank() if rank else 0)
+    entry = {"rank": rank, "addr": own_address(address, args.port), "port": listen, "host": socket.gethostname(),
+             "local_rank": local_rank()}
+    target = _start_target(rank, listen, size, args.memory, args.timeout, world)
+    finished = False
+    try:
+        status = _run_share(request, json_out, entry, address, args.port, args.timeout, pattern, world, target)
+        finished = status == 0
+        return status
+    except CheckFailed:
+        finished = True  # failed cases: the share ran to its end
+        raise
+    finally:
+        _stop_target(target, rank == 0 and finished, args.timeout)
 
 
 def _run_parser() -> Parser:
-    """The arguments after `--` (what `kvbench run` takes); both ranks check them before any wait."""
+    """The arguments after `--` (what `kvbench run` takes)."""
     parser = Parser(prog="python -m kvbench.launch ... --", add_help=False)
     parser.add_argument("--suite")
     parser.add_argument("--bench", action="append", default=[])
@@ -118,24 +103,90 @@ def _run_parser() -> Parser:
     return parser
 
 
-def run_rank1(run_args: list[str], settings: dict) -> int:
-    """The measuring side: `kvbench run`'s arguments, with the peer's settings laid over them."""
-    import typer
+def _json_of(run_args: list[str]) -> str | None:
+    return _run_parser().parse_args(run_args).json_out
 
+
+def _request(given, settings: dict):
+    """`kvbench run`'s arguments as a request, the peer's settings laid over them; net.write and
+    net.read when no benchmark or suite is named."""
     from kvbench.benches.params import coerce_text
     from kvbench.cli.common import check_writable, pairs
-    from kvbench.cli.run import run_and_show
     from kvbench.suite_run import RunRequest
 
-    given = _run_parser().parse_args(run_args)
     check_writable(given.json_out, "--json", given.db)
     overrides = {k: coerce_text(v) for k, v in pairs(given.set_, "--set").items()} | settings
-    request = RunRequest(suite=given.suite, benches=tuple(given.bench), overrides=overrides,
-                         tags=pairs(given.tag, "--tag"), samples=given.samples, db=given.db)
+    benches = tuple(given.bench) or (() if given.suite else ("net.write", "net.read"))
+    return RunRequest(suite=given.suite, benches=benches, overrides=overrides, tags=pairs(given.tag, "--tag"),
+                      samples=given.samples, db=given.db)
+
+
+def _start_target(rank: int, listen: int, size: int, memory: str, timeout_s: float, world: int) -> subprocess.Popen:
+    """This rank's target (python -m kvbench.peer), serving every initiator that comes; rank 0's also
+    holds the rendezvous. Started with signals held, so a signal cannot leave it unknown."""
+    from kvbench.interrupts import signals_deferred
+    from kvbench.peers.rendezvous import target_name
+
+    cmd = [sys.executable, "-m", "kvbench.peer", "--name", target_name(rank), "--port", str(listen), "--size", str(size),
+           "--memory", memory, "--timeout", str(timeout_s), *(["--world", str(world)] if rank == 0 else ["--stay"])]
+    env = {k: v for k, v in os.environ.items() if k != "UCX_PROTO_INFO"}  # its tables would fill the pipe
+    with signals_deferred():
+        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env={**env, "NIXL_LOG_LEVEL": "WARN"})
+
+
+def _stop_target(target: subprocess.Popen, wait: bool, timeout_s: float) -> None:
+    """Rank 0's target, after a finished share (`wait`), ends by itself once every rank has left or
+    is dead (within the timeout); every other target is stopped at once."""
+    if wait and target.poll() is None:
+        try:
+            target.wait(timeout=timeout_s + 10)
+        except subprocess.TimeoutExpired:
+            pass
+    if target.poll() is None:
+        target.terminate()
+        try:
+            target.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            target.kill()
+            target.wait(timeout=10)
+    if target.stderr:
+        target.stderr.close()
+
+
+def _run_share(request, json_out: str | None, entry: dict, address: str, port: int, timeout_s: float, pattern,
+               world: int, target: subprocess.Popen) -> int:
+    """Join the rendezvous, then run this rank's share of `pattern` (kvbench/cluster.py); say DONE to
+    rank 0 when it ran to its end (a rank stopped by a signal stays silent, so its pairs are
+    recorded failed by the others)."""
+    import typer
+
+    from kvbench.cli.run import run_and_show
+    from kvbench.cluster import RankShare
+    from kvbench.peers.rendezvous import Rendezvous, RendezvousLost
+    from kvbench.peers.schedule import schedule
+
+    rendezvous = Rendezvous(entry, address, port, timeout_s)
     try:
-        run_and_show(request, given.json_out)
+        roster = rendezvous.join()
+    except RendezvousLost as exc:
+        if target.poll() is not None:  # this rank's own target could not start: that is the news
+            tail = (target.stderr.read() or "").strip().splitlines()[-1:]
+            raise CheckFailed(f"this rank's target exited with status {target.returncode}"
+                              f"{': ' + tail[0] if tail else ''}") from None
+        raise CheckFailed(str(exc)) from None
+    if entry["rank"] in roster["dead"]:
+        raise CheckFailed(f"rank 0 gave up waiting for rank {entry['rank']} (--timeout {timeout_s:g} s)")
+    share = RankShare(entry["rank"], rendezvous, roster["ranks"], schedule(pattern, world), str(pattern),
+                      {r: -1 for r in roster["dead"]})
+    try:
+        run_and_show(request, json_out, runner=share)
     except typer.Exit as exc:  # a signal: run_and_show printed its one line; its status, no traceback
         return exc.exit_code
+    except CheckFailed:
+        rendezvous.leave()
+        raise
+    rendezvous.leave()
     return 0
 
 

@@ -14,7 +14,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m kvbench.peer", description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--name", required=True)
     parser.add_argument("--port", type=port, required=True, help="this agent's NIXL listener port")
-    parser.add_argument("--initiator", required=True, help="the initiator agent's name")
+    parser.add_argument("--initiator", help="the initiator agent's name (with --initiator-addr; without it, any "
+                        "initiator that says OPEN is served)")
     parser.add_argument("--initiator-addr", default=None,
                         help="reach the initiator here; omit to wait for it to connect (launcher mode)")
     parser.add_argument("--initiator-port", type=port, default=None)
@@ -22,9 +23,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", default="pageable")
     parser.add_argument("--seed", type=int, default=PATTERN_SEED)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the initiator")
+    parser.add_argument("--world", type=int, default=0, help="also hold the rendezvous of this many ranks (rank 0)")
+    parser.add_argument("--stay", action="store_true", help="serve until stopped, however long no initiator comes "
+                        "(the other ranks of a cluster; their launcher stops them)")
     args = parser.parse_args(argv)
+    if args.initiator_addr and not args.initiator:
+        parser.error("--initiator-addr needs --initiator")
     return serve(args.name, args.port, args.initiator, args.initiator_addr, args.initiator_port, args.size,
-                 args.memory, args.seed, args.timeout)
+                 args.memory, args.seed, args.timeout, args.world, args.stay)
 
 
 if __name__ == "__main__":

@@ -117,15 +117,18 @@ def _case_gpus(bench: Benchmark, case: Case, facts: HostFacts) -> list[str]:
 def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Settings, info: RunInfo,
             on_result: Callable[[Result], None] | None = None,
             on_sample: Callable[[], None] | None = None,
-            on_start: Callable[[int, Case], None] | None = None) -> int:
+            on_start: Callable[[int, Case], None] | None = None,
+            run_one: Callable[[int, Case], Result | None] | None = None, planned: int | None = None) -> int:
     """Run every case into a new run of `store`; returns the run id. `on_start(i, case)` is called
-    as case i (from 0) starts, `on_result(result)` as it ends.
+    as case i (from 0) starts, `on_result(result)` as it ends. `run_one(i, case)` replaces
+    `run_case` (a rank of a cluster waits for its round first); None stores nothing for that case,
+    and `planned` is then the count of cases the run expects to store.
 
     A signal (`Interrupted`: SIGINT, SIGTERM, SIGHUP) or KeyboardInterrupt marks the run `aborted`,
     any other escape `failed`; both re-raise.
     """
     try:
-        run_id = _begin(cases, store, facts, info)
+        run_id = _begin(cases, store, facts, info, len(cases) if planned is None else planned)
     except DBAPIError as exc:
         raise BadInput(f"cannot write to database {store.url}: {_first_line(exc)}") from None
     failed = 0
@@ -134,7 +137,9 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
             for i, case in enumerate(cases):
                 if on_start:
                     on_start(i, case)
-                result = run_case(case, facts, settings, on_sample)
+                result = run_one(i, case) if run_one else run_case(case, facts, settings, on_sample)
+                if result is None:
+                    continue
                 store.add_result(run_id, result.to_row(),
                                  list(result.measurement.samples_s) if result.measurement else [])
                 failed += result.status == "failed"
@@ -162,7 +167,7 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
     return run_id
 
 
-def _begin(cases: list[Case], store: Store, facts: HostFacts, info: RunInfo) -> int:
+def _begin(cases: list[Case], store: Store, facts: HostFacts, info: RunInfo, planned: int) -> int:
     adopt_older_ids(store, facts)  # this box's runs under an older kvbench's id become this id's
     host_id = stored_id(store, facts)
     reap(store, [host_id])  # runs a SIGKILL or the OOM killer left `running` become `crashed`, their files removed
@@ -176,7 +181,7 @@ def _begin(cases: list[Case], store: Store, facts: HostFacts, info: RunInfo) -> 
         host_id=host_id, context_id=ctx_id, suite=info.suite, suite_hash=info.suite_hash,
         kvbench_version=__version__, git_sha=sha, git_dirty=dirty, tags=info.tags,
         system_state={**fingerprint.system_state(facts), "temp_dirs": temp_dirs, "pid_namespace": pid_namespace()},
-        cases_planned=len(cases), owner=owner(),
+        cases_planned=planned, owner=owner(),
     )
 
 

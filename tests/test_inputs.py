@@ -191,13 +191,21 @@ def test_commands_that_change_stored_runs_create_no_database(tmp_path):
     (["--batch", "0"], {"RANK": "0"}, "must be at least 1"),
     (["--timeout", "nan"], {"RANK": "0"}, "must be a finite number above 0"),
     (["--peer-addr", "127.0.0.1", "--", "--set", "bogus"], {"RANK": "1"}, "bad --set 'bogus'"),
+    (["--", "--bench", "dram.copy"], {"RANK": "1"}, "none of the selected benchmarks runs against a peer"),
     # a rank beyond the world was taken as a second measuring side (both then failed: "peer did not answer")
     (["--peer-addr", "127.0.0.1"], {"RANK": "2", "WORLD_SIZE": "2"}, "bad RANK 2: WORLD_SIZE=2 gives ranks 0 to 1"),
-    (["--peer-addr", "127.0.0.1"], {"RANK": "2"}, "bad RANK 2: python -m kvbench.launch runs ranks 0 and 1 only"),
-    (["--peer-addr", "127.0.0.1"], {"SLURM_PROCID": "1", "SLURM_NTASKS": "4"}, "bad SLURM_NTASKS 4"),
+    (["--peer-addr", "127.0.0.1"], {"RANK": "2"}, "RANK is set but WORLD_SIZE is not"),
+    (["--peer-addr", "127.0.0.1"], {"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}, "bad SLURM_NTASKS 1"),
+    (["--pattern", "incast:4"], {"RANK": "1", "WORLD_SIZE": "4"}, "bad --pattern 'incast:4': with 4 ranks K goes"),
+    (["--pattern", "star"], {"RANK": "1", "WORLD_SIZE": "4"}, "bad --pattern 'star': choose one of pairs, ring"),
+    ([], {"RANK": "1", "WORLD_SIZE": "4"}, "give --peer-addr (rank 0's host) or set MASTER_ADDR"),
+    ([], {"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_JOB_NODELIST": "[,"}, "bad SLURM_JOB_NODELIST"),
     # a host name is resolved (MASTER_ADDR and scontrol give names); one that does not resolve is named
-    (["--peer-addr", "nosuch.invalid"], {"RANK": "1"}, "bad --peer-addr 'nosuch.invalid': expected an IP address or"),
-    ([], {"RANK": "1", "MASTER_ADDR": "nosuch.invalid"}, "bad MASTER_ADDR 'nosuch.invalid'"),
+    (["--peer-addr", "nosuch.invalid"], {"RANK": "1", "WORLD_SIZE": "2"},
+     "bad --peer-addr 'nosuch.invalid': expected an IP address or"),
+    ([], {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "nosuch.invalid"}, "bad MASTER_ADDR 'nosuch.invalid'"),
+    ([], {"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "nosuch[1-2].invalid"},
+     "bad SLURM_JOB_NODELIST 'nosuch1.invalid'"),
 ])
 def test_launch_inputs_are_one_line(args, env, message):
     import os

@@ -32,10 +32,33 @@ def proto_info_enabled() -> Iterator[None]:
             os.environ["UCX_PROTO_INFO"] = saved
 
 
+_held: str | None = None  # /proc/self/fd/N of this process's UCX log once its name is unlinked (hold_log)
+
+
 def log_path() -> str | None:
     """This process's UCX log file (kvbench points UCX_LOG_FILE at one; see backends/nixl.py)."""
+    if _held is not None:
+        return _held
     template = os.environ.get("UCX_LOG_FILE")
     return template.replace("%p", str(os.getpid())) if template else None
+
+
+def hold_log() -> None:
+    """Unlink this process's UCX log while UCX writes to the open file, and read it from then on
+    through its descriptor: a rank of a cluster killed even with SIGKILL leaves no log behind.
+    Call it once UCX has opened the log (after the first agent); without the file, nothing changes."""
+    global _held
+    path = log_path()
+    if _held is not None or not path or not os.path.basename(path).startswith("kvbench-ucx-"):
+        return
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") == path:
+                _held = f"/proc/self/fd/{fd}"
+                os.unlink(path)
+                return
+        except OSError:
+            continue
 
 
 def log_size() -> int:

@@ -10,6 +10,7 @@ NIXL chose.
 from __future__ import annotations
 
 import os
+import socket
 import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -122,6 +123,9 @@ class _Net(Benchmark):
                        "a number N: UCX spreads each request over up to N devices (empty: UCX's choice)"),
         "net_devices": Param("text", "", "the devices UCX may use (UCX_NET_DEVICES), e.g. mlx5_0:1,mlx5_1:1; "
                              "with rails=N, the devices it spreads over", added=True),
+        # set by python -m kvbench.launch: each directed pair of hosts is a case of its own (compare, fleet --pairs)
+        "src_host": Param("text", "", "the host the bytes leave (set by python -m kvbench.launch)", added=True),
+        "dst_host": Param("text", "", "the host the bytes land on (set by python -m kvbench.launch)", added=True),
     }
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
@@ -160,8 +164,9 @@ class _Net(Benchmark):
         needs freeing goes on `stack`."""
         rails = own_rails(params) or [None]
         listen = free_port() if params["peer"] != "inproc" else None
-        # A launched peer knows the initiator by a fixed name (python -m kvbench.peer --initiator kvbench-init).
-        name = "kvbench-init" if params["peer"] == "remote" else f"kvbench-net-{os.getpid()}-{self.operation.lower()}"
+        # A launched peer serves several initiators at once (an incast): each name is unique to its host and process.
+        name = (f"kvbench-init-{socket.gethostname()}-{os.getpid()}-{self.operation.lower()}" if params["peer"] == "remote"
+                else f"kvbench-net-{os.getpid()}-{self.operation.lower()}")
         # every agent that talks to a peer in another process needs its own NIXL listener
         agents = [_agent_on(name if i == 0 else f"{name}-rail{i}", rail, params["threads"],
                             listen if i == 0 or listen is None else free_port())

@@ -34,10 +34,10 @@ def write_run_json(store, run_id: int, target: str) -> None:
     write_text(json.dumps(run_document(store, run_id), indent=2, default=str) + "\n", target)
 
 
-def run_and_show(request, json_out: str | None, repeat: int = 1, quiet: bool = False) -> int:
+def run_and_show(request, json_out: str | None, repeat: int = 1, quiet: bool = False, runner=None) -> int:
     """Run `request` (suite_run.RunRequest) `repeat` times, print the last run's table (and the
     spread between the runs) ending in `N ok · N failed · N skipped (reasons: …)`, write its JSON;
-    returns its run id. A signal ends the process with the shell's status for it; a failed case
+    returns its run id. `runner(request, console)` replaces `run_suite` (a rank of a cluster). A signal ends the process with the shell's status for it; a failed case
     raises `Concluded` FAIL (exit 1), a run that measured nothing `Concluded` INCOMPLETE (exit 3)."""
     from kvbench.benches.describe import describe_params
     from kvbench.interrupts import Interrupted
@@ -46,7 +46,7 @@ def run_and_show(request, json_out: str | None, repeat: int = 1, quiet: bool = F
     from kvbench.suite_run import run_suite
 
     try:
-        outcomes = [run_suite(request, err)] if repeat == 1 else run_repeated(request, repeat, err)
+        outcomes = [(runner or run_suite)(request, err)] if repeat == 1 else run_repeated(request, repeat, err)
     except Interrupted as exc:
         err.print(f"kvbench: interrupted ({exc.name}); " + (
             f"run {exc.run_id} is marked aborted and its finished results are kept" if exc.run_id is not None

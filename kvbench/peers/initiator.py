@@ -157,6 +157,9 @@ class RemotePeer(ProcessPeer):
             wait_until = time.monotonic() + 1.0
             while time.monotonic() < wait_until and not initiator.check_remote_metadata(name):
                 time.sleep(0.01)
+        # The peer serves whoever says OPEN (several initiators at once in an incast); it answers once
+        # it holds this side's metadata, which may arrive after the OPEN.
+        initiator.send_notif(name, b"OPEN")
         base, size_, device, mem_type = self._wait(lambda m: m.startswith(b"BASE:")).decode().split(":")[1:]
         if int(size_) != size:
             self.close()  # the peer's session ends now: it waits for the next case, within its own timeout

@@ -1,7 +1,8 @@
 """The far side of a network benchmark: a NIXL agent that owns a buffer and answers requests.
 
 Everything between the two sides goes through NIXL: metadata through its listener, small control
-messages as NIXL notifications — `BASE:<address>:<bytes>:<device>:<mem type>` once, then
+messages as NIXL notifications — `OPEN` from an initiator started elsewhere (peer=remote), then
+`BASE:<address>:<bytes>:<device>:<mem type>` once, then
 `CRC?` → `CRC:<crc32>`, `POISON` → `POISONED` (the reset), `BYE` to end. No other socket is opened.
 Started as `python -m kvbench.peer` (kvbench/peer.py) or by `python -m kvbench.launch`.
 """
@@ -17,19 +18,23 @@ from kvbench.backends.nixl import desc_array, make_agent, unlink_own_ucx_log
 from kvbench.errors import BadInput
 from kvbench.memory.kinds import allocate
 from kvbench.memory.nixl_regions import nixl_memory
+from kvbench.peers.coordinator import Coordinator
 from kvbench.peers.protocol import fill_region, region_crc, wait_for_metadata
 
 IDLE_LIMIT_S = 900.0  # a peer whose initiator vanished does not linger
 
 
-def serve(name: str, port: int, initiator: str, initiator_addr: str | None, initiator_port: int | None, size: int,
-          memory: str, seed: int, timeout_s: float) -> int:
+def serve(name: str, port: int, initiator: str | None, initiator_addr: str | None, initiator_port: int | None,
+          size: int, memory: str, seed: int, timeout_s: float, world: int = 0, stay: bool = False) -> int:
     """Own a buffer and answer the initiator until it says BYE.
 
-    With `initiator_addr` this side reaches out (peer=local) and serves one session. Without
-    it, it waits for initiators to push their metadata to this side's listener (peer=remote,
-    started by a launcher) and serves one session per benchmark case, until none comes for
-    `timeout_s` seconds.
+    With `initiator_addr` this side reaches out (peer=local) and serves `initiator` one session.
+    Without it, it waits for initiators (any name) to push their metadata to this side's listener
+    and say OPEN (peer=remote, started by a launcher), each with a buffer of its own, several at
+    once (an incast); it ends when none has spoken for `timeout_s` seconds, or, with `stay`, only
+    when stopped (a rank of a cluster stops its own target once every rank is done with it). With
+    `world` it also holds the rendezvous of that many ranks (kvbench/peers/coordinator.py) and ends
+    when every rank has left or is dead.
     """
     region = allocate(memory, size)  # a bad memory kind is refused before a port is taken
     try:
@@ -42,29 +47,16 @@ def serve(name: str, port: int, initiator: str, initiator_addr: str | None, init
         raise
     unlink_own_ucx_log()  # UCX opened it with the agent; this side never reads it, and a kill leaves nothing
     fill_region(region, seed)
+    if initiator_addr is None:
+        return _serve_many(agent, region, memory, seed, timeout_s, world, stay)
     mem_type, base, device = nixl_memory(region)
     agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
-    passive = not initiator_addr
-    if not passive:
+    try:
         agent.fetch_remote_metadata(initiator, initiator_addr, initiator_port)
         agent.send_local_metadata(initiator_addr, initiator_port)
-    try:
-        while True:
-            try:
-                wait_for_metadata(agent, initiator, timeout_s)
-            except TimeoutError:
-                if passive:
-                    return 0  # no further case came: the run is over
-                raise
-            agent.send_notif(initiator, f"BASE:{base}:{size}:{device}:{mem_type}".encode())
-            status = _session(agent, initiator, region)
-            if status != 0 or not passive:
-                return status
-            try:
-                agent.remove_remote_agent(initiator)  # the next case brings a new agent of the same name
-            except Exception:
-                pass  # already gone when its side closed first
-            fill_region(region, seed)
+        wait_for_metadata(agent, initiator, timeout_s)
+        agent.send_notif(initiator, f"BASE:{base}:{size}:{device}:{mem_type}".encode())
+        return _session(agent, initiator, region)
     finally:
         region.close()
 
@@ -76,15 +68,104 @@ def _session(agent, initiator: str, region) -> int:
     while True:
         messages = agent.get_new_notifs().get(initiator, [])
         for message in messages:
-            if message == b"CRC?":
-                agent.send_notif(initiator, f"CRC:{region_crc(region)}".encode())
-            elif message == b"POISON":
-                region.poison()  # returns when a GPU buffer's fill has finished, before the next write lands
-                agent.send_notif(initiator, b"POISONED")
-            elif message == b"BYE":
+            if _answer(agent, initiator, region, message):
                 return 0
         if messages:
             idle_since = time.monotonic()
         elif time.monotonic() - idle_since > IDLE_LIMIT_S or (parent != 1 and os.getppid() != parent):
             return 3
         time.sleep(0.001)
+
+
+def _serve_many(agent, first, memory: str, seed: int, timeout_s: float, world: int, stay: bool) -> int:
+    """Serve initiators as they come, each its own buffer (the spare ones reused), and, with
+    `world`, the rendezvous of that many ranks. 0 when done; 3 when this side's parent died."""
+    size = first.size_bytes
+    spare, sessions, waiting = [first], {}, {}  # sessions: initiator → (region, registration, last heard)
+    coordinator = Coordinator(world, timeout_s, time.monotonic()) if world else None
+    pending: list[tuple[str, bytes, float]] = []  # rendezvous answers waiting for the rank's metadata
+    parent, heard = os.getppid(), time.monotonic()
+    try:
+        while True:
+            now = time.monotonic()
+            for sender, messages in agent.get_new_notifs().items():
+                heard = now
+                for message in messages:
+                    if sender in sessions:
+                        region, reg, _ = sessions[sender]
+                        sessions[sender] = (region, reg, now)
+                        if _answer(agent, sender, region, message):
+                            _close(agent, sender, sessions.pop(sender), spare, seed)
+                    elif message == b"OPEN":
+                        waiting.setdefault(sender, now)
+                    elif coordinator is not None:
+                        pending += [(to, text, now) for to, text in coordinator.on_message(sender, message, now)]
+            for sender, since in list(waiting.items()):
+                if agent.check_remote_metadata(sender):  # its OPEN may overtake its metadata
+                    del waiting[sender]
+                    sessions[sender] = (*_open(agent, sender, spare, memory, size, seed), now)
+                elif now - since > timeout_s:
+                    del waiting[sender]
+            for sender, (_, _, last) in list(sessions.items()):
+                if now - last > IDLE_LIMIT_S:  # its initiator vanished without a BYE
+                    _close(agent, sender, sessions.pop(sender), spare, seed)
+            if coordinator is not None:
+                pending += [(to, text, now) for to, text in coordinator.tick(now)]
+                pending = _send_ready(agent, pending, now, timeout_s)
+                if coordinator.finished():
+                    return 0
+            elif not stay and not sessions and not waiting and now - heard > timeout_s:
+                return 0  # no further case came: the run is over
+            if parent != 1 and os.getppid() != parent:
+                return 3
+            time.sleep(0.001)
+    finally:
+        for region, *_ in sessions.values():
+            region.close()
+        for region in spare:
+            region.close()
+
+
+def _open(agent, initiator: str, spare: list, memory: str, size: int, seed: int) -> tuple:
+    """A buffer for `initiator`, registered, its BASE sent: (region, registration)."""
+    if spare:
+        region = spare.pop()
+    else:
+        region = allocate(memory, size)
+        fill_region(region, seed)
+    mem_type, base, device = nixl_memory(region)
+    reg = agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
+    agent.send_notif(initiator, f"BASE:{base}:{size}:{device}:{mem_type}".encode())
+    return region, reg
+
+
+def _close(agent, initiator: str, session: tuple, spare: list, seed: int) -> None:
+    region, reg, _ = session
+    agent.deregister_memory(reg)
+    try:
+        agent.remove_remote_agent(initiator)  # the next case brings a new agent, maybe of the same name
+    except Exception:
+        pass  # already gone when its side closed first
+    fill_region(region, seed)
+    spare.append(region)
+
+
+def _send_ready(agent, pending: list, now: float, timeout_s: float) -> list:
+    """Send the rendezvous answers whose rank's metadata has come; keep the rest a while."""
+    left = []
+    for to, text, since in pending:
+        if agent.check_remote_metadata(to):
+            agent.send_notif(to, text)
+        elif now - since <= timeout_s:
+            left.append((to, text, since))
+    return left
+
+
+def _answer(agent, initiator: str, region, message: bytes) -> bool:
+    """Answer one message of a session; True when it ended the session (BYE)."""
+    if message == b"CRC?":
+        agent.send_notif(initiator, f"CRC:{region_crc(region)}".encode())
+    elif message == b"POISON":
+        region.poison()  # returns when a GPU buffer's fill has finished, before the next write lands
+        agent.send_notif(initiator, b"POISONED")
+    return message == b"BYE"

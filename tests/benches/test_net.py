@@ -84,8 +84,9 @@ def test_a_peer_started_by_a_launcher_is_reached_by_address(facts):
         target.wait(timeout=10)
 
 
-def test_launch_runs_rank_0_as_target_and_rank_1_as_initiator(tmp_path):
-    """`python -m kvbench.launch` as srun or torchrun start it, both ranks on this host."""
+def test_launch_two_ranks_each_serve_and_measure_the_other(tmp_path):
+    """`python -m kvbench.launch` as srun or torchrun start it, both ranks on this host: each serves a
+    target (on --port plus its LOCAL_RANK) and measures the other's (pattern pairs: 0 → 1, then 1 → 0)."""
     import json
     import os
     import subprocess
@@ -96,20 +97,24 @@ def test_launch_runs_rank_0_as_target_and_rank_1_as_initiator(tmp_path):
     port = free_port()
     common = [sys.executable, "-m", "kvbench.launch", "--port", str(port), "--block-size", "64KiB", "--batch", "8",
               "--timeout", "30"]
-    env = {**os.environ, "MASTER_ADDR": "127.0.0.1"}
-    target = subprocess.Popen(common, env={**env, "RANK": "0"}, cwd=REPO, stderr=subprocess.PIPE)
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "WORLD_SIZE": "2"}
+    run_args = ["--", "--bench", "net.write", "--bench", "net.read", "--db", f"sqlite:///{tmp_path / 'k.sqlite'}",
+                "--json", str(tmp_path / "run{rank}.json")]
+    ranks = [subprocess.Popen([*common, *run_args], env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}, cwd=REPO,
+                              stderr=subprocess.PIPE, text=True) for r in (0, 1)]
     try:
-        out = tmp_path / "run.json"
-        initiator = subprocess.run(
-            [*common, "--", "--bench", "net.write", "--bench", "net.read", "--db", f"sqlite:///{tmp_path / 'k.sqlite'}",
-             "--json", str(out)], env={**env, "RANK": "1"}, cwd=REPO, capture_output=True, text=True, timeout=180)
-        assert initiator.returncode == 0, initiator.stderr[-2000:]
-        results = json.loads(out.read_text())["results"]
-        assert [r["status"] for r in results] == ["ok", "ok"]
-        assert all(r["params"]["peer"] == "remote" and r["verified"] for r in results)
+        for rank in ranks:
+            _, err = rank.communicate(timeout=400)
+            assert rank.returncode == 0, err[-2000:]
+        for r in (0, 1):
+            results = json.loads((tmp_path / f"run{r}.json").read_text())["results"]
+            assert [x["status"] for x in results] == ["ok", "ok"]
+            assert all(x["params"]["peer"] == "remote" and x["verified"] for x in results)
+            assert {x["params"]["peer_name"] for x in results} == {f"kvbench-target-r{1 - r}"}
     finally:
-        target.kill()
-        target.wait(timeout=10)
+        for rank in ranks:
+            rank.kill()
+            rank.wait(timeout=10)
 
 
 @pytest.mark.parametrize("peer", ["inproc", "local"])
@@ -154,7 +159,7 @@ def test_net_write_between_two_network_namespaces_over_tcp(tmp_path):
     """Two hosts as a launcher starts them, made of two network namespaces joined by a veth pair
     (addresses only inside them): rank 0 serves in one, rank 1 measures from the other over TCP,
     reaching rank 0 by a host name (MASTER_ADDR as torchrun and Slurm give it), which rank 1's
-    namespace resolves through its own /etc/netns/NAME/hosts."""
+    namespace resolves through its own /etc/netns/NAME/hosts. Rank 0 measures rank 1 too (pairs)."""
     import json
     import os
     import shutil
@@ -172,18 +177,21 @@ def test_net_write_between_two_network_namespaces_over_tcp(tmp_path):
              f"ip -n {a} addr add 10.213.7.1/24 dev {a}v", f"ip -n {b} addr add 10.213.7.2/24 dev {b}v",
              f"ip -n {a} link set {a}v up", f"ip -n {b} link set {b}v up", f"ip -n {a} link set lo up",
              f"ip -n {b} link set lo up"]
-    hosts = Path("/etc/netns") / b
+    hosts = [Path("/etc/netns") / a, Path("/etc/netns") / b]
     try:
         for command in setup:
             made = subprocess.run(command.split(), capture_output=True, text=True)
             if made.returncode != 0:
                 pytest.skip(f"network namespaces cannot be made here: {command}: {made.stderr.strip()[:120]}")
-        hosts.mkdir(parents=True, exist_ok=True)
-        (hosts / "hosts").write_text(f"127.0.0.1 localhost\n10.213.7.1 {a}-rank0\n")
-        env = {**os.environ, "MASTER_ADDR": f"{a}-rank0", "UCX_TLS": "tcp,self", "PYTHONPATH": str(REPO)}
+        for folder in hosts:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "hosts").write_text(f"127.0.0.1 localhost\n10.213.7.1 {a}-rank0\n")
+        env = {**os.environ, "MASTER_ADDR": f"{a}-rank0", "UCX_TLS": "tcp,self", "PYTHONPATH": str(REPO),
+               "WORLD_SIZE": "2"}
         common = [sys.executable, "-m", "kvbench.launch", "--port", "15555", "--block-size", "64KiB", "--batch", "8",
                   "--timeout", "30"]
-        target = subprocess.Popen(["ip", "netns", "exec", a, *common], env={**env, "RANK": "0"}, cwd=REPO,
+        target = subprocess.Popen(["ip", "netns", "exec", a, *common, "--", "--bench", "net.write", "--db",
+                                   f"sqlite:///{tmp_path / 'k.sqlite'}"], env={**env, "RANK": "0"}, cwd=REPO,
                                   stderr=subprocess.PIPE)
         try:
             out = tmp_path / "run.json"
@@ -202,4 +210,5 @@ def test_net_write_between_two_network_namespaces_over_tcp(tmp_path):
     finally:
         for ns in (a, b):
             subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
-        shutil.rmtree(hosts, ignore_errors=True)
+        for folder in hosts:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,166 @@
+"""One rank's share of a pattern over N ranks (python -m kvbench.launch), run into the store as one run.
+
+Every rank serves a target and measures when the schedule (kvbench/peers/schedule.py) says it is
+its turn; the rounds are separated by barriers through rank 0 (kvbench/peers/rendezvous.py).
+Each result records where its bytes went: `src_host` and `dst_host` in its parameters (each
+directed pair of hosts is a case of its own) and, in its metadata under `cluster`, the pattern,
+the round, both ranks and the round's concurrency. Bytes leave the target in a read (the
+initiator pulls them) and leave the initiator in a write.
+
+A rank that died is never waited for: the pairs it should have measured are recorded `failed` by
+their other rank, with the reason, and the pairs that needed its target fail when they cannot
+reach it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from rich.console import Console
+
+from kvbench.benches.describe import describe_params
+from kvbench.benches.registry import get_bench
+from kvbench.errors import BadInput
+from kvbench.interrupts import signals_end_runs
+from kvbench.metadata import CLUSTER
+from kvbench.peers.rendezvous import Rendezvous, RendezvousLost, target_name
+from kvbench.plan.cases import Case
+from kvbench.report.progress import RunProgress
+from kvbench.result import Result
+from kvbench.runner import execute, run_case
+from kvbench.store import open_store
+from kvbench.suite_run import RunOutcome, RunRequest, plan_request
+from kvbench.this_host import host_facts
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One case of this rank's share: measured (`measure`) after barrier `barrier`, or recorded
+    failed for an initiator that died before it measured it (checked after the round's end)."""
+
+    barrier: int
+    case: Case
+    round: int
+    initiator: int
+    target: int
+    measure: bool
+
+
+def pulls(bench_id: str) -> bool:
+    """True when the initiator pulls the bytes from the target (a read)."""
+    return getattr(get_bench(bench_id), "operation", "WRITE") == "READ"
+
+
+def host_names(roster: list[dict | None]) -> list[str]:
+    """Each rank's host name as results name it; ranks sharing a host are told apart by local rank."""
+    hosts = [entry["host"] if entry else "?" for entry in roster]
+    return [f"{h}/{entry['local_rank']}" if entry and hosts.count(h) > 1 else h for h, entry in zip(hosts, roster)]
+
+
+def share(cases: list[Case], rounds: list[list[tuple[int, int]]], rank: int, roster: list[dict | None],
+          pattern: str) -> list[Slot]:
+    """This rank's slots: its own pairs' cases, and a stand-in for each pair whose initiator dies."""
+    hosts = host_names(roster)
+    slots = []
+    for k, pairs in enumerate(rounds):
+        for initiator, target in pairs:
+            if rank not in (initiator, target):
+                continue
+            entry = roster[target] or {"addr": "0.0.0.0", "port": 1}
+            for case in cases:
+                src, dst = (target, initiator) if pulls(case.bench) else (initiator, target)
+                params = get_bench(case.bench).canonical_params({
+                    **case.params, "peer_addr": entry["addr"], "peer_port": entry["port"],
+                    "peer_name": target_name(target), "src_host": hosts[src], "dst_host": hosts[dst]})
+                measure = rank == initiator
+                slots.append(Slot(k if measure else k + 1, Case(case.bench, params), k, initiator, target, measure))
+    return sorted(slots, key=lambda s: (s.barrier, not s.measure))  # stable: the schedule's order within
+
+
+def cluster_record(slot: Slot, pattern: str, rounds: list, hosts: list[str]) -> dict:
+    src, dst = (slot.target, slot.initiator) if pulls(slot.case.bench) else (slot.initiator, slot.target)
+    return {"pattern": pattern, "round": slot.round, "src_host": hosts[src], "dst_host": hosts[dst],
+            "src_rank": src, "dst_rank": dst, "concurrency": len(rounds[slot.round])}
+
+
+def peer_cases(request: RunRequest) -> tuple[list[Case], object, object]:
+    """The request's cases that run against a peer (peer=remote), its settings and run info."""
+    try:
+        cases, settings, info = plan_request(request)
+    except BadInput as exc:
+        if "--set peer:" not in str(exc):
+            raise
+        cases = []  # no selected benchmark takes `peer`: said below in the launcher's words
+    cases = [c for c in cases if c.params.get("peer") == "remote"]
+    if not cases:
+        raise BadInput("none of the selected benchmarks runs against a peer (net.write, net.read take peer=remote)")
+    return cases, settings, info
+
+
+class RankShare:
+    """`runner` for `run_and_show`: this rank's share of the pattern, as one run."""
+
+    def __init__(self, rank: int, rendezvous: Rendezvous, roster: list[dict | None], rounds: list, pattern: str,
+                 dead: dict[int, int]) -> None:
+        self.rank, self.rendezvous, self.roster, self.rounds, self.pattern = rank, rendezvous, roster, rounds, pattern
+        self.dead = dict(dead)  # rank → the last barrier it reached (-1: never joined)
+        self.passed = -1  # the last barrier this rank passed
+        self.hosts = host_names(roster)
+        self.lost: str | None = None  # rank 0 gone: every later slot fails with this
+
+    def through(self, k: int) -> None:
+        """Pass every barrier up to `k`, learning which ranks died."""
+        while self.passed < k and self.lost is None:
+            try:
+                self.dead.update(self.rendezvous.barrier(self.passed + 1))
+            except RendezvousLost as exc:
+                self.lost = str(exc)
+                return
+            self.passed += 1
+        if self.rank in self.dead:
+            self.lost = f"rank 0 gave this rank up (silent for longer than the timeout) before barrier {k}"
+
+    def __call__(self, request: RunRequest, console: Console) -> RunOutcome:
+        cases, settings, info = peer_cases(request)
+        slots = share(cases, self.rounds, self.rank, self.roster, self.pattern)
+        store, facts = open_store(request.db), host_facts()
+        by_case = {id(s.case): s for s in slots}
+        planned = sum(s.measure for s in slots)
+        stored = 0
+        with signals_end_runs(), RunProgress(console, planned, describe_params) as shown:
+            def run_one(_i: int, case: Case) -> Result | None:
+                nonlocal stored
+                result = self._one(by_case[id(case)], case, facts, settings, lambda: shown.start(stored, case))
+                stored += result is not None
+                return result
+
+            run_id = execute([s.case for s in slots], store, facts, settings, info, on_result=shown.done,
+                             run_one=run_one, planned=planned)
+        self.through(len(self.rounds))  # the end: every rank has finished its pairs
+        failed = sum(r["status"] == "failed" for r in store.results(run_id))
+        return RunOutcome(run_id, store, failed)
+
+    def _one(self, slot: Slot, case: Case, facts, settings, started) -> Result | None:
+        """The result of one slot, after its barrier; None for a stand-in whose initiator lived."""
+        self.through(slot.barrier)
+        record = {CLUSTER: cluster_record(slot, self.pattern, self.rounds, self.hosts)}
+        base = {"bench": case.bench, "params": case.params, "case_hash": case.case_hash, "status": "failed",
+                "metadata": record}
+        other = slot.target if slot.measure else slot.initiator
+        if self.lost:
+            started()
+            return Result(**base, reason=f"not measured: {self.lost}")
+        if not slot.measure:
+            if self.dead.get(other, slot.round + 1) > slot.round:
+                return None  # its initiator measured it, or lives to say why not
+            started()
+            return Result(**base, reason=f"rank {other} ({self.hosts[other]}) died before it measured this pair "
+                                         f"in round {slot.round}")
+        started()
+        if other in self.dead:
+            return Result(**base, reason=f"rank {other} ({self.hosts[other]}) is gone: rank 0 lost it before "
+                                         f"round {slot.round}")
+        result = run_case(case, facts, settings)
+        return dataclasses.replace(result, metadata={**result.metadata, **record})
+

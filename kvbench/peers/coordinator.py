@@ -1,0 +1,101 @@
+"""Rank 0's rendezvous for N ranks: who is where (the roster) and the barriers between rounds.
+
+It lives in rank 0's target (kvbench/peers/serve.py), so it answers on the port that target's NIXL
+listener already holds: no other service. Messages are NIXL notifications, text:
+
+    rank → rank 0   JOIN:{"rank": r, "addr": …, "port": …, "host": …, "local_rank": …}
+                    BAR:<k>        arrived at barrier k (round k starts after it; the last is the end)
+                    ALIVE          a heartbeat, about once a second, from the rank's rendezvous thread
+                    DONE           the rank passed the last barrier and is leaving
+    rank 0 → rank   OK             the answer to ALIVE: rank 0 lives
+                    ROSTER:{"ranks": [entry or null, …], "dead": [r, …]}
+                    GO:<k>:{dead rank: the last barrier it reached}
+
+A rank silent for `timeout_s` is dead: barriers stop waiting for it, and every later GO names it,
+so the others record its pairs as failed instead of hanging. Pure logic, no NIXL: `serve` feeds it
+messages and the clock and sends what it returns.
+"""
+
+from __future__ import annotations
+
+import json
+
+Outgoing = list[tuple[str, bytes]]  # (agent name, message)
+
+
+class Coordinator:
+    def __init__(self, world: int, timeout_s: float, now: float) -> None:
+        self.world, self.timeout_s, self.started = world, timeout_s, now
+        self.agents: dict[int, str] = {}  # rank → its rendezvous agent's name
+        self.entries: dict[int, dict] = {}
+        self.last_seen: dict[int, float] = {}
+        self.dead: set[int] = set()
+        self.roster_sent = False
+        self.arrived: dict[int, set[int]] = {}  # barrier → ranks waiting at it
+        self.released: set[int] = set()
+        self.done: set[int] = set()
+        self.reached: dict[int, int] = {}  # rank → the last barrier it arrived at
+
+    def _rank_of(self, agent: str) -> int | None:
+        return next((r for r, name in self.agents.items() if name == agent), None)
+
+    def on_message(self, agent: str, message: bytes, now: float) -> Outgoing:
+        """What to send after `agent` said `message`; an unknown message is ignored."""
+        text = message.decode(errors="replace")
+        if text.startswith("JOIN:"):
+            entry = json.loads(text[5:])
+            rank = int(entry["rank"])
+            if not 0 <= rank < self.world:
+                return []
+            self.agents[rank], self.entries[rank], self.last_seen[rank] = agent, entry, now
+            if self.roster_sent:  # a late or repeated join: the roster as it stands (a late rank is dead in it)
+                return [(agent, self._roster())]
+            return self.tick(now)
+        rank = self._rank_of(agent)
+        if rank is None:
+            return []
+        self.last_seen[rank] = now
+        if text.startswith("BAR:"):
+            k = int(text[4:])
+            if k in self.released or rank in self.dead:
+                return [(agent, self._go(k))]
+            self.arrived.setdefault(k, set()).add(rank)
+            self.reached[rank] = max(k, self.reached.get(rank, -1))
+            return self.tick(now)
+        if text == "DONE":
+            self.done.add(rank)
+        elif text == "ALIVE":
+            return [(agent, b"OK")]  # so a rank waiting at a barrier knows rank 0 still lives
+        return []
+
+    def tick(self, now: float) -> Outgoing:
+        """Ranks silent too long become dead; the roster and barriers that no longer wait go out."""
+        out: Outgoing = []
+        if not self.roster_sent:
+            if len(self.entries) < self.world and now - self.started <= self.timeout_s:
+                return out
+            self.dead |= set(range(self.world)) - set(self.entries)
+            self.roster_sent = True
+            out += [(self.agents[r], self._roster()) for r in sorted(self.agents)]
+        for rank, seen in self.last_seen.items():
+            if rank not in self.done and now - seen > self.timeout_s:
+                self.dead.add(rank)
+        alive = set(range(self.world)) - self.dead
+        for k in sorted(self.arrived):
+            if k not in self.released and alive <= self.arrived[k] | self.done:
+                self.released.add(k)
+                out += [(self.agents[r], self._go(k)) for r in sorted(self.arrived[k] - self.dead)]
+        return out
+
+    def finished(self) -> bool:
+        """Every rank has left or is dead: rank 0's target may end."""
+        return self.roster_sent and set(range(self.world)) <= self.done | self.dead
+
+    def _roster(self) -> bytes:
+        ranks = [self.entries.get(r) if r not in self.dead else None for r in range(self.world)]
+        return ("ROSTER:" + json.dumps({"ranks": ranks, "dead": sorted(self.dead)})).encode()
+
+    def _go(self, k: int) -> bytes:
+        """Barrier k is passed; each dead rank with the last barrier it reached (-1: none), so the
+        others know which of its rounds it finished (it reached k + 1 only after round k)."""
+        return f"GO:{k}:{json.dumps({r: self.reached.get(r, -1) for r in sorted(self.dead)})}".encode()

@@ -1,0 +1,186 @@
+"""`python -m kvbench.launch` across four network namespaces on one bridge (tests/cluster/netns.py),
+over TCP, into one SQLite file: each pattern, each launcher's environment (torchrun's, Slurm's, Open
+MPI's, PMI's, as docs/cluster.md gives them), rank 0 reached by a host name, a rank killed mid-run.
+
+Timeouts below only bound hangs; they are generous because the test box is shared and slow."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+
+import pytest
+
+from kvbench.backends.nixl import backend_unavailable_reason
+from tests.cluster.netns import SUITE, delete_nodes, finish, make_nodes, stored
+
+pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
+                                reason=f"{backend_unavailable_reason('UCX')}")
+WORLD = 4
+COMMON = ["--block-size", "64KiB", "--batch", "8"]
+
+
+@pytest.fixture(scope="module")
+def nodes():
+    made = make_nodes(WORLD)
+    try:
+        yield made
+    finally:
+        delete_nodes(made)
+
+
+def launcher_env(kind: str, nodes, rank: int) -> tuple[dict[str, str], list[str]]:
+    """(environment, extra arguments) as each launcher gives them to rank `rank` (docs/cluster.md)."""
+    if kind == "torchrun":
+        return {"RANK": str(rank), "WORLD_SIZE": str(WORLD), "LOCAL_RANK": "0", "MASTER_ADDR": nodes.hosts[0],
+                "MASTER_PORT": "29500"}, []
+    if kind == "slurm":  # srun: rank 0 is on the node list's first host, which each node resolves
+        return {"SLURM_PROCID": str(rank), "SLURM_NTASKS": str(WORLD), "SLURM_LOCALID": "0",
+                "SLURM_JOB_NODELIST": f"{nodes.tag}n[0-{WORLD - 1}]"}, []
+    if kind == "mpirun":
+        return {"OMPI_COMM_WORLD_RANK": str(rank), "OMPI_COMM_WORLD_SIZE": str(WORLD),
+                "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, ["--peer-addr", nodes.hosts[0]]
+    return {"PMI_RANK": str(rank), "PMI_SIZE": str(WORLD)}, ["--peer-addr", nodes.addresses[0]]
+
+
+def run_pattern(nodes, tmp_path, pattern: str, kind: str, benches=("net.write",), timeout_s: int = 60):
+    suite = tmp_path / "suite.toml"
+    suite.write_text(SUITE + "".join(f'[[bench]]\nid = "{b}"\n' for b in benches))
+    db = tmp_path / "k.sqlite"
+    procs = []
+    for rank in range(WORLD):
+        env, extra = launcher_env(kind, nodes, rank)
+        procs.append(nodes.launch(rank, env, [*COMMON, "--timeout", str(timeout_s), "--pattern", pattern, *extra],
+                                  ["--suite", str(suite), "--db", f"sqlite:///{db}"]))
+    return procs, db
+
+
+def directed(results: list[dict], bench: str = "net.write") -> list[tuple[str, str]]:
+    return sorted((r["params"]["src_host"], r["params"]["dst_host"]) for r in results if r["bench"] == bench)
+
+
+def check_all_ok(results: list[dict], pattern: str) -> None:
+    assert results
+    for r in results:
+        assert r["status"] == "ok" and r["verified"], (r["params"], r["reason"])
+        record = r["extra"]["cluster"]
+        assert record["pattern"] == pattern
+        assert (record["src_host"], record["dst_host"]) == (r["params"]["src_host"], r["params"]["dst_host"])
+        assert r["params"]["peer_addr"].startswith("10.231.7.")
+        devices = r["extra"]["ucx_devices"]
+        assert devices and all(d.startswith("tcp/") for d in devices), devices
+
+
+def test_pairs_measures_all_twelve_directed_pairs_both_ways_torchrun_env(nodes, tmp_path):
+    """torchrun's environment, rank 0 by host name (MASTER_ADDR, resolved in each namespace)."""
+    started = time.monotonic()
+    procs, db = run_pattern(nodes, tmp_path, "pairs", "torchrun", benches=("net.write", "net.read"))
+    outcomes = finish(procs, 900)
+    wall_s = time.monotonic() - started
+    for status, err in outcomes:
+        assert status == 0, err[-2500:]
+    results = stored(db)
+    check_all_ok(results, "pairs")
+    every = sorted(itertools.permutations(nodes.hosts, 2))
+    assert directed(results, "net.write") == every and directed(results, "net.read") == every
+    for r in results:  # a read's bytes leave the target: its src is the peer the initiator reached
+        record = r["extra"]["cluster"]
+        target = nodes.addresses.index(r["params"]["peer_addr"])
+        assert (record["src_rank"] if r["bench"] == "net.read" else record["dst_rank"]) == target
+        assert record["concurrency"] == 2 and 0 <= record["round"] < 6
+    matrix = {(r["params"]["src_host"], r["params"]["dst_host"]): None for r in results}
+    assert len(matrix) == 12
+    print(f"\npairs over {WORLD} namespaces took {wall_s:.0f} s (wall, launch to last rank's exit)")
+    for r in sorted((r for r in results if r["bench"] == "net.write"), key=lambda r: directed([r])):
+        print(f"net.write 64KiB x 8  {r['params']['src_host']} -> {r['params']['dst_host']}: "
+              f"{r['gbps']:.3f} GB/s")
+
+
+@pytest.mark.parametrize("pattern,kind,count,concurrency", [
+    ("ring", "slurm", 4, 4), ("incast:3", "mpirun", 12, 3), ("kbatch:2", "pmi", 12, 2)])
+def test_each_pattern_across_four_namespaces(nodes, tmp_path, pattern, kind, count, concurrency):
+    procs, db = run_pattern(nodes, tmp_path, pattern, kind)
+    for status, err in finish(procs, 900):
+        assert status == 0, err[-2500:]
+    results = stored(db)
+    check_all_ok(results, pattern)
+    assert len(results) == count
+    assert {r["extra"]["cluster"]["concurrency"] for r in results} == {concurrency}
+    if pattern == "ring":
+        assert directed(results) == sorted((nodes.hosts[i], nodes.hosts[(i + 1) % WORLD]) for i in range(WORLD))
+    else:
+        assert directed(results) == sorted(itertools.permutations(nodes.hosts, 2))
+    if pattern.startswith("incast"):
+        for k in range(WORLD):  # each round's three senders write into one receiver
+            receivers = {r["params"]["dst_host"] for r in results if r["extra"]["cluster"]["round"] == k}
+            assert len(receivers) == 1
+
+
+def stored_so_far(db) -> list[dict]:
+    """The results stored yet ([] before the first rank has made the tables)."""
+    import sqlite3
+
+    try:
+        return stored(db) if db.exists() else []
+    except sqlite3.Error:
+        return []
+
+
+def test_a_rank_killed_mid_run_fails_its_pairs_and_the_others_finish(nodes, tmp_path):
+    procs, db = run_pattern(nodes, tmp_path, "pairs", "torchrun", timeout_s=20)
+    victim = 2
+    try:
+        deadline = time.monotonic() + 600
+        while len(stored_so_far(db)) < 2:
+            assert time.monotonic() < deadline, "no result within 600 s"
+            assert all(p.poll() is None for p in procs), [p.communicate()[1][-1500:] for p in procs if p.poll()]
+            time.sleep(0.5)
+    except Exception:
+        for p in procs:
+            os.killpg(p.pid, signal.SIGKILL)
+        raise
+    procs[victim].send_signal(signal.SIGKILL)  # the launch process alone: its target must notice and go too
+    outcomes = finish(procs, 900)
+    assert outcomes[victim][0] == -signal.SIGKILL
+    for rank, (status, err) in enumerate(outcomes):
+        if rank != victim:
+            assert status in (0, 1), err[-2500:]
+            assert "Traceback" not in err, err[-2500:]
+    results = stored(db)
+    dead = nodes.hosts[victim]
+    pairs = directed(results)
+    assert len(pairs) == len(set(pairs))  # no pair twice
+    assert set(pairs) == set(itertools.permutations(nodes.hosts, 2))  # every pair recorded, ok or failed
+    failed = [r for r in results if r["status"] == "failed"]
+    assert failed
+    for r in results:
+        involved = dead in (r["params"]["src_host"], r["params"]["dst_host"])
+        if not involved:
+            assert r["status"] == "ok" and r["verified"], (r["params"], r["reason"])
+        elif r["status"] == "failed":
+            assert r["reason"], r
+    assert any(f"rank {victim} ({dead})" in (r["reason"] or "") for r in failed), [r["reason"] for r in failed]
+
+
+def test_real_torchrun_across_two_namespaces(nodes, tmp_path):
+    """docs/cluster.md's torchrun recipe, with torch's own launcher (static rendezvous: torchrun's
+    store on rank 0's host, kvbench's rendezvous on --port beside it)."""
+    import importlib.util
+    import sys
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed (pip install torch==2.13.0 takes the CPU build); torchrun comes with it")
+    suite = tmp_path / "suite.toml"
+    suite.write_text(SUITE + '[[bench]]\nid = "net.write"\n')
+    db = tmp_path / "k.sqlite"
+    procs = [nodes.run(n, {}, [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+                               "--node-rank", str(n), "--master-addr", nodes.addresses[0], "--master-port", "29500",
+                               "-m", "kvbench.launch", *COMMON, "--timeout", "60", "--", "--suite", str(suite),
+                               "--db", f"sqlite:///{db}"]) for n in (0, 1)]
+    for status, err in finish(procs, 900):
+        assert status == 0, err[-2500:]
+    results = stored(db)
+    check_all_ok(results, "pairs")
+    assert directed(results) == sorted([(nodes.hosts[0], nodes.hosts[1]), (nodes.hosts[1], nodes.hosts[0])])

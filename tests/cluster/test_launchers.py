@@ -1,0 +1,92 @@
+"""What each launcher's environment gives a rank (kvbench/launchers.py), and rank 0's rendezvous
+logic (kvbench/peers/coordinator.py) fed messages and a clock by hand."""
+
+import json
+
+import pytest
+
+from kvbench.errors import BadInput
+from kvbench.launchers import first_host, local_rank, rank0_host, rank_and_world
+from kvbench.peers.coordinator import Coordinator
+
+LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+                 "SLURM_JOB_NODELIST", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                 "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID")
+
+
+@pytest.fixture
+def env(monkeypatch):
+    for var in LAUNCHER_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("given,want", [
+    ({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "h0"}, (3, 8, 1, ("MASTER_ADDR", "h0"))),
+    ({"SLURM_PROCID": "5", "SLURM_NTASKS": "16", "SLURM_LOCALID": "0", "SLURM_JOB_NODELIST": "gpu-[007-022]"},
+     (5, 16, 0, ("SLURM_JOB_NODELIST", "gpu-007"))),
+    ({"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "2"},
+     (2, 4, 2, None)),
+    ({"PMI_RANK": "1", "PMI_SIZE": "3", "MPI_LOCALRANKID": "0"}, (1, 3, 0, None)),
+])
+def test_each_launcher_s_environment(env, given, want):
+    for var, value in given.items():
+        env.setenv(var, value)
+    rank, world, local, host = want
+    assert rank_and_world() == (rank, world) and local_rank() == local
+    if host:
+        assert rank0_host(None) == host
+    else:
+        with pytest.raises(BadInput, match="give --peer-addr"):
+            rank0_host(None)
+    assert rank0_host("10.0.0.1") == ("--peer-addr", "10.0.0.1")
+
+
+@pytest.mark.parametrize("nodelist,first", [("node[01-04]", "node01"), ("a,b", "a"), ("gpu-[003-007,010]-ib,cpu1",
+                                            "gpu-003-ib"), ("rack[1-2]-n[7,9]", "rack1-n7"), ("solo", "solo")])
+def test_the_first_host_of_a_slurm_node_list(nodelist, first):
+    assert first_host(nodelist) == first
+
+
+def test_coordinator_sends_the_roster_when_all_joined_and_releases_barriers():
+    c = Coordinator(3, timeout_s=10, now=0)
+    out = []
+    for r in range(3):
+        out += c.on_message(f"a{r}", ("JOIN:" + json.dumps({"rank": r, "addr": f"10.0.0.{r}"})).encode(), now=1)
+    rosters = [(to, json.loads(m[7:])) for to, m in out]
+    assert [to for to, _ in rosters] == ["a0", "a1", "a2"] and rosters[0][1]["dead"] == []
+    assert [e["addr"] for e in rosters[0][1]["ranks"]] == ["10.0.0.0", "10.0.0.1", "10.0.0.2"]
+    assert c.on_message("a0", b"BAR:0", now=2) == [] and c.on_message("a1", b"BAR:0", now=2) == []
+    assert c.on_message("a2", b"BAR:0", now=2) == [(f"a{r}", b"GO:0:{}") for r in range(3)]
+    assert c.on_message("a1", b"ALIVE", now=3) == [("a1", b"OK")]
+
+
+def test_a_silent_rank_becomes_dead_and_barriers_stop_waiting_for_it():
+    c = Coordinator(3, timeout_s=10, now=0)
+    for r in range(3):
+        c.on_message(f"a{r}", ("JOIN:" + json.dumps({"rank": r})).encode(), now=1)
+    for r in range(3):
+        c.on_message(f"a{r}", b"BAR:0", now=2)
+    c.on_message("a0", b"BAR:1", now=3)
+    c.on_message("a1", b"BAR:1", now=3)
+    assert c.tick(now=12) == []  # rank 2 was last heard at 2: not yet silent for 10 s
+    c.on_message("a0", b"ALIVE", now=12)
+    c.on_message("a1", b"ALIVE", now=12)
+    out = c.tick(now=12.5)
+    assert out == [("a0", b'GO:1:{"2": 0}'), ("a1", b'GO:1:{"2": 0}')]  # rank 2 reached barrier 0 only
+    c.on_message("a0", b"DONE", now=13)
+    assert not c.finished()
+    c.on_message("a1", b"DONE", now=13)
+    assert c.finished()
+
+
+def test_a_rank_that_never_joins_is_dead_in_the_roster():
+    c = Coordinator(3, timeout_s=10, now=0)
+    c.on_message("a0", ("JOIN:" + json.dumps({"rank": 0})).encode(), now=1)
+    c.on_message("a1", ("JOIN:" + json.dumps({"rank": 1})).encode(), now=1)
+    assert c.tick(now=5) == []
+    c.on_message("a0", b"ALIVE", now=10)
+    c.on_message("a1", b"ALIVE", now=10)
+    out = c.tick(now=10.5)
+    roster = json.loads(out[0][1][7:])
+    assert roster["dead"] == [2] and roster["ranks"][2] is None
