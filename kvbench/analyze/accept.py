@@ -198,8 +198,10 @@ def _judge_ratio(rule: Rule, doc: RunDocument) -> list[Verdict]:
         text = _case(bench, params, False) if params else ""
         return text if bench == rule.bench else f"{bench} {text}".strip()
 
-    # a ratio the case measured itself (its two sides interleaved): read, never divided
-    against = canonical_subset(to_bench, to) if of_bench == to_bench else {}
+    # a ratio the case measured itself (its two sides interleaved): read, never divided; a side of
+    # another benchmark is named by it (pcie.bidir times pcie.h2d alone: against {"bench": "pcie.h2d"})
+    against = canonical_subset(to_bench, to) if of_bench == to_bench else {"bench": to_bench,
+                                                                             **canonical_subset(to_bench, to)}
 
     def paired(top: dict[str, Any]) -> dict[str, Any] | None:
         return paired_ratio(top, against)

@@ -240,6 +240,10 @@ def bidirectional(results: list[dict[str, Any]]) -> plt.Figure | None:
             rows += [{"size": size, "what": "both: H2D", "gbps": d["h2d"], "run": run},
                      {"size": size, "what": "both: D2H", "gbps": d["d2h"], "run": run},
                      {"size": size, "what": "both: sum", "gbps": d["sum"], "run": run}]
+            twin = paired_ratio(r, {"bench": "pcie.h2d"})
+            if twin is not None:  # host-to-device alone, timed interleaved with both in the same case
+                rows.append({"size": size, "what": "alone: H2D (paired, same case)",
+                             "gbps": twin["against_gbps"]["median"], "run": run})
         elif r["bench"] in ("pcie.h2d", "pcie.d2h") and r["params"].get("memory") == "pinned":
             rows.append({"size": size, "what": f"alone: {r['bench'][5:].upper()}", "gbps": r["gbps"]["median"],
                          "run": run})

@@ -151,6 +151,16 @@ ratio = { of = { bench = "pcie.bidir" }, to = { bench = "pcie.h2d" }, min = 1.6 
     assert "gpu=1" in verdicts[1].case and "pcie.h2d" in verdicts[1].case
     (skip,) = judge({"results": [r("pcie.bidir", 0, 100.0)]}, [rules])
     assert skip.verdict == "SKIP"
+    # the bidirectional case timed host-to-device alone interleaved with itself: its ratio per pair is
+    # judged, not the separately timed h2d case's median (55, at a quieter moment: 1.27 x)
+    paired = {**r("pcie.bidir", 1, 70.0), "metadata": {"paired": {
+        "against": {"bench": "pcie.h2d"}, "median": 1.75, "p10": 1.7, "p90": 1.8}}}
+    (verdict,) = judge({"results": [r("pcie.h2d", 1, 55.0), paired]}, [rules])
+    assert (verdict.verdict, verdict.measured) == ("PASS", "1.75 x (paired; p10–p90 1.70–1.80)")
+    (alone,) = judge({"results": [paired]}, [rules])  # no h2d case needed: its twin was timed in this one
+    assert alone.verdict == "PASS" and alone.value == 1.75
+    other = {**paired, "metadata": {"paired": {**paired["metadata"]["paired"], "against": {"memory": "pinned"}}}}
+    assert judge({"results": [r("pcie.h2d", 1, 55.0), other]}, [rules])[0].measured == "1.27 x (unpaired)"
 
 
 def test_a_bounded_ratio_and_the_best_of_several_cases(tmp_path):

@@ -281,6 +281,15 @@ def test_a_pageable_copy_measures_its_ratio_to_pinned_in_the_same_case(standin, 
     assert paired["against"] == {"memory": "pinned"} and paired["pairs"] == len(result.measurement.samples_s)
 
 
+def test_both_directions_measure_their_ratio_to_host_to_device_alone_in_the_same_case(standin):
+    result = run("pcie.bidir", size="1MiB")
+    assert result.status == "ok", result.reason
+    m, paired = result.measurement, result.to_row()["extra"]["paired"]
+    assert paired["against"] == {"bench": "pcie.h2d"} and m.paired.bytes_per_op * 2 == m.bytes_per_op
+    assert paired["ratios"] == pytest.approx([(2 * b) / a for a, b in zip(m.samples_s, m.paired.samples_s)])
+    assert "directions_gbps" in result.metadata  # the loaded sample's own record, not the twin's
+
+
 def test_a_pinned_twin_that_copies_nothing_fails_the_pageable_case(standin, monkeypatch):
     from kvbench.benches import pcie
 

@@ -43,6 +43,10 @@ def test_bidirectional_bars_need_a_bidir_result():
     both = {**row("pcie.bidir", 2.0, memory="pinned", size=1 << 28),
             "metadata": {"directions_gbps": {"h2d": 1.0, "d2h": 1.0, "sum": 2.0}}}
     assert plots.bidirectional([*alone, both]) is not None
+    both["metadata"]["paired"] = {"against": {"bench": "pcie.h2d"}, "median": 1.9, "p10": 1.8, "p90": 2.0,
+                                  "against_gbps": {"median": 1.05}}
+    labels = [t.get_text() for t in plots.bidirectional([both]).axes[0].get_legend().get_texts()]
+    assert "alone: H2D (paired, same case)" in labels  # the twin timed beside both directions
 
 
 def test_all_gpus_figure_compares_with_the_singles():

@@ -5,7 +5,8 @@ cudaHostRegister'ed). `engine=ce` uses the copy engine (cudaMemcpyAsync), `engin
 copying through the host buffer's device pointer. Copies are timed with CUDA events behind a
 spin kernel; pageable copies time what a user sees (synchronous cudaMemcpy on the host clock).
 `pcie.bidir` runs both directions at once on two streams and reports the sum, with each
-direction in the metadata.
+direction in the metadata; it times host-to-device alone interleaved with itself, so the sum over
+one direction (rule pcie-bidir-sum) is a ratio per pair of samples.
 """
 
 from __future__ import annotations
@@ -222,6 +223,9 @@ class _Pcie(Benchmark):
         if near is not None and not bidir:  # a far node's cost, measured against the GPU's own node in this case
             workload.pair = _host_twin(f"numa:{near}", "near-node copy beside the far one", self.direction, size,
                                        gpu, device, stream, stack, copy)
+        if bidir:  # both directions over host-to-device alone (rule pcie-bidir-sum), measured in this case
+            workload.pair = _host_twin(params["memory"], "host-to-device copy beside both directions", "h2d", size,
+                                       gpu, device, stream, stack, copy, against={"bench": "pcie.h2d"})
         return Prepared(workload, metadata, derive=derive)
 
 
@@ -250,10 +254,11 @@ def _pinned_twin(direction: str, size: int, gpu: int, device, stream, stack: Exi
 
 
 def _host_twin(memory: str, label: str, direction: str, size: int, gpu: int, device, stream, stack: ExitStack,
-               copy) -> Pair:
-    """The case's copy (`copy(dst, src, kind, stream)`) between a host buffer of `memory` and the same
-    GPU buffer, on the same stream, timed with CUDA events and checked as the case is: the other side
-    of a ratio taken per pair of samples (docs/measurement.md)."""
+               copy, against: dict[str, Any] | None = None) -> Pair:
+    """The case's copy (`copy(dst, src, kind, stream)`) of `size` bytes in `direction` between a host
+    buffer of `memory` and the same GPU buffer, on the same stream, timed with CUDA events and checked
+    as the case is: the other side of a ratio taken per pair of samples (docs/measurement.md), named
+    by `against` (default: its memory)."""
     cp = cupy_module()
     host, _ = host_buffer(memory, size)
     stack.enter_context(host)
@@ -274,7 +279,7 @@ def _host_twin(memory: str, label: str, direction: str, size: int, gpu: int, dev
         if not np.array_equal(device[:size].get() if h2d else h_arr, h_arr if h2d else pattern):
             raise IntegrityError(f"{label}: {'GPU' if h2d else 'host'} buffer differs")
 
-    return Pair({"memory": memory}, Workload(size, run, reset, check, CudaEventTimer(stream, gpu)))
+    return Pair(against or {"memory": memory}, Workload(size, run, reset, check, CudaEventTimer(stream, gpu)))
 
 
 def bidir_rates(size: int, window_s: float, loops: int, h2d_s: float, d2h_s: float,
