@@ -12,7 +12,7 @@ from kvbench.backends.cuda import free_pools, make_current
 from kvbench.benches.params import Param
 from kvbench.errors import unknown_name
 from kvbench.hardware.path import Segment
-from kvbench.measure.engine import Workload
+from kvbench.measure.engine import Pair, Workload
 from kvbench.measure.measurement import Measurement
 
 
@@ -94,5 +94,26 @@ def prepared_on_gpu(gpu: int, build: Callable[[], Prepared]) -> Prepared:
                 free_pools()
             finally:
                 restore()
+
+    return replace(prepared, close=close)
+
+
+def paired_with(prepared: Prepared, against: dict[str, Any], build: Callable[[], Prepared]) -> Prepared:
+    """`prepared` with the workload `build()` makes as the other side of its ratio (its own pair
+    dropped: only the case's is timed); the other side closes with the case."""
+    try:
+        other = build()
+    except BaseException:
+        prepared.close()
+        raise
+    other.workload.pair = None
+    prepared.workload.pair = Pair(against, other.workload)
+    inner = prepared.close
+
+    def close() -> None:
+        try:
+            inner()
+        finally:
+            other.close()
 
     return replace(prepared, close=close)

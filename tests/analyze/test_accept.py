@@ -193,6 +193,12 @@ ratio = { of = { strategy = ["ce-graph", "sm-gather"] }, to = { strategy = "gpu-
     (best,) = [v for v in verdicts if v.rule == "best"]
     assert (best.verdict, best.measured) == ("PASS", "0.88 x (unpaired)")
     assert "strategy=sm-gather (best of ce-graph, sm-gather)" in best.case
+    # torch timed the same copies through cupy interleaved with its own: that ratio is judged
+    torch = {**r("pcie.h2d", 57.2, backend="torch"), "metadata": {"paired": {
+        "against": {"backend": "cupy"}, "median": 1.01, "p10": 0.99, "p90": 1.02}}}
+    (agree,) = [v for v in judge({"results": [r("pcie.h2d", 55.0, backend="cupy"), torch]}, [rules])
+                if v.rule == "agree"]
+    assert (agree.verdict, agree.measured) == ("PASS", "1.01 x (paired; p10–p90 0.99–1.02)")
 
 
 def test_a_ratio_the_case_measured_itself_is_judged_not_two_medians_taken_apart(tmp_path):

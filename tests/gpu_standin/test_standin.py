@@ -290,6 +290,30 @@ def test_both_directions_measure_their_ratio_to_host_to_device_alone_in_the_same
     assert "directions_gbps" in result.metadata  # the loaded sample's own record, not the twin's
 
 
+@pytest.mark.parametrize("bench,memory", [("pcie.h2d", "pinned"), ("pcie.d2h", "pageable")])
+def test_torch_copies_measure_their_ratio_to_the_same_copies_through_cupy_in_the_same_case(standin, bench, memory):
+    result = run(bench, size="1MiB", memory=memory, backend="torch")
+    assert result.status == "ok", result.reason
+    m, paired = result.measurement, result.to_row()["extra"]["paired"]
+    assert paired["against"] == {"backend": "cupy"} and result.metadata["backend"] == "torch"
+    assert paired["ratios"] == pytest.approx([b / a for a, b in zip(m.samples_s, m.paired.samples_s)])
+
+
+def test_a_cupy_side_that_copies_nothing_fails_the_torch_case(standin, monkeypatch):
+    from kvbench.benches import pcie
+
+    real = pcie.paired_with
+
+    def broken(prepared, against, build):
+        out = real(prepared, against, build)
+        out.workload.pair.workload.run = lambda: None
+        return out
+
+    monkeypatch.setattr(pcie, "paired_with", broken)
+    result = run("pcie.h2d", size="1MiB", backend="torch")
+    assert result.status == "failed" and "integrity" in result.reason, result.reason
+
+
 def test_a_pinned_twin_that_copies_nothing_fails_the_pageable_case(standin, monkeypatch):
     from kvbench.benches import pcie
 

@@ -6,7 +6,8 @@ copying through the host buffer's device pointer. Copies are timed with CUDA eve
 spin kernel; pageable copies time what a user sees (synchronous cudaMemcpy on the host clock).
 `pcie.bidir` runs both directions at once on two streams and reports the sum, with each
 direction in the metadata; it times host-to-device alone interleaved with itself, so the sum over
-one direction (rule pcie-bidir-sum) is a ratio per pair of samples.
+one direction (rule pcie-bidir-sum) is a ratio per pair of samples. `backend=torch` times the same
+copies through cupy interleaved with torch's (rule pcie-torch-agrees), where cupy runs.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from kvbench.backends.cuda import (
     link_probe,
     poison_between_copies,
 )
-from kvbench.benches.base import Benchmark, Prepared, built_in_stack, prepared_on_gpu
+from kvbench.benches.base import Benchmark, Prepared, built_in_stack, paired_with, prepared_on_gpu
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.benches.under_load import LOAD, refuse_load, with_load
@@ -124,7 +125,12 @@ class _Pcie(Benchmark):
         if params["backend"] == "torch":
             from kvbench.benches.pcie.torch_backend import prepare_torch
 
-            return prepare_torch(self.direction, params["memory"], params["size"], params["gpu"])
+            prepared = prepare_torch(self.direction, params["memory"], params["size"], params["gpu"])
+            if cuda_unavailable_reason() is not None:  # no cupy to compare with: torch alone, unpaired
+                return prepared
+            # the same copies through cupy, interleaved: the two stacks' ratio per pair (pcie-torch-agrees)
+            return paired_with(prepared, {"backend": "cupy"}, lambda: prepared_on_gpu(
+                params["gpu"], lambda: self._build({**params, "backend": "cupy"})))
         return prepared_on_gpu(params["gpu"], lambda: with_load(self._build(params), params["load"], params["gpu"]))
 
     def _build(self, params: dict[str, Any]) -> Prepared:
