@@ -132,6 +132,10 @@ def _judge_kind(rule: Rule, doc: RunDocument) -> list[Verdict]:
         return _judge_spread(rule, doc)
     if rule.link_at_max or rule.replay_unchanged:
         return _judge_recorded(rule, doc)
+    if rule.link:
+        from kvbench.analyze.nvlink_rule import judge_link  # it builds on this module's helpers
+
+        return judge_link(rule, doc)
     found = _matching(doc, rule.bench, rule.params)
     threshold = (f"≥ {rule.min_fraction_of_peak:.0%} of peak" if rule.min_fraction_of_peak is not None
                  else f"≥ {rule.min.value:g} {rule.min.unit}")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -56,6 +56,9 @@ class Rule(BaseModel):
     spread: Spread | None = None
     link_at_max: bool | None = None  # the result's link, read under load, at max gen and width
     replay_unchanged: bool | None = None  # no PCIe replay-counter increase during the result
+    # with min_fraction_of_peak: only results whose peer_link is this kind are judged (gpu.p2p, every
+    # ordered pair; kvbench/analyze/nvlink_rule.py); the others SKIP, FAIL where the profile expects it
+    link: Literal["nvlink"] | None = None
     why: str = ""
 
     @model_validator(mode="after")
@@ -65,6 +68,8 @@ class Rule(BaseModel):
         if len(given) != 1:
             raise ValueError("give exactly one of min_fraction_of_peak, min, ratio, spread, link_at_max, "
                              "replay_unchanged")
+        if self.link is not None and self.min_fraction_of_peak is None:
+            raise ValueError(f"link = \"{self.link}\" judges a fraction of the link's peak: give min_fraction_of_peak")
         return self
 
 

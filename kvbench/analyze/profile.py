@@ -38,6 +38,9 @@ class Expect(BaseModel):
     numa_nodes: int | None = Field(None, ge=1)
     dram_gb: float | None = Field(None, gt=0, allow_inf_nan=False)
     dram_channels: int | None = Field(None, ge=1)
+    # every ordered pair of GPUs joined by NVLink (direct or through NVSwitch): judged by the SKU's
+    # gpu.p2p rule (`link = "nvlink"`), failing closed (kvbench/analyze/nvlink_rule.py)
+    nvlink: bool | None = None
 
 
 class Profile(BaseModel):

@@ -51,9 +51,10 @@ def accept(
     host should judge was skipped, or nothing was judged)."""
     from kvbench.analyze.accept import judge, load_rules, rules_for_host
     from kvbench.analyze.accept_verdict import accept_overall, expected_here
-    from kvbench.analyze.inventory import inventory_verdicts
     from kvbench.analyze.contended import incomplete_on_contention
+    from kvbench.analyze.inventory import inventory_verdicts
     from kvbench.analyze.junit import junit_xml
+    from kvbench.analyze.nvlink_rule import fail_closed
     from kvbench.analyze.profile import gpus_to_match, load_profile, profile_path
     from kvbench.cli.run import run_and_show
     from kvbench.report.table import verdicts_table
@@ -80,6 +81,7 @@ def accept(
     if measured_here:
         doc, verdicts = _remeasure_contended(doc, verdicts, rules_files, suite, db)
     verdicts = incomplete_on_contention(verdicts, doc)
+    verdicts = fail_closed(verdicts, host_profile, rules_files)
     if host_profile is not None:
         verdicts = inventory_verdicts(host_profile, facts) + verdicts
     overall = accept_overall(verdicts, expected_here(facts, host_profile), cases_failed)

@@ -13,6 +13,7 @@ from kvbench.analyze.contended import incomplete_on_contention
 from kvbench.analyze.fit import fit_results
 from kvbench.analyze.inventory import inventory_verdicts
 from kvbench.analyze.numa_ratio import NearFar, near_far
+from kvbench.analyze.nvlink_rule import fail_closed
 from kvbench.analyze.peer_tier import with_peer_tier
 from kvbench.analyze.pinned_ratio import PageableVsPinned, pageable_vs_pinned
 from kvbench.analyze.profile import Profile, gpus_to_match
@@ -153,7 +154,8 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     content.plan, content.plan_recompute = answer.tiers, plan_answer_lines(answer)
     content.plan_title = f"Restore or recompute {tokens} tokens of {geometry.name} (bf16, {block_tokens}-token blocks)"
     judged = {"results": results}
-    content.verdicts = incomplete_on_contention(judge(judged, rules_for_host(gpus_to_match(facts, profile))), judged)
+    rules = rules_for_host(gpus_to_match(facts, profile))
+    content.verdicts = fail_closed(incomplete_on_contention(judge(judged, rules), judged), profile, rules)
     if profile is not None:
         content.verdicts = inventory_verdicts(profile, facts) + content.verdicts
     content.overall = accept_overall(content.verdicts, expected_here(facts, profile))

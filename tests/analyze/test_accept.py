@@ -231,7 +231,9 @@ def _every_case_ok(cases):
     link = {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16, "under_load": True}
     return {"results": [{"bench": c.bench, "params": c.params, "case": c.case_hash, "status": "ok",
                          "gbps": {"median": 10.0, "p10": 9.0, "p90": 11.0}, "peak_gbps": 20.0, "efficiency": 0.5,
-                         "metadata": {"link": link, "pcie_replay_delta": 0}} for c in cases]}
+                         "metadata": {"link": link, "pcie_replay_delta": 0,
+                                      "peer_link": {"kind": "nvlink", "links": 18, "via": "nvswitch"}}}
+                        for c in cases]}
 
 
 def test_the_acceptance_suite_holds_a_case_for_every_shipped_rule():
@@ -241,7 +243,8 @@ def test_the_acceptance_suite_holds_a_case_for_every_shipped_rule():
     suite, _path, _hash = load_suite("acceptance")
     doc = _every_case_ok(plan(suite.bench))
     h200 = [{"name": "NVIDIA H200", "pci_device_id": "0x233510de"}]
-    for verdict in judge(doc, rules_for_host(h200)):
+    b200 = [{"name": "NVIDIA B200"}]
+    for verdict in judge(doc, rules_for_host(h200) + [r for r in rules_for_host(b200) if r.name == "b200"]):
         if verdict.rule == "multi-gpu-spread":  # one GPU here: "fewer than two values of gpu"
             continue
         assert verdict.verdict == "PASS" or "no such case" not in verdict.why, verdict

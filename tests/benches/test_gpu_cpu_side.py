@@ -23,7 +23,8 @@ def _cases(name):
 def test_the_smoke_stage_holds_one_case_of_every_gpu_path():
     cases = _cases("gpu-smoke")
     assert {b for b, _ in cases} == {"hbm.read", "hbm.write", "hbm.copy", "pcie.h2d", "pcie.d2h", "pcie.bidir",
-                                     "kv.restore"}
+                                     "kv.restore", "gpu.p2p", "kv.handoff"}
+    assert [p["pair"] for b, p in cases if b in ("gpu.p2p", "kv.handoff")] == ["0-1", "0-1"]  # one pair, one handoff
     assert all(p["size"] == 0 for b, p in cases if b.startswith("hbm."))  # max(8 x L2, 1 GiB)
     pcie = {(b, p["memory"], p["backend"]) for b, p in cases if b.startswith("pcie.") and p["size"] == 256 << 20}
     assert pcie == {("pcie.h2d", "pinned", "cupy"), ("pcie.h2d", "pageable", "cupy"), ("pcie.d2h", "pinned", "cupy"),
