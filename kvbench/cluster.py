@@ -149,6 +149,8 @@ class RankShare:
                 "metadata": record}
         other = slot.target if slot.measure else slot.initiator
         if self.lost:
+            if not slot.measure:
+                return None  # its initiator records it, failed for the same reason
             started()
             return Result(**base, reason=f"not measured: {self.lost}")
         if not slot.measure:

@@ -1,0 +1,88 @@
+"""A rank's share of a pattern (kvbench/cluster.py) with the rendezvous answered by hand: which pairs
+it measures, which it records for a dead initiator, and that each directed pair is recorded once."""
+
+import itertools
+
+from kvbench import cluster
+from kvbench.benches import get_bench
+from kvbench.cluster import RankShare, share
+from kvbench.peers.rendezvous import RendezvousLost
+from kvbench.peers.schedule import Pattern, schedule
+from kvbench.plan.cases import Case
+from kvbench.result import Result
+
+WORLD = 4
+ROSTER = [{"rank": r, "addr": f"10.0.0.{r + 1}", "port": 5555, "host": f"h{r}", "local_rank": 0} for r in range(WORLD)]
+ROUNDS = schedule(Pattern("pairs"), WORLD)
+
+
+class Answers:
+    """Barrier k answers `dead[k]`, or raises from barrier `lost_at` on (rank 0 gone)."""
+
+    def __init__(self, dead=None, lost_at=None):
+        self.dead, self.lost_at = dead or {}, lost_at
+
+    def barrier(self, k):
+        if self.lost_at is not None and k >= self.lost_at:
+            raise RendezvousLost("rank 0 at 10.0.0.1:5555 went silent")
+        return self.dead.get(k, {})
+
+
+def cases():
+    spec = get_bench("net.write")
+    return [Case("net.write", spec.canonical_params({"peer": "remote", "block_size": "64KiB", "batch": 8}))]
+
+
+def outcomes(rank, answers, monkeypatch):
+    """(initiator, target) → result of every slot of `rank` that records something; a pair it
+    measures is "ok" here without a transfer (run_case replaced)."""
+    monkeypatch.setattr(cluster, "run_case", lambda case, facts, settings: Result(case.bench, case.params,
+                                                                                  case.case_hash, "ok"))
+    mine = RankShare(rank, answers, ROSTER, ROUNDS, "pairs", {})
+    got = {}
+    for slot in share(cases(), ROUNDS, rank, ROSTER, "pairs"):
+        result = mine._one(slot, slot.case, None, None, lambda: None)
+        if result is not None:
+            assert (slot.initiator, slot.target) not in got
+            got[(slot.initiator, slot.target)] = result
+    return got
+
+
+def test_share_gives_each_rank_its_pairs_with_the_bytes_direction_in_params():
+    slots = share(cases(), ROUNDS, 1, ROSTER, "pairs")
+    measured = [(s.initiator, s.target) for s in slots if s.measure]
+    assert sorted(measured) == [(1, 0), (1, 2), (1, 3)]
+    for s in slots:
+        assert s.case.params["src_host"] == f"h{s.initiator}" and s.case.params["dst_host"] == f"h{s.target}"
+        assert s.case.params["peer_addr"] == f"10.0.0.{s.target + 1}"
+        assert s.case.params["peer_name"] == f"kvbench-target-r{s.target}"
+    assert [s.barrier for s in slots] == sorted(s.barrier for s in slots)
+
+
+def test_rank_0_gone_each_rank_records_only_the_pairs_it_initiates(monkeypatch):
+    recorded = {}
+    for rank in range(1, WORLD):
+        for pair, result in outcomes(rank, Answers(lost_at=0), monkeypatch).items():
+            assert pair not in recorded  # each directed pair once, by its initiator (was twice: its target too)
+            assert pair[0] == rank and result.status == "failed" and "went silent" in result.reason
+            recorded[pair] = result
+    assert set(recorded) == {p for p in itertools.permutations(range(WORLD), 2) if p[0] != 0}
+
+
+def test_a_dead_initiator_s_pairs_are_recorded_failed_by_their_targets(monkeypatch):
+    """Rank 2 reached barrier 1 and died in round 1: rank 1 learns it at barrier 2. Its pairs of round
+    0 were its own to store; rank 1 records (2, 1) only if it fell in round 1 or later, and its own
+    pairs into rank 2 from round 2 on fail without a transfer."""
+    rounds_of = {p: k for k, pairs in enumerate(ROUNDS) for p in pairs}
+    got = outcomes(1, Answers(dead={k: {2: 1} for k in range(2, len(ROUNDS) + 1)}), monkeypatch)
+    assert ((2, 1) in got) == (rounds_of[(2, 1)] >= 1)
+    if (2, 1) in got:
+        assert got[(2, 1)].status == "failed"
+        assert got[(2, 1)].reason.startswith(f"rank 2 (h2) died before it measured this pair in round {rounds_of[(2, 1)]}")
+    for target in (0, 2, 3):
+        result = got[(1, target)]
+        if target == 2 and rounds_of[(1, 2)] >= 2:
+            assert result.status == "failed" and "rank 2 (h2) is gone" in result.reason
+        else:
+            assert result.status == "ok"
+    assert {p for p in got if 1 not in p} == set()
