@@ -66,5 +66,5 @@ def test_a_rehearsal_leaves_exactly_its_files_with_the_run_read_back_from_the_da
     with sqlite3.connect(out / "gpu-check.sqlite") as con:  # one file: the write-ahead log folded in
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     # one line as each case starts and as it ends, so a hang is located from the log
-    assert "[1/11] start hbm.read" in log and "[11/11] pcie.h2d" in log
+    assert "[1/13] start hbm.read" in log and "[13/13] kv.handoff" in log
     assert "== done: every step passed" in log

@@ -102,3 +102,14 @@ def test_every_command_that_reads_gpu_rows_runs_on_them(gpu_check, second_run, c
                    timeout=300)
     assert proc.returncode in (0, 1, 3), proc.stdout[-2000:] + proc.stderr[-2000:]  # a verdict, never usage/crash
     assert "Traceback" not in proc.stderr and (proc.stdout.strip() or len(list(folder.iterdir())) > 1)
+
+
+def test_plan_shows_the_peer_gpu_tier_from_the_suite_s_kv_handoff(gpu_check):
+    """Issue 30: the suite's kv.handoff rows (two simulated GPUs) are plan's "peer GPU" tier, with a rate
+    (the stand-in's, inside this temporary database only) and the handoff's request time."""
+    _stage, out, _proc, env = gpu_check
+    proc = kvbench("plan", "--model", str(TINY_MODEL), "--tokens", "4096", "--json", "-", "--db",
+                   f"sqlite:///{out / 'gpu-check.sqlite'}", env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (peer,) = [t for t in json.loads(proc.stdout)["tiers"] if t["tier"].startswith("peer GPU")]
+    assert peer["measured_gbps"] and peer["request_ms"]["n"] == 30
