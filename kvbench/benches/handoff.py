@@ -31,6 +31,7 @@ from kvbench.backends.cuda import (
     kernel_module,
     launch_shape,
     pci_bus_id,
+    poison_between_copies,
 )
 from kvbench.benches.base import Benchmark, Prepared, built_in_stack, prepared_on_gpu
 from kvbench.benches.kv.case import layout_metadata, rates
@@ -163,9 +164,16 @@ def _build(params: dict[str, Any], a: int, b: int, rows: DescriptorList, sizes: 
     for gpu in (a, b):
         stack.callback(cp.cuda.Device(gpu).synchronize)  # nothing in flight when the buffers go
     target = int(guarded.region.device_array.data.ptr)
+    reset = guarded.poison
     if gcs:
         run, fragments = _gather_copy_scatter(rows, a, b, source, target, stream_a, stream_b)
         timer = AllGpusEventTimer({a: stream_a, b: stream_b})
+        staging_a, staging_b = run.keepalive[:2]
+
+        def reset() -> None:  # the staging too: a gather or copy that stops must not pass on stale bytes
+            poison_between_copies(a, staging_a)
+            poison_between_copies(b, staging_b)
+            guarded.poison()
     else:
         run, fragments = _launcher(b, int(source.data.ptr), target, rows, stream_b), len(rows)
         timer = CudaEventTimer(stream_b, b)
@@ -193,7 +201,7 @@ def _build(params: dict[str, Any], a: int, b: int, rows: DescriptorList, sizes: 
                 "buffers": {"src": f"device:{a} ({sizes[0]} bytes)", "dst": f"device:{b} ({sizes[1]} bytes)"}}
     if link.get("kind") == "none":
         metadata["warning"] = f"GPU {a} and GPU {b}: {link['note']}"
-    workload = Workload(rows.total_bytes, run, guarded.poison, check, timer, requests=REQUESTS)
+    workload = Workload(rows.total_bytes, run, reset, check, timer, requests=REQUESTS)
     return Prepared(workload, metadata, derive=derive)
 
 

@@ -80,3 +80,22 @@ def test_tokens_that_are_not_whole_blocks_on_both_sides_are_one_line_naming_them
     bench = get_bench("kv.handoff")
     with pytest.raises(BadInput, match="bad tokens=48: not a multiple of dst_block_tokens=64"):
         bench.validate(bench.canonical_params({"model": str(TINY_MODEL), "tokens": 48}))
+
+
+def test_a_peer_copy_that_stops_after_a_good_handoff_does_not_pass_on_stale_staging(standin_two_gpus):
+    from kvbench.errors import IntegrityError
+
+    bench = get_bench("kv.handoff")
+    prepared = bench.prepare(bench.canonical_params({"model": str(TINY_MODEL), "tokens": 128}))
+    try:
+        w = prepared.workload
+        w.reset()
+        w.run()
+        w.check()  # a good handoff: both staging buffers now hold the right bytes
+        standin_two_gpus.breakage["memcpy"] = "nothing"  # the decode GPU's staging keeps the last handoff
+        w.reset()
+        w.run()
+        with pytest.raises(IntegrityError, match="landed wrong"):
+            w.check()
+    finally:
+        prepared.close()
