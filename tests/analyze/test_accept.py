@@ -1,7 +1,6 @@
 """Acceptance rules judged against a stored real run (tests/fixtures/runs/)."""
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -9,48 +8,15 @@ from kvbench.analyze.accept import applies, judge, load_rules, rules_for_host
 from kvbench.benches import get_bench
 from kvbench.errors import BadInput
 from kvbench.resources import suites_dir
-
-RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
-
-
-@pytest.fixture
-def quick():
-    return json.loads((RUNS / "quick-cpu-vm.json").read_text())
-
-
-def write(tmp_path, text):
-    path = tmp_path / "rules.toml"
-    path.write_text(text)
-    return path
+from tests.analyze.rules import ONE_THREAD, kv_ratio, load, rate, rule, rules_file
 
 
 def test_absolute_fraction_and_ratio_rules(tmp_path, quick):
-    rules = load_rules(write(tmp_path, """
-name = "t"
-[[rule]]
-id = "floor"
-bench = "dram.copy"
-params = { size = "256MiB", threads = 1, fragment = 0 }
-min = { value = 1, unit = "GB/s" }
-[[rule]]
-id = "impossible"
-bench = "dram.copy"
-params = { size = "256MiB", threads = 1, fragment = 0 }
-min = { value = 10, unit = "TB/s" }
-[[rule]]
-id = "efficiency"
-bench = "dram.copy"
-params = { size = "256MiB", threads = 1, fragment = 0 }
-min_fraction_of_peak = 0.5
-[[rule]]
-id = "fragments"
-bench = "kv.restore"
-ratio = { of = { strategy = "host" }, to = { strategy = "contiguous" }, min = 0.01 }
-[[rule]]
-id = "gpu"
-bench = "hbm.read"
-min_fraction_of_peak = 0.9
-"""))
+    rules = load(tmp_path, rule("floor", "dram.copy", params=ONE_THREAD, min=rate(1)),
+                 rule("impossible", "dram.copy", params=ONE_THREAD, min=rate(10, "TB/s")),
+                 rule("efficiency", "dram.copy", params=ONE_THREAD, min_fraction_of_peak=0.5),
+                 rule("fragments", "kv.restore", ratio=kv_ratio(0.01)),
+                 rule("gpu", "hbm.read", min_fraction_of_peak=0.9))
     verdicts = {v.rule: v for v in judge(quick, [rules])}
     assert verdicts["floor"].verdict == "PASS" and verdicts["floor"].measured.endswith("GB/s")
     assert verdicts["impossible"].verdict == "FAIL"
@@ -60,13 +26,13 @@ min_fraction_of_peak = 0.9
 
 
 def test_a_unit_that_is_not_a_rate_is_refused(tmp_path):
-    path = write(tmp_path, 'name = "t"\n[[rule]]\nid = "x"\nbench = "dram.copy"\nmin = { value = 3, unit = "ms" }\n')
+    path = rules_file(tmp_path, rule("x", "dram.copy", min=rate(3, "ms")))
     with pytest.raises(BadInput, match="rule 'x' gives unit 'ms'.*GB/s"):
         load_rules(path)
 
 
 def test_a_rule_needs_exactly_one_threshold(tmp_path):
-    path = write(tmp_path, 'name = "t"\n[[rule]]\nid = "x"\nbench = "dram.copy"\n')
+    path = rules_file(tmp_path, rule("x", "dram.copy"))
     with pytest.raises(BadInput, match="exactly one of"):
         load_rules(path)
 
@@ -93,21 +59,8 @@ def gpu_doc():
 
 
 def test_spread_link_and_replay_rules(tmp_path):
-    rules = load_rules(write(tmp_path, """
-name = "t"
-[[rule]]
-id = "spread"
-bench = "dram.copy"
-spread = { over = "threads", max = 0.10 }
-[[rule]]
-id = "link"
-bench = "dram.copy"
-link_at_max = true
-[[rule]]
-id = "replay"
-bench = "dram.copy"
-replay_unchanged = true
-"""))
+    rules = load(tmp_path, rule("spread", "dram.copy", spread='{ over = "threads", max = 0.10 }'),
+                 rule("link", "dram.copy", link_at_max=True), rule("replay", "dram.copy", replay_unchanged=True))
     verdicts = judge(gpu_doc(), [rules])
     (spread,) = [v for v in verdicts if v.rule == "spread"]
     assert spread.verdict == "FAIL" and spread.measured.startswith("threads=3 50.")
@@ -122,8 +75,7 @@ def test_recorded_fact_rules_skip_when_nothing_was_recorded(quick):
 
 
 def test_spread_reads_the_per_gpu_rates_of_an_all_gpus_result(tmp_path):
-    rules = load_rules(write(tmp_path, 'name = "t"\n[[rule]]\nid = "s"\nbench = "pcie.h2d"\n'
-                                       'spread = { over = "gpu", max = 0.10 }\n'))
+    rules = load(tmp_path, rule("s", "pcie.h2d", spread='{ over = "gpu", max = 0.10 }'))
     result = {"bench": "pcie.h2d", "case": "c", "status": "ok", "params": {"gpus": "all"}, "gbps": {"median": 200.0},
               "metadata": {"per_gpu_gbps": {"0": 54.0, "1": 53.0, "2": 26.5, "3": 54.1}}}
     (verdict,) = judge({"results": [result]}, [rules])
@@ -131,14 +83,8 @@ def test_spread_reads_the_per_gpu_rates_of_an_all_gpus_result(tmp_path):
 
 
 def test_a_ratio_across_two_benchmarks_pairs_the_same_size_and_gpu(tmp_path):
-    rules = load_rules(write(tmp_path, """
-name = "t"
-[[rule]]
-id = "bidir"
-bench = "pcie.bidir"
-params = { memory = "pinned" }
-ratio = { of = { bench = "pcie.bidir" }, to = { bench = "pcie.h2d" }, min = 1.6 }
-"""))
+    rules = load(tmp_path, rule("bidir", "pcie.bidir", params='{ memory = "pinned" }',
+                                ratio='{ of = { bench = "pcie.bidir" }, to = { bench = "pcie.h2d" }, min = 1.6 }'))
 
     def r(bench, gpu, gbps):
         params = get_bench(bench).canonical_params({"memory": "pinned", "size": "256MiB", "gpu": gpu})
@@ -164,18 +110,11 @@ ratio = { of = { bench = "pcie.bidir" }, to = { bench = "pcie.h2d" }, min = 1.6 
 
 
 def test_a_bounded_ratio_and_the_best_of_several_cases(tmp_path):
-    rules = load_rules(write(tmp_path, """
-name = "t"
-[[rule]]
-id = "agree"
-bench = "pcie.h2d"
-ratio = { of = { backend = "torch" }, to = { backend = "cupy" }, min = 0.97, max = 1.03 }
-[[rule]]
-id = "best"
-bench = "kv.restore"
-params = { src = "pinned", dst = "device" }
-ratio = { of = { strategy = ["ce-graph", "sm-gather"] }, to = { strategy = "gpu-contiguous" }, min = 0.80 }
-"""))
+    rules = load(tmp_path, rule("agree", "pcie.h2d",
+                                ratio='{ of = { backend = "torch" }, to = { backend = "cupy" }, min = 0.97, max = 1.03 }'),
+                 rule("best", "kv.restore", params='{ src = "pinned", dst = "device" }',
+                      ratio='{ of = { strategy = ["ce-graph", "sm-gather"] }, to = { strategy = "gpu-contiguous" }, '
+                            'min = 0.80 }'))
 
     def r(bench, gbps, **params):
         return {"bench": bench, "params": get_bench(bench).canonical_params(params), "status": "ok",
@@ -263,17 +202,8 @@ def test_a_pinned_copy_rule_judges_only_the_cases_it_names(other):
 
 
 def test_a_result_above_its_peak_fails_as_a_measurement_bug(tmp_path):
-    rules = load_rules(write(tmp_path, """
-name = "t"
-[[rule]]
-id = "efficiency"
-bench = "dram.copy"
-min_fraction_of_peak = 0.5
-[[rule]]
-id = "floor"
-bench = "dram.copy"
-min = { value = 1, unit = "GB/s" }
-"""))
+    rules = load(tmp_path, rule("efficiency", "dram.copy", min_fraction_of_peak=0.5),
+                 rule("floor", "dram.copy", min=rate(1)))
     doc = {"results": [{"bench": "dram.copy", "params": {}, "case": "c", "status": "ok", "gbps": {"median": 130.0},
                         "peak_gbps": 100.0, "efficiency": 1.30, "metadata": {}}]}
     verdicts = judge(doc, [rules])
@@ -284,13 +214,7 @@ min = { value = 1, unit = "GB/s" }
 
 
 def test_a_ratio_rule_whose_cases_were_skipped_gives_their_reason_and_a_failed_one_fails(tmp_path, quick):
-    rules = load_rules(write(tmp_path, """
-name = "t"
-[[rule]]
-id = "fragments"
-bench = "kv.restore"
-ratio = { of = { strategy = "host" }, to = { strategy = "contiguous" }, min = 0.01 }
-"""))
+    rules = load(tmp_path, rule("fragments", "kv.restore", ratio=kv_ratio(0.01)))
     skipped = json.loads(json.dumps(quick))
     for r in skipped["results"]:
         if r["bench"] == "kv.restore" and r["params"].get("strategy") == "host":

@@ -4,45 +4,21 @@ a failure of a recorded fact (link, replays), stays FAIL. The stored real run of
 with contention records written in by the test."""
 
 import copy
-import json
-from pathlib import Path
 
 import pytest
 
-from kvbench.analyze.accept import judge, load_rules
+from kvbench.analyze.accept import judge
 from kvbench.analyze.contended import contended_failures, incomplete_on_contention, with_remeasured
+from tests.analyze.rules import ONE_THREAD, kv_ratio, load, rate, rule
 
-RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
 BUSY = "other processes used 90% of the CPUs (1.80 of 2): stress (1.50 CPU)"
-RULES = """
-name = "t"
-[[rule]]
-id = "impossible"
-bench = "dram.copy"
-params = { size = "256MiB", threads = 1, fragment = 0 }
-min = { value = 10, unit = "TB/s" }
-[[rule]]
-id = "floor"
-bench = "dram.copy"
-params = { size = "64MiB" }
-min = { value = 1, unit = "GB/s" }
-[[rule]]
-id = "fragments"
-bench = "kv.restore"
-ratio = { of = { strategy = "host" }, to = { strategy = "contiguous" }, min = 1000 }
-"""
-
-
-@pytest.fixture
-def quick():
-    return json.loads((RUNS / "quick-cpu-vm.json").read_text())
 
 
 @pytest.fixture
 def rules(tmp_path):
-    path = tmp_path / "rules.toml"
-    path.write_text(RULES)
-    return [load_rules(path)]
+    return [load(tmp_path, rule("impossible", "dram.copy", params=ONE_THREAD, min=rate(10, "TB/s")),
+                 rule("floor", "dram.copy", params='{ size = "64MiB" }', min=rate(1)),
+                 rule("fragments", "kv.restore", ratio=kv_ratio(1000)))]
 
 
 def busy(doc, *matches):
@@ -108,25 +84,23 @@ def test_a_case_measured_once_more_replaces_the_contended_one_and_decides(quick,
 
 
 def test_a_downtrained_link_fails_however_busy_the_box(tmp_path):
-    rules = tmp_path / "link.toml"
-    rules.write_text('name = "t"\n[[rule]]\nid = "link"\nbench = "pcie.h2d"\nlink_at_max = true\n')
+    rules = load(tmp_path, rule("link", "pcie.h2d", link_at_max=True))
     link = {"gen": 4, "width": 16, "max_gen": 5, "max_width": 16, "under_load": True}
     doc = busy({"run": {"id": 1}, "results": [{"bench": "pcie.h2d", "params": {}, "case": "c", "status": "ok",
                                               "gbps": {"median": 20.0}, "metadata": {"link": link}}]},
                ("pcie.h2d", {}))
-    verdicts = judge(doc, [load_rules(rules)])
+    verdicts = judge(doc, [rules])
     assert contended_failures(verdicts, doc) == []
     assert [v.verdict for v in incomplete_on_contention(verdicts, doc)] == ["FAIL"]
 
 
 def test_a_result_above_its_peak_fails_however_busy_the_box(tmp_path):
     """Contention slows a case; it never lifts one above its peak: that is a measurement bug."""
-    rules = tmp_path / "floor.toml"
-    rules.write_text('name = "t"\n[[rule]]\nid = "floor"\nbench = "dram.copy"\nmin_fraction_of_peak = 0.5\n')
+    rules = load(tmp_path, rule("floor", "dram.copy", min_fraction_of_peak=0.5))
     row = {"bench": "dram.copy", "params": {}, "case": "c", "status": "ok", "gbps": {"median": 30.0},
            "efficiency": 1.5, "peak_gbps": 20.0}
     doc = busy({"run": {"id": 1}, "results": [row]}, ("dram.copy", {}))
-    verdicts = judge(doc, [load_rules(rules)])
+    verdicts = judge(doc, [rules])
     assert [v.verdict for v in verdicts] == ["FAIL"] and verdicts[0].cases == ("c",)
     assert contended_failures(verdicts, doc) == []
     assert [v.verdict for v in incomplete_on_contention(verdicts, doc)] == ["FAIL"]

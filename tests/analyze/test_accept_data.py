@@ -2,24 +2,17 @@
 numbers with one unit, the exact cases a verdict judged (ids and parameters), and the cases of its
 benchmark it did not judge, each with why — in JSON and in JUnit properties alike."""
 
-import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 from kvbench.analyze.accept import judge, load_rules, rules_for_host
 from kvbench.analyze.junit import junit_xml
 from kvbench.overall import Overall
 from kvbench.report.json_docs import accept_doc
-
-RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
-
-
-def quick():
-    return json.loads((RUNS / "quick-cpu-vm.json").read_text())
+from tests.analyze.rules import quick_run
 
 
 def test_the_dram_floor_names_the_one_case_it_judged_and_why_it_left_the_others():
-    doc = quick()
+    doc = quick_run()
     (floor,) = [v for v in judge(doc, rules_for_host([])) if v.rule == "dram-copy-floor"]
     assert floor.case != "all" and floor.case.startswith("size=256MiB threads=1")  # not a claim on every case
     assert floor.unit == "GB/s" and floor.limit == 5.0 and floor.limit_max is None
@@ -33,7 +26,7 @@ def test_the_dram_floor_names_the_one_case_it_judged_and_why_it_left_the_others(
 
 
 def test_every_kind_gives_numbers_in_one_unit(tmp_path):
-    doc = quick()
+    doc = quick_run()
     path = tmp_path / "rules.toml"
     path.write_text('name = "t"\n'
                     '[[rule]]\nid = "eff"\nbench = "dram.copy"\nparams = { size = "256MiB" }\nmin_fraction_of_peak = 0.3\n'
@@ -58,7 +51,7 @@ def test_every_kind_gives_numbers_in_one_unit(tmp_path):
 
 
 def test_a_skipped_case_is_listed_as_not_judged_with_its_reason():
-    doc = quick()
+    doc = quick_run()
     target = next(r for r in doc["results"] if r["bench"] == "dram.copy" and r["params"]["size"] == 256 << 20
                   and r["params"]["threads"] == 1 and r["params"]["fragment"] == 0)
     target.update(status="skipped", reason="no room for 2 x 256 MiB", gbps=None)
@@ -68,7 +61,7 @@ def test_a_skipped_case_is_listed_as_not_judged_with_its_reason():
 
 
 def test_json_and_junit_carry_the_same_fields():
-    doc = quick()
+    doc = quick_run()
     verdicts = judge(doc, rules_for_host([]))
     data = accept_doc(doc, verdicts, Overall("PASS"))
     floor = next(v for v in data["verdicts"] if v["rule"] == "dram-copy-floor")

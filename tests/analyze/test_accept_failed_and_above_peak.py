@@ -6,49 +6,22 @@ would pass, so the test is known to catch it."""
 import pytest
 
 from kvbench.analyze import accept
-from kvbench.analyze.accept import judge, load_rules
+from kvbench.analyze.accept import judge
 from kvbench.benches import get_bench
 from kvbench.hardware.peaks import ABOVE_PEAK_TOLERANCE, above_peak
+from tests.analyze.rules import kv_ratio, load, rate, rule
 
 LINK = {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16, "under_load": True}
 
 # one rule of every kind, each over dram.copy cases that differ in `threads` (and kv.restore for a ratio)
-RULES = """
-name = "every kind"
-[[rule]]
-id = "fraction"
-bench = "dram.copy"
-params = { size = "256MiB" }
-min_fraction_of_peak = 0.3
-[[rule]]
-id = "absolute"
-bench = "dram.copy"
-params = { size = "256MiB" }
-min = { value = 1, unit = "GB/s" }
-[[rule]]
-id = "ratio"
-bench = "kv.restore"
-ratio = { of = { strategy = "host" }, to = { strategy = "contiguous" }, min = 0.5 }
-[[rule]]
-id = "contest"
-bench = "kv.restore"
-ratio = { of = { strategy = ["host", "host-numpy"] }, to = { strategy = "contiguous" }, min = 0.5 }
-[[rule]]
-id = "spread"
-bench = "dram.copy"
-params = { size = "256MiB" }
-spread = { over = "threads", max = 0.9 }
-[[rule]]
-id = "link"
-bench = "dram.copy"
-params = { size = "256MiB" }
-link_at_max = true
-[[rule]]
-id = "replays"
-bench = "dram.copy"
-params = { size = "256MiB" }
-replay_unchanged = true
-"""
+SIZE = '{ size = "256MiB" }'
+RULES = [rule("fraction", "dram.copy", params=SIZE, min_fraction_of_peak=0.3),
+         rule("absolute", "dram.copy", params=SIZE, min=rate(1)),
+         rule("ratio", "kv.restore", ratio=kv_ratio(0.5)),
+         rule("contest", "kv.restore", ratio=kv_ratio(0.5, of='["host", "host-numpy"]')),
+         rule("spread", "dram.copy", params=SIZE, spread='{ over = "threads", max = 0.9 }'),
+         rule("link", "dram.copy", params=SIZE, link_at_max=True),
+         rule("replays", "dram.copy", params=SIZE, replay_unchanged=True)]
 KINDS = ["fraction", "absolute", "ratio", "contest", "spread", "link", "replays"]
 
 
@@ -80,9 +53,7 @@ def run_doc(broken: str | None = None, above: str | None = None):
 
 @pytest.fixture
 def rules(tmp_path):
-    path = tmp_path / "rules.toml"
-    path.write_text(RULES)
-    return load_rules(path)
+    return load(tmp_path, *RULES)
 
 
 def verdicts_of(doc, rules, rule_id):

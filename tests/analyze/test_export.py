@@ -6,23 +6,18 @@ from pathlib import Path
 
 from kvbench.analyze.export import github_action_benchmark, pytest_benchmark
 from kvbench.benches import get_bench
-
-RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
-
-
-def quick():
-    return json.loads((RUNS / "quick-cpu-vm.json").read_text())
+from tests.analyze.rules import quick_run
 
 
 def test_github_action_benchmark_is_bigger_is_better_gbps():
-    entries = github_action_benchmark(quick())
-    assert len(entries) == sum(r["status"] == "ok" for r in quick()["results"])
+    entries = github_action_benchmark(quick_run())
+    assert len(entries) == sum(r["status"] == "ok" for r in quick_run()["results"])
     assert all(e["unit"] == "GB/s" and e["value"] > 0 and e["name"].startswith(("dram.copy", "kv.restore")) for e in entries)
 
 
 def test_pytest_benchmark_compare_reads_the_export(tmp_path):
     path = tmp_path / "0001_kvbench.json"
-    path.write_text(json.dumps(pytest_benchmark(quick())))
+    path.write_text(json.dumps(pytest_benchmark(quick_run())))
     beside = Path(sys.executable).parent / "pytest-benchmark"  # the one installed with kvbench's test extra
     exe = str(beside) if beside.exists() else shutil.which("pytest-benchmark")
     proc = subprocess.run([exe, "compare", str(path)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
@@ -31,7 +26,7 @@ def test_pytest_benchmark_compare_reads_the_export(tmp_path):
 
 
 def test_dashboard_names_are_short_unique_and_survive_a_new_parameter():
-    doc = json.loads((RUNS / "quick-cpu-vm.json").read_text())
+    doc = quick_run()
     names = [e["name"] for e in github_action_benchmark(doc)]
     assert len(set(names)) == len(names) and "dram.copy[size=64MiB,threads=2]" in names
     assert not any("threads=1" in n or "primitive=" in n for n in names)  # defaults are left out
@@ -46,7 +41,7 @@ def test_dashboard_names_are_short_unique_and_survive_a_new_parameter():
 def test_the_dashboard_export_carries_compare_s_own_allowance_per_case():
     from kvbench.analyze.compare import allowance, between_run_noise
 
-    doc = quick()
+    doc = quick_run()
     first = next(r for r in doc["results"] if r["status"] == "ok")
     history = {first["case"]: [10.0, 14.0, 8.0, 13.0, 7.5]}
     entries = github_action_benchmark(doc, history)
