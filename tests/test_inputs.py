@@ -31,19 +31,6 @@ def test_a_model_config_is_checked_field_by_field(tmp_path, config, message):
                      message)
 
 
-@pytest.mark.parametrize("rule,message", [
-    ("min_fraction_of_peak = 1.5", "less than or equal to 1"),
-    ("min_fraction_of_peak = 0", "greater than 0"),
-    ("min = { value = -5, unit = \"GB/s\" }", "greater than 0"),
-    ("ratio = { of = { strategy = \"host\" }, to = { strategy = \"contiguous\" }, min = 1.1, max = 0.9 }", "min 1.1 is above max 0.9"),
-])
-def test_acceptance_thresholds_are_checked(tmp_path, rule, message):
-    path = tmp_path / "rules.toml"
-    path.write_text(f'name = "t"\n[[rule]]\nid = "r"\nbench = "kv.restore"\n{rule}\n')
-    _one_line_exit_2(run_cli("accept", "--rules", str(path), "--run", "1", "--db", f"sqlite:///{tmp_path / 'k'}"),
-                     message)
-
-
 def test_an_output_path_that_cannot_be_written_is_refused_before_the_run(tmp_path):
     db = tmp_path / "k.sqlite"
     _one_line_exit_2(run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", f"sqlite:///{db}", "--json",
@@ -155,6 +142,11 @@ def test_a_json_input_that_cannot_be_read_is_one_line(tmp_path, content, message
 
 
 @pytest.mark.parametrize("rule,message", [
+    ('bench = "kv.restore"\nmin_fraction_of_peak = 1.5', "less than or equal to 1"),
+    ('bench = "kv.restore"\nmin_fraction_of_peak = 0', "greater than 0"),
+    ('bench = "kv.restore"\nmin = { value = -5, unit = "GB/s" }', "greater than 0"),
+    ('bench = "kv.restore"\nratio = { of = { strategy = "host" }, to = { strategy = "contiguous" }, min = 1.1, max = 0.9 }',
+     "min 1.1 is above max 0.9"),
     ('bench = "dram.cpy"\nmin_fraction_of_peak = 0.5', "did you mean 'dram.copy'"),
     ('bench = "dram.copy"\nparams = { sise = "1MiB" }\nmin_fraction_of_peak = 0.5', "did you mean 'size'"),
     ('bench = "dram.copy"\nmin = { value = inf, unit = "GB/s" }', "finite number"),
@@ -162,11 +154,14 @@ def test_a_json_input_that_cannot_be_read_is_one_line(tmp_path, content, message
     ('bench = "dram.copy"\nmin_fraction_of_peak = 0.3\n[[rule]]\nid = "r"\nbench = "dram.copy"\nmin_fraction_of_peak = 0.5',
      "rule id 'r' is given twice"),
 ])
-def test_a_rule_that_could_never_apply_is_refused(tmp_path, rule, message):
+def test_a_wrong_threshold_or_a_rule_that_could_never_apply_is_refused(tmp_path, rule, message):
     path = tmp_path / "rules.toml"
     path.write_text(f'name = "t"\n[[rule]]\nid = "r"\n{rule}\n')
     _one_line_exit_2(run_cli("accept", "--rules", str(path), "--run", "1", "--db", f"sqlite:///{tmp_path / 'k'}"),
                      message)
+
+
+def test_a_rules_folder_is_refused(tmp_path):
     _one_line_exit_2(run_cli("accept", "--rules", str(tmp_path), "--run", "1"), "is a folder")
 
 

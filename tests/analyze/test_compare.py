@@ -110,23 +110,28 @@ def test_repeat_spread_of_two_runs_assumes_the_allowance_as_compare_does():
     assert spread.between_run is None and spread.allowance == pytest.approx(0.15)
 
 
+def verdicts_between(base: dict[str, str], new: dict[str, str], reasons: dict[str, str]) -> dict:
+    """compare's verdict per case between run 1 and run 2, each a 10 GB/s case per `{case: status}`
+    (the new run's samples drawn apart from the base's); `reasons` the new run's reason per case."""
+    base_doc = doc(1, [result(10.0, case=case, status=status) for case, status in base.items()])
+    new_doc = doc(2, [{**result(10.0, seed=1, case=case, status=status), "reason": reasons.get(case)}
+                      for case, status in new.items()])
+    return {c.case: c for c in compare_runs(base_doc, new_doc)}
+
+
 def test_a_case_that_fails_in_the_new_run_gates_and_one_skipped_in_both_is_shown_only():
-    base = doc(1, [result(10.0), result(10.0, case="c2"), result(10.0, case="c3", status="skipped")])
-    new = doc(2, [result(10.0, seed=1), result(10.0, case="c2", status="failed"),
-                  result(10.0, case="c3", status="skipped"), result(10.0, case="c4", status="failed")])
-    new["results"][1]["reason"] = "integrity: destination differs at byte 0"
-    verdicts = {c.case: c for c in compare_runs(base, new)}
+    verdicts = verdicts_between({"c1": "ok", "c2": "ok", "c3": "skipped"},
+                                {"c1": "ok", "c2": "failed", "c3": "skipped", "c4": "failed"},
+                                reasons={"c2": "integrity: destination differs at byte 0"})
     assert verdicts["c2"].verdict == "failed" and "differs at byte 0" in verdicts["c2"].note
     assert verdicts["c3"].verdict == "not-ok" and verdicts["c4"].verdict == "failed"
     assert has_regression([verdicts["c2"]]) and not has_regression([verdicts["c1"], verdicts["c3"]])
 
 
 def test_a_case_ok_in_the_base_and_skipped_in_the_new_run_is_lost_and_gates_with_its_reason():
-    base = doc(1, [result(10.0), result(10.0, case="gpu"), result(10.0, case="was-skipped", status="skipped")])
-    new = doc(2, [result(10.0, seed=1), result(10.0, case="gpu", status="skipped"),
-                  result(10.0, case="was-skipped", status="ok"), result(10.0, case="fresh", status="skipped")])
-    new["results"][1]["reason"] = "no CUDA device: driver/library version mismatch"
-    verdicts = {c.case: c for c in compare_runs(base, new)}
+    verdicts = verdicts_between({"c1": "ok", "gpu": "ok", "was-skipped": "skipped"},
+                                {"c1": "ok", "gpu": "skipped", "was-skipped": "ok", "fresh": "skipped"},
+                                reasons={"gpu": "no CUDA device: driver/library version mismatch"})
     lost = verdicts["gpu"]
     assert lost.verdict == "lost" and has_regression([lost])
     assert "ok in base, skipped in new" in lost.note and "driver/library version mismatch" in lost.note

@@ -56,19 +56,21 @@ def _write(tmp_path: Path, text: str) -> str:
     return str(path)
 
 
+def _refused(tmp_path: Path, text: str, match: str) -> None:
+    """A suite file of `text` is refused, with a message matching `match`."""
+    with pytest.raises(BadInput, match=match):
+        load_suite(_write(tmp_path, text))
+
+
 def test_toml_syntax_error_names_the_file_and_line(tmp_path):
-    path = _write(tmp_path, 'name = "x"\n[[bench]\nid = "dram.copy"\n')
-    with pytest.raises(BadInput, match=r"suite .*suite.toml: TOML syntax error: .*line 2"):
-        load_suite(path)
+    _refused(tmp_path, 'name = "x"\n[[bench]\nid = "dram.copy"\n', r"suite .*suite.toml: TOML syntax error: .*line 2")
 
 
 def test_schema_error_names_the_key_and_line(tmp_path):
-    path = _write(tmp_path, 'name = "x"\n\n[[bench]]\nid = "dram.copy"\n\n[[bench]]\nid = "dram.copy"\nsamples = 3\n')
-    with pytest.raises(BadInput, match=r"line 8: key 'bench.1.samples'"):
-        load_suite(path)
-    path = _write(tmp_path, 'name = "x"\n[settings]\nsamples = 2\n[[bench]]\nid = "dram.copy"\n')
-    with pytest.raises(BadInput, match=r"line 3: key 'settings.samples'.*greater than or equal to 5"):
-        load_suite(path)
+    _refused(tmp_path, 'name = "x"\n\n[[bench]]\nid = "dram.copy"\n\n[[bench]]\nid = "dram.copy"\nsamples = 3\n',
+             r"line 8: key 'bench.1.samples'")
+    _refused(tmp_path, 'name = "x"\n[settings]\nsamples = 2\n[[bench]]\nid = "dram.copy"\n',
+             r"line 3: key 'settings.samples'.*greater than or equal to 5")
 
 
 @pytest.mark.parametrize("sweeps,message", [
@@ -84,12 +86,9 @@ def test_a_fault_in_a_sweep_names_the_suite_file_and_the_sweep(tmp_path, sweeps,
 
 
 def test_absurd_settings_a_folder_and_a_byte_order_mark(tmp_path):
-    path = _write(tmp_path, 'name = "x"\n[settings]\nsamples = 1000000000\n[[bench]]\nid = "dram.copy"\n')
-    with pytest.raises(BadInput, match=r"key 'settings.samples'.*less than or equal to 10000"):
-        load_suite(path)
-    path = _write(tmp_path, 'name = "x"\n[settings]\nwarmup_s = 1e9\n[[bench]]\nid = "dram.copy"\n')
-    with pytest.raises(BadInput, match=r"key 'settings.warmup_s'"):
-        load_suite(path)
+    _refused(tmp_path, 'name = "x"\n[settings]\nsamples = 1000000000\n[[bench]]\nid = "dram.copy"\n',
+             r"key 'settings.samples'.*less than or equal to 10000")
+    _refused(tmp_path, 'name = "x"\n[settings]\nwarmup_s = 1e9\n[[bench]]\nid = "dram.copy"\n', r"key 'settings.warmup_s'")
     (tmp_path / "dir.toml").mkdir()
     with pytest.raises(BadInput, match="is a folder; give a .toml file"):
         load_suite(str(tmp_path / "dir.toml"))

@@ -52,6 +52,14 @@ def break_executors(monkeypatch, breakage, seen):
         monkeypatch.setattr(cls, "bind", bind)
 
 
+def run_broken(facts, monkeypatch, name, breakage):
+    """Case `name` run with every host executor's copy broken by `breakage`: (its result, the
+    fragments each bound copy was given)."""
+    seen = []
+    break_executors(monkeypatch, breakage, seen)
+    return run(facts, name), seen
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_each_case_passes_unbroken(facts, name):
     result = run(facts, name)
@@ -61,9 +69,7 @@ def test_each_case_passes_unbroken(facts, name):
 @pytest.mark.parametrize("breakage", BREAKAGES)
 @pytest.mark.parametrize("name", CASES)
 def test_a_broken_copy_fails_the_case(facts, monkeypatch, name, breakage):
-    seen = []
-    break_executors(monkeypatch, breakage, seen)
-    result = run(facts, name)
+    result, seen = run_broken(facts, monkeypatch, name, breakage)
     if breakage == "two fragments swapped" and max(map(len, seen)) == 1:
         pytest.skip("one fragment: nothing to swap")
     assert result.status == "failed", f"{name} passed with '{breakage}'"
@@ -94,9 +100,7 @@ def test_a_reset_or_check_that_does_nothing_fails_the_case(facts, monkeypatch, n
 @pytest.mark.parametrize("breakage", GUARD_BREAKAGES)
 @pytest.mark.parametrize("name", CASES)
 def test_a_write_outside_every_fragment_fails_the_case(facts, monkeypatch, name, breakage):
-    seen = []
-    break_executors(monkeypatch, breakage, seen)
-    result = run(facts, name)
+    result, seen = run_broken(facts, monkeypatch, name, breakage)
     if breakage == "one byte written between fragments" and not any(gaps_between(f) for f in seen):
         assert result.status == "ok", result.reason
         pytest.skip("the fragments cover the destination: no gap between them")
