@@ -87,6 +87,6 @@ def test_piped_tables_respect_columns_and_fold_a_repeated_peak_source_into_a_foo
     assert max(len(line.rstrip()) for line in lines) <= 100
     source = "DRAM peak unknown: dmidecode is not installed"  # every dram.copy row of the export says so
     assert proc.stdout.count(source) == 1 and f"(1) {source}" in proc.stdout
-    assert sum("│ (1)" in line for line in lines) >= 2
+    assert sum("- (1) │" in line for line in lines) >= 2  # the peak's source marked beside the peak
     wide = _kvbench("results", QUICK, cwd=tmp_path, env={"COLUMNS": ""})
     assert max(len(line.rstrip()) for line in wide.stdout.splitlines()) > 100  # piped without COLUMNS: whole rows

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from kvbench.benches.describe import describe_params
+from kvbench.report.fit_table import FittedTable
 from kvbench.units import format_gbps, format_size
 
 
@@ -77,28 +79,30 @@ def policy_table(found: list[Any]) -> Table:
 
 
 def history_table(bench: str, series: list[dict[str, Any]], segments: list[Any],
-                  verdicts: list[Any] | None = None) -> Table:
+                  verdicts: list[Any] | None = None) -> FittedTable:
     """One case over its runs (oldest first), each run labelled with its level segment and with
     `compare`'s verdict from the run before it."""
-    table = _table(f"{bench} {describe_params(bench, series[0]['params'])}", ("run", "started", "median GB/s",
-                                                                              "segment", "vs the run before"))
     judged = verdicts or [None] * len(series)
+    rows = []
     for n, seg in enumerate(segments):
         for r, c in zip(series[seg.start:seg.end], judged[seg.start:seg.end], strict=True):
-            table.add_row(str(r["run_id"]), f"{r['started_at']:%Y-%m-%d %H:%M %Z}", format_gbps(r["gbps_median"]),
-                          f"{n + 1} (median {format_gbps(seg.median)} GB/s)",
-                          f"{c.verdict} {c.change:+.1%}" if c is not None and c.change is not None else "-")
-    return table
+            rows.append([str(r["run_id"]), f"{r['started_at']:%Y-%m-%d %H:%M %Z}", format_gbps(r["gbps_median"]),
+                         f"{n + 1} (median {format_gbps(seg.median)} GB/s)",
+                         f"{c.verdict} {c.change:+.1%}" if c is not None and c.change is not None else "-"])
+    return FittedTable(escape(f"{bench} {describe_params(bench, series[0]['params'])}"),
+                       [("run", "id"), ("started", "id"), ("median GB/s", "number"), ("segment", "text"),
+                        ("vs the run before", "text")], rows)
 
 
-def fleet_table(rows: list[Any], title: str, outliers_only: bool) -> Table:
-    table = _table(title, ("benchmark", "parameters", "host", "SKU", "GB/s", "SKU median GB/s", "deviation", "flag"))
-    for r in rows:
-        if outliers_only and not r.outlier:
-            continue
-        table.add_row(r.bench, describe_params(r.bench, r.params), r.hostname, r.sku, format_gbps(r.gbps),
-                      format_gbps(r.sku_median), f"{r.deviation:+.1%}", "[bold red]OUTLIER[/]" if r.outlier else "")
-    return table
+def fleet_table(rows: list[Any], title: str, outliers_only: bool) -> FittedTable:
+    """Each host's rate beside its SKU's median; never-wrapped ids and numbers, parameters folding."""
+    cells = [[escape(r.bench), escape(describe_params(r.bench, r.params)), escape(str(r.hostname)), escape(str(r.sku)),
+              format_gbps(r.gbps), format_gbps(r.sku_median), f"{r.deviation:+.1%}",
+              "[bold red]OUTLIER[/]" if r.outlier else ""]
+             for r in rows if r.outlier or not outliers_only]
+    return FittedTable(title, [("benchmark", "id"), ("parameters", "text"), ("host", "id"), ("SKU", "text"),
+                               ("GB/s", "number"), ("SKU median GB/s", "number"), ("deviation", "number"),
+                               ("flag", "id")], cells, optional=("SKU",))
 
 
 def hosts_table(hosts: list[dict[str, Any]], title: str) -> Table:

@@ -7,52 +7,45 @@ import io
 from collections.abc import Callable
 from typing import Any
 
-from rich.table import Table
+from rich.markup import escape
 
 from kvbench.hardware.peaks import USER_PEAKS_LABEL
 from kvbench.metadata import PAIRED, PRECISION
+from kvbench.report.fit_table import FittedTable
 from kvbench.report.markdown_text import md_text
 from kvbench.units import format_gbps
 
 STATUS_STYLE = {"ok": "green", "skipped": "yellow", "failed": "bold red"}
 
 
-def results_table(rows: list[dict[str, Any]], describe: Callable[[str, dict], str], title: str = "") -> Table:
-    """One line per result: median GB/s, p10–p90, the precision reached (± % of the median), peak and
-    its source, efficiency, verified; a paired ratio among the notes."""
-    sources = [_short_source(row) for row in rows]
-    # A source shared by several rows (the same DRAM bus, the same link) is a footnote, not a
-    # paragraph repeated down the table.
-    shared = [s for s in dict.fromkeys(sources) if s != "-" and sources.count(s) > 1]
-    marks = {s: f"({n})" for n, s in enumerate(shared, 1)}
-    table = Table(title=title, title_justify="left", show_lines=False, caption_justify="left",
-                  caption="\n".join(f"{marks[s]} {s}" for s in shared) or None)
-    for name, kw in (("benchmark", {}), ("parameters", {"overflow": "fold"}), ("median GB/s", {"justify": "right"}),
-                     ("p10–p90 GB/s", {"justify": "right"}), ("median ±", {"justify": "right"}),
-                     ("peak GB/s", {"justify": "right"}),
-                     ("peak source", {"overflow": "fold", "max_width": 36}), ("eff.", {"justify": "right"}),
-                     ("verified", {}), ("status", {"overflow": "fold"})):
-        table.add_column(name, **kw)
-    for row, source in zip(rows, sources, strict=True):
+def results_table(rows: list[dict[str, Any]], describe: Callable[[str, dict], str], title: str = "") -> FittedTable:
+    """One line per result: median GB/s, p10–p90, the precision reached (± % of the median), peak,
+    efficiency, verified, status. The peak's source, a warning (a paired ratio among them) or a reason
+    too long for its cell is a numbered footnote below, each text once however many rows share it."""
+    cells = []
+    for row in rows:
         status = row["status"]
         if status == "ok":
             rate = format_gbps(row["gbps_median"])
             spread = f"{format_gbps(row['gbps_p10'])}–{format_gbps(row['gbps_p90'])}"
             eff = f"{row['efficiency']:.0%}" if row["efficiency"] is not None else "-"
             precise = precision_text(row.get("extra") or {})
-            note = "; ".join(row.get("warnings") or [])
-            status_text = f"[green]ok[/]{' [yellow]' + note + '[/]' if note else ''}"
-            status_text += "".join(f" {text}" for text in paired_note(row.get("extra") or {}))
+            note = "; ".join([*(row.get("warnings") or []), *paired_note(row.get("extra") or {})])
+            status_cell = ("[green]ok[/]", escape(note))
         else:
-            rate = spread = eff = "-"
-            precise = "-"
-            status_text = f"[{STATUS_STYLE.get(status, '')}]{status} — {row['reason']}[/]"
-        table.add_row(
-            row["bench"], describe(row["bench"], row["params"]), rate, spread, precise,
-            format_gbps(row["peak_gbps"]), marks.get(source, source), eff,
-            "yes" if row["verified"] else "no", status_text,
-        )
-    return table
+            rate = spread = eff = precise = "-"
+            status_cell = (f"[{STATUS_STYLE.get(status, '')}]{status}[/]", escape(row["reason"] or ""))
+        source = _short_source(row)
+        cells.append([escape(row["bench"]), escape(describe(row["bench"], row["params"])), rate, spread, precise,
+                      (format_gbps(row["peak_gbps"]), escape(source) if source != "-" else ""), eff,
+                      "yes" if row["verified"] else "no", status_cell])
+    return FittedTable(title, RESULT_COLUMNS, cells, optional=("p10–p90 GB/s", "eff.", "median ±"))
+
+
+# What the results table shows, and how each column gives way to a narrow terminal (report/fit_table.py).
+RESULT_COLUMNS = [("benchmark", "id"), ("parameters", "text"), ("median GB/s", "number"), ("p10–p90 GB/s", "number"),
+                  ("median ±", "number"), ("peak GB/s", "number"), ("eff.", "number"), ("verified", "id"),
+                  ("status", "note")]
 
 
 def precision_text(extra: dict[str, Any]) -> str:
@@ -154,31 +147,32 @@ VERDICT_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow", "slower"
                  "same": "dim"}
 
 
-def verdicts_table(verdicts: list, title: str) -> Table:
-    """Acceptance verdicts: rule, case, PASS/FAIL/SKIP, measured, threshold, why."""
-    table = Table(title=title, title_justify="left")
-    for col in ("rule", "case", "verdict", "measured", "threshold", "why"):
-        table.add_column(col, overflow="fold")
-    for v in verdicts:
-        style = VERDICT_STYLE.get(v.verdict, "")
-        table.add_row(v.rule, v.case, f"[{style}]{v.verdict}[/]", v.measured, v.threshold, v.why)
-    return table
+def verdicts_table(verdicts: list, title: str) -> FittedTable:
+    """Acceptance verdicts: rule, case, PASS/FAIL/SKIP, measured, threshold, why (a long why is a footnote)."""
+    rows = [[escape(v.rule), escape(v.case), _styled(v.verdict), escape(v.measured), escape(v.threshold), escape(v.why)]
+            for v in verdicts]
+    return FittedTable(title, [("rule", "id"), ("case", "text"), ("verdict", "id"), ("measured", "id"),
+                               ("threshold", "id"), ("why", "note")], rows, optional=("threshold",))
+
+
+def _styled(verdict: str) -> str:
+    style = VERDICT_STYLE.get(verdict, "")
+    return f"[{style}]{escape(verdict)}[/]" if style else escape(verdict)
 
 
 def _change(c) -> str:
     return f"{c.change:+.1%}" if c.change is not None else "-"
 
 
-def comparisons_table(comparisons: list, title: str, describe: Callable[[str, dict], str]) -> Table:
-    table = Table(title=title, title_justify="left")
-    for col in ("benchmark", "parameters", "base GB/s", "new GB/s", "change", "verdict", "evidence"):
-        table.add_column(col, overflow="fold")
-    for c in sorted(comparisons, key=lambda c: _ORDER.get(c.verdict, 9)):
-        style = VERDICT_STYLE.get(c.verdict, "")
-        verdict = f"[{style}]{c.verdict}[/]" if style else c.verdict
-        table.add_row(c.bench, describe(c.bench, c.params), format_gbps(c.base_gbps), format_gbps(c.new_gbps),
-                      _change(c), verdict, c.note)
-    return table
+def comparisons_table(comparisons: list, title: str, describe: Callable[[str, dict], str]) -> FittedTable:
+    """Each case's base and new rate, the change and the verdict, regressions first; the evidence a
+    numbered footnote where it is long."""
+    rows = [[escape(c.bench), escape(describe(c.bench, c.params)), format_gbps(c.base_gbps), format_gbps(c.new_gbps),
+             _change(c), _styled(c.verdict), escape(c.note or "")]
+            for c in sorted(comparisons, key=lambda c: _ORDER.get(c.verdict, 9))]
+    return FittedTable(title, [("benchmark", "id"), ("parameters", "text"), ("base GB/s", "number"),
+                               ("new GB/s", "number"), ("change", "number"), ("verdict", "text"), ("evidence", "note")],
+                       rows)
 
 
 _ORDER = {"slower": 0, "failed": 0, "lost": 1, "missing": 1, "ambiguous": 2, "ambiguous (contended)": 2, "not-ok": 3,
