@@ -52,6 +52,7 @@ def test_bidirectional_reports_the_sum(facts):
     result = run(facts, "pcie.bidir", size=sized("64MiB", "1MiB"))
     directions = result.metadata["directions_gbps"]
     assert 0 < directions["overlap"] <= 1
+    assert result.to_row()["extra"]["paired"]["against"] == {"bench": "pcie.h2d"}  # h2d alone, interleaved
     if not rates_are_real():
         return
     assert directions["sum"] == pytest.approx(result.gbps["median"], rel=0.2)
@@ -108,9 +109,9 @@ def test_torch_and_cupy_agree_within_three_percent(facts):
         import torch  # noqa: F401
     except ImportError:
         pytest.skip("torch is not installed")
-    ours = run(facts, "pcie.h2d", memory="pinned", size="256MiB")
     theirs = run(facts, "pcie.h2d", memory="pinned", size="256MiB", backend="torch")
-    assert theirs.gbps["median"] == pytest.approx(ours.gbps["median"], rel=0.03)
+    paired = theirs.to_row()["extra"]["paired"]  # cupy's copies timed interleaved with torch's, in the same case
+    assert paired["against"] == {"backend": "cupy"} and paired["median"] == pytest.approx(1.0, rel=0.03)
 
 
 @pytest.mark.parametrize("m,n,k", sized([(4096, 4096, 4096), (8192, 3 * 8192, 8192)],  # square; a prefill's MLP
@@ -139,6 +140,8 @@ def test_copies_under_load_report_both_sides(facts, monkeypatch, bench, params):
     result = run(facts, bench, **params)
     load = result.metadata["load"]
     assert load["kind"] == params["load"] and load["launches"] > 0
+    paired = result.to_row()["extra"]["paired"]  # the same copies alone, the load paused, interleaved
+    assert paired["against"] == {"load": "none"} and paired["pairs"] == len(result.measurement.samples_s)
     assert load["copy_windows"] > 0 and load["launches_in_copy_windows"] <= load["launches"]
     if rates_are_real():
         assert load["kernel_alone_ms"] > 0 and load["kernel_slowdown"] >= 0.8  # a kernel does not speed up under load
