@@ -18,6 +18,9 @@ from kvbench.errors import BadInput
 FORMAT_VERSION = 2  # 1: the version sat inside "run"; 2: at the top of the document
 STATS = ("median", "p10", "p90", "mean", "stdev", "min", "max")  # seconds per operation
 RATES = ("median", "p10", "p90")  # GB/s: p10 is the slow end
+# No path kvbench measures comes within 100x of 1 PB/s (HBM3e ~5-8 TB/s): a rate beyond it in an export
+# is a corrupted or hand-edited number, never a measurement.
+MAX_GBPS = 1e6
 UNITS = "GB/s = 1e9 bytes per second; seconds per operation"
 Status = Literal["ok", "skipped", "failed"]
 RunStatus = Literal["running", "complete", "aborted", "failed", "crashed"]
@@ -137,6 +140,7 @@ class ResultRecord:
         if data["status"] == "ok":
             _need(data, where, {"gbps": dict})
             _need(data["gbps"], f"{where}.gbps", dict.fromkeys(RATES, (int, float)))
+        _check_numbers(data, where)
         samples = data.get("samples_s")
         if samples is not None and (not isinstance(samples, list) or
                                     not all(isinstance(s, int | float) and s > 0 for s in samples)):
@@ -154,6 +158,34 @@ class ResultRecord:
             verified=bool(data.get("verified")), reason=data.get("reason"),
             warnings=tuple(data.get("warnings") or ()), metadata=data.get("metadata") or {},
         )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_numbers(data: dict[str, Any], where: str) -> None:
+    """Refuse what no measurement can be (hostile trial H8, H9): a rate or peak that is not in
+    (0, MAX_GBPS] GB/s, negative or non-finite seconds, a negative efficiency, an ok result counting no
+    samples, and `verified` that is not a boolean ("no" would read as true)."""
+    ok = data["status"] == "ok"
+    verified = data.get("verified")
+    if verified is not None and not isinstance(verified, bool):
+        raise BadInput(f"{where}: 'verified' has the wrong type ({type(verified).__name__}): true or false")
+    for name, value in [(f"gbps.{k}", (data.get("gbps") or {}).get(k)) for k in RATES] + [("peak_gbps", data.get("peak_gbps"))]:
+        if value is None and not (ok and name.startswith("gbps.")):
+            continue
+        if not _number(value) or not 0 < value <= MAX_GBPS:
+            raise BadInput(f"{where}: {name} {value!r} is no rate (0 < GB/s <= {MAX_GBPS:g})")
+    for name, value in (data.get("seconds") or {}).items():
+        if value is not None and (not _number(value) or not 0 <= value < float("inf")):
+            raise BadInput(f"{where}: seconds.{name} {value!r} is no duration (finite, >= 0 s)")
+    efficiency = data.get("efficiency")
+    if efficiency is not None and (not _number(efficiency) or not 0 <= efficiency < float("inf")):
+        raise BadInput(f"{where}: efficiency {efficiency!r} is no fraction of a peak (finite, >= 0)")
+    count = data.get("samples")
+    if count is not None and (not _number(count) or count != int(count) or count < (1 if ok else 0)):
+        raise BadInput(f"{where}: samples {count!r} is no count of samples" + (" (an ok result has at least 1)" if ok else ""))
 
 
 def _need(data: Any, where: str, fields: dict[str, Any]) -> None:

@@ -47,6 +47,16 @@ def test_a_stored_row_and_its_json_are_one_record():
     (lambda d: d["run"].update(started_at="yesterday"), "started_at 'yesterday' is not an ISO 8601 time"),
     (lambda d: d["run"].update(started_at="2026-11-30T10:00:00+00:00", ended_at="2026-11-30T09:00:00+00:00"),
      "is before started_at"),
+    # hostile trial H8: "no" read as verified; H9: impossible numbers shown as measured
+    (lambda d: d["results"][0].update(verified="no"), "'verified' has the wrong type \\(str\\): true or false"),
+    (lambda d: d["results"][0].update(verified=1), "'verified' has the wrong type \\(int\\)"),
+    (lambda d: d["results"][0]["gbps"].update(median=-5.0), "gbps.median -5.0 is no rate"),
+    (lambda d: d["results"][0]["gbps"].update(p90=1e308), "gbps.p90 1e\\+308 is no rate"),
+    (lambda d: d["results"][0]["gbps"].update(p10=True), "gbps.p10 True is no rate"),
+    (lambda d: d["results"][0].update(peak_gbps=-1), "peak_gbps -1 is no rate"),
+    (lambda d: d["results"][0].update(seconds={"median": -1e-3}), "seconds.median -0.001 is no duration"),
+    (lambda d: d["results"][0].update(efficiency=-0.5), "efficiency -0.5 is no fraction"),
+    (lambda d: d["results"][0].update(samples=0), "samples 0 is no count of samples \\(an ok result has at least 1\\)"),
 ])
 def test_a_malformed_document_is_refused_with_one_line_naming_the_fault(breakage, message):
     doc = copy.deepcopy(QUICK)
