@@ -12,7 +12,7 @@ from kvbench.store import open_store
 NEIGHBOUR = "other processes used 90% of the CPUs (synthetic: set by the test)"
 
 
-def accept(monkeypatch, tmp_path, rule_min: str, contended_runs: int) -> tuple[int, list[dict]]:
+def accept(monkeypatch, tmp_path, rule_min: str, contended_runs: int, *extra: str) -> tuple[int, list[dict]]:
     """Run `kvbench accept` on the tiny suite with one dram.copy rule; the first `contended_runs` runs'
     cases are recorded as contended. Returns the exit status and the runs stored."""
     runs_started = []
@@ -36,7 +36,7 @@ def accept(monkeypatch, tmp_path, rule_min: str, contended_runs: int) -> tuple[i
     rules.write_text(f'name = "t"\n[[rule]]\nid = "copy"\nbench = "dram.copy"\nmin = {{ {rule_min} }}\n')
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
     monkeypatch.setattr(sys, "argv", ["kvbench", "accept", "--suite", "tests/fixtures/tiny.toml", "--rules", str(rules),
-                                      "--db", db])
+                                      "--db", db, *extra])
     from kvbench.cli import main
 
     with pytest.raises(SystemExit) as exited:
@@ -73,3 +73,15 @@ def test_a_rule_that_passes_on_a_contended_box_is_not_measured_again(monkeypatch
 def test_a_quiet_failure_is_not_measured_again(monkeypatch, tmp_path):
     code, runs = accept(monkeypatch, tmp_path, IMPOSSIBLE, contended_runs=0)
     assert code == 1 and len(runs) == 1
+
+
+def test_with_json_to_standard_output_the_re_measurement_prints_nothing_there(monkeypatch, tmp_path, capsys):
+    # hostile trial H18: the re-measured run's table went to standard output before the JSON
+    import json
+
+    code, runs = accept(monkeypatch, tmp_path, IMPOSSIBLE, 1, "--json", "-")
+    assert code == 1 and len(runs) == 2
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)  # standard output holds the JSON document alone
+    assert doc["counts"]["FAIL"] >= 1 and doc["run"] == min(r["id"] for r in runs)
+    assert "ok · " in captured.err  # the re-measurement's table went to standard error

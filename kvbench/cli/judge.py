@@ -79,7 +79,7 @@ def accept(
     rules_files = rules_files or rules_for_host(gpus_to_match(facts, host_profile))
     verdicts = judge(doc, rules_files)
     if measured_here:
-        doc, verdicts = _remeasure_contended(doc, verdicts, rules_files, suite, db)
+        doc, verdicts = _remeasure_contended(doc, verdicts, rules_files, suite, db, quiet=json_out == "-")
     verdicts = incomplete_on_contention(verdicts, doc)
     verdicts = fail_closed(verdicts, host_profile, rules_files)
     if host_profile is not None:
@@ -96,9 +96,11 @@ def accept(
     conclude(overall, allow_incomplete)
 
 
-def _remeasure_contended(doc: dict, verdicts: list, rules_files: list, suite: str, db: str | None) -> tuple[dict, list]:
+def _remeasure_contended(doc: dict, verdicts: list, rules_files: list, suite: str, db: str | None,
+                         quiet: bool = False) -> tuple[dict, list]:
     """Once: the cases a rule failed on while the box was contended run again into a run of their own
-    (tagged remeasure_of), and the rules are judged on the run with their new results."""
+    (tagged remeasure_of), and the rules are judged on the run with their new results. `quiet`: its table
+    goes to standard error (standard output holds a JSON document)."""
     from kvbench.analyze.accept import judge
     from kvbench.analyze.contended import contended_failures, with_remeasured
     from kvbench.cli.run import run_and_show
@@ -111,7 +113,7 @@ def _remeasure_contended(doc: dict, verdicts: list, rules_files: list, suite: st
     request = RunRequest(suite=suite, tags={"purpose": "acceptance", "remeasure_of": str(doc["run"]["id"])}, db=db,
                          cases=tuple(cases))
     try:
-        again = str(run_and_show(request, None))
+        again = str(run_and_show(request, None, quiet=quiet))
     except CheckFailed:  # a case that failed now is judged as failed
         again = "latest"
     (redo,) = documents([again], db)
