@@ -35,6 +35,12 @@ from kvbench.memory.pattern import POISON, fill_pattern, poison
 from kvbench.memory.region import Region
 from kvbench.units import format_size
 
+MIN_FRAGMENT = 64  # bytes: a cache line
+# Host memory each fragment costs beyond the two buffers (the primitives' per-fragment tables), measured:
+# 16 MiB in 3-byte fragments (5.6 M of them) peaked at 2.97 GB RSS, ~530 B each (hostile trial H12: 256 MiB in
+# 3-byte fragments grew to 16.9 GB until the kernel's OOM killer ended it). Counted in the memory check.
+BYTES_PER_FRAGMENT = 640
+
 # name → (executor, description)
 PRIMITIVES = {
     "memcpy": (HostExecutor(0), "libc memcpy per descriptor (numba loop)"),
@@ -105,9 +111,13 @@ class DramCopy(Benchmark):
         return None
 
     def validate(self, params: dict[str, Any]) -> None:
-        if params["fragment"] > params["size"]:
-            raise BadInput(f"bad fragment={format_size(params['fragment'])}: larger than size="
-                           f"{format_size(params['size'])}")
+        size, fragment = params["size"], params["fragment"]
+        if fragment > size:
+            raise BadInput(f"bad fragment={format_size(fragment)}: larger than size={format_size(size)}")
+        if 0 < fragment < MIN_FRAGMENT:
+            raise BadInput(f"bad fragment={format_size(fragment)}: under {MIN_FRAGMENT} B (a cache line) a copy measures "
+                           f"its per-call overhead, not memory, and size={format_size(size)} would make "
+                           f"{-(-size // fragment):,} fragments; give {MIN_FRAGMENT}B or more")
         for key in ("src", "dst"):
             kind = parse_kind(params[key])
             if kind.name == "numa":
@@ -121,7 +131,9 @@ class DramCopy(Benchmark):
             if params["src"] == params["dst"] == str(parse_kind(vs)):
                 raise BadInput(f"bad vs={vs}: it is the case's own placement (src and dst), a ratio of 1 x "
                                "whatever was measured; pair with another placement")
-        check_fits((4 if vs != "none" else 2) * params["size"], "source + destination")
+        sides = 2 if vs != "none" else 1  # the case and its placed twin
+        tables = sides * (-(-size // fragment) if fragment else 1) * BYTES_PER_FRAGMENT
+        check_fits(sides * 2 * size + tables, "source + destination" + (" + fragment tables" if fragment else ""))
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
         return [("dram_copy",)]

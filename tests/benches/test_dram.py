@@ -98,3 +98,26 @@ def test_a_vs_side_that_copies_nothing_fails_the_case(facts, monkeypatch):
     monkeypatch.setattr(dram, "_placed_twin", broken)
     result = run_case(case(primitive="memcpy", vs="numa:0"), facts, FAST)
     assert result.status == "failed" and "integrity check failed" in result.reason
+
+
+def test_fragments_under_a_cache_line_are_refused_in_one_line_naming_the_count():
+    # hostile trial H12: fragment=3 at 256 MiB made ~89 M fragments and grew until the OOM killer came
+    from kvbench.errors import BadInput
+
+    bench = get_bench("dram.copy")
+    with pytest.raises(BadInput, match=r"bad fragment=3B: under 64 B .* 89,478,486 fragments; give 64B or more"):
+        bench.validate(bench.canonical_params({"size": "256MiB", "fragment": "3"}))
+    bench.validate(bench.canonical_params({"size": "1MiB", "fragment": "64"}))
+
+
+def test_the_memory_check_counts_the_fragment_tables_beside_the_buffers(monkeypatch):
+    import kvbench.memory.host as host
+    from kvbench.errors import BadInput
+    from kvbench.memory.headroom import HostMemory
+
+    monkeypatch.setattr(host, "host_headroom", lambda: HostMemory(1 << 30, "test"))  # 1 GiB free
+    bench = get_bench("dram.copy")
+    bench.validate(bench.canonical_params({"size": "256MiB"}))  # 512 MiB of buffers fit
+    # the same buffers in 64-byte fragments: 4 M fragments' tables (~2.7 GB) do not
+    with pytest.raises(BadInput, match="source \\+ destination \\+ fragment tables"):
+        bench.validate(bench.canonical_params({"size": "256MiB", "fragment": "64"}))
