@@ -5,7 +5,12 @@ the stand-in hides NIXL, which cannot use its memory), and the GPU tests run (no
 
 The stand-in reaches the script only through this test's PYTHONPATH. Sizes are scaled down with
 GPU_CHECK_SET (`kvbench run --set`; numpy is the GPU here) and the hang guards stretched with
-GPU_CHECK_LIMIT_SCALE for a busy two-core box. No number leaves the temporary folder."""
+GPU_CHECK_LIMIT_SCALE for a busy two-core box. No number leaves the temporary folder.
+
+What each stage alone proves runs per stage; what the two would prove twice runs once: the smoke
+stage's GPU test step runs its HBM kernel tests only (PYTEST_ADDOPTS; the full stage runs every test
+in tests/gpu, the smoke file's too), and the commands read one database that holds the full run and,
+as its second run, the smoke suite (every GPU benchmark's rows)."""
 
 import json
 import os
@@ -37,17 +42,39 @@ def suite_ids(stage: str) -> set[str]:
     return {b["id"] for b in tomllib.loads((REPO / "suites" / f"gpu-{stage}.toml").read_text())["bench"]}
 
 
-@pytest.fixture(scope="module", params=["smoke", "full"])
-def gpu_check(request, tmp_path_factory):
-    """(stage, OUTDIR, the database's URL, the environment): the prepared call run on the stand-in."""
-    stage = request.param
+# the smoke stage's GPU tests (tests/gpu/test_gpu_benches.py) all run again in the full stage (tests/gpu):
+# there its HBM kernel tests stand for them, the benchmarks only the smoke suite has
+SMOKE_TESTS = "-k test_hbm_kernels_move_and_verify"
+
+
+def run_gpu_check(stage: str, tmp_path_factory):
+    """(stage, OUTDIR, the finished process, the environment): the prepared call run on the stand-in."""
     out = tmp_path_factory.mktemp(f"gpu-check-{stage}") / "out"
     env = {**subprocess_env(gpus=2), "PYTHON": sys.executable, "GPU_CHECK_SET": " ".join(SCALE[stage]),
            "GPU_CHECK_LIMIT_SCALE": "6"}  # two simulated GPUs: gpus=all copies on both
     env.pop("GPU_CHECK_REHEARSAL", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    if stage == "smoke":
+        env["PYTEST_ADDOPTS"] = SMOKE_TESTS
     proc = subprocess.run([str(REPO / "scripts" / "gpu-check"), "--stage", stage, str(out)], capture_output=True,
                           text=True, timeout=2400, env=env, check=False)
     return stage, out, proc, env
+
+
+@pytest.fixture(scope="module")
+def smoke_check(tmp_path_factory):
+    return run_gpu_check("smoke", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def full_check(tmp_path_factory):
+    return run_gpu_check("full", tmp_path_factory)
+
+
+@pytest.fixture(params=["smoke", "full"])
+def gpu_check(request):
+    """Each stage's prepared call, run once for this module."""
+    return request.getfixturevalue(f"{request.param}_check")
 
 
 def test_the_prepared_call_exits_0_with_every_step_passed_and_exactly_its_files(gpu_check):
@@ -58,7 +85,12 @@ def test_the_prepared_call_exits_0_with_every_step_passed_and_exactly_its_files(
     assert set(os.listdir(out)) == FILES | {f"{stage}.json"}
     suite = ET.parse(out / "gpu-tests.xml").getroot().find("testsuite")
     assert int(suite.get("failures")) == 0 and int(suite.get("errors")) == 0
-    assert int(suite.get("tests")) - int(suite.get("skipped")) >= 40  # the GPU tests ran; they did not skip
+    ran = [case for case in suite.iter("testcase") if case.find("skipped") is None]  # they ran; they did not skip
+    if stage == "smoke":  # the step's own file list, narrowed to SMOKE_TESTS
+        assert len(ran) == 3 and {(case.get("classname"), case.get("name").split("[")[0]) for case in ran} == {
+            ("tests.gpu.test_gpu_benches", "test_hbm_kernels_move_and_verify")}
+    else:
+        assert len(ran) >= 40
     script = (REPO / "scripts" / "gpu-check").read_text()  # the stand-in comes from this test alone
     assert str(SITE) in env["PYTHONPATH"] and "GPU_STANDIN" not in script and "gpu_standin/site" not in script
 
@@ -74,29 +106,31 @@ def test_every_gpu_benchmark_of_the_suite_runs_to_a_verified_ok(gpu_check):
 
 
 @pytest.fixture(scope="module")
-def second_run(gpu_check):
-    """A second, shorter run into the same database: what compare needs."""
-    stage, out, _proc, env = gpu_check
+def second_run(full_check):
+    """The full stage's database with a second run, the smoke suite's (the HBM rows only it has): what
+    compare needs, and every GPU benchmark's rows in one database."""
+    _stage, out, _proc, env = full_check
     db = f"sqlite:///{out / 'gpu-check.sqlite'}"
-    again = kvbench("run", "--suite", f"gpu-{stage}", "--bench", "pcie.h2d", "--bench", "pcie.d2h", "--db", db,
-                    "--set", "size=1MiB", env=env)
+    again = kvbench("run", "--suite", "gpu-smoke", "--db", db, *[f"--set={item}" for item in SCALE["smoke"]],
+                    env=env)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     return db
 
 
+# run 1: the full suite; latest (2): the smoke suite
 @pytest.mark.parametrize("command", [
-    ["report", "1", "--format", "markdown", "-o", "{folder}/again.md"],
+    ["report", "latest", "--format", "markdown", "-o", "{folder}/again.md"],
     ["report", "1", "latest", "-o", "{folder}/report.html"],
     ["accept", "--run", "1", "--junit", "{folder}/again.xml"],
     ["plan", "--model", "{model}", "--tokens", "4096"],  # plan reads its own model's rows only
     ["policy", "--json", "-"],
     ["compare", "1", "latest"],
-    ["export", "1", "--format", "github-action-benchmark"],
+    ["export", "latest", "--format", "github-action-benchmark"],
     ["export", "1", "--format", "json"],
     ["fit", "1"],
 ])
-def test_every_command_that_reads_gpu_rows_runs_on_them(gpu_check, second_run, command):
-    _stage, out, _proc, env = gpu_check
+def test_every_command_that_reads_gpu_rows_runs_on_them(full_check, second_run, command):
+    _stage, out, _proc, env = full_check
     folder = out.parent
     proc = kvbench(*[part.format(folder=folder, model=TINY_MODEL) for part in command], "--db", second_run, env=env,
                    timeout=300)
