@@ -138,10 +138,11 @@ def test_every_command_that_reads_gpu_rows_runs_on_them(full_check, second_run, 
     assert "Traceback" not in proc.stderr and (proc.stdout.strip() or len(list(folder.iterdir())) > 1)
 
 
-def test_plan_shows_the_peer_gpu_tier_from_the_suite_s_kv_handoff(gpu_check):
+def test_plan_shows_the_peer_gpu_tier_from_the_suite_s_kv_handoff(full_check):
     """Issue 30: the suite's kv.handoff rows (two simulated GPUs) are plan's "peer GPU" tier, with a rate
-    (the stand-in's, inside this temporary database only) and the handoff's request time."""
-    _stage, out, _proc, env = gpu_check
+    (the stand-in's, inside this temporary database only) and the handoff's request time. One stage's
+    database stands for both: the same kv.handoff benchmark and plan."""
+    _stage, out, _proc, env = full_check
     proc = kvbench("plan", "--model", str(TINY_MODEL), "--tokens", "4096", "--json", "-", "--db",
                    f"sqlite:///{out / 'gpu-check.sqlite'}", env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
