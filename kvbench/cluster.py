@@ -15,6 +15,7 @@ reach it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -22,13 +23,15 @@ from rich.console import Console
 from kvbench.benches.describe import describe_params
 from kvbench.benches.registry import get_bench
 from kvbench.errors import BadInput
+from kvbench.hardware.facts import HostFacts
 from kvbench.interrupts import signals_end_runs
+from kvbench.measure.engine import Settings
 from kvbench.metadata import CLUSTER
 from kvbench.peers.rendezvous import Rendezvous, RendezvousLost, target_name
 from kvbench.plan.cases import Case
 from kvbench.report.progress import RunProgress
 from kvbench.result import Result
-from kvbench.runner import execute, run_case
+from kvbench.runner import RunInfo, execute, run_case
 from kvbench.store import open_store
 from kvbench.suite_run import RunOutcome, RunRequest, plan_request
 from kvbench.this_host import host_facts
@@ -84,7 +87,7 @@ def cluster_record(slot: Slot, pattern: str, rounds: list, hosts: list[str]) -> 
             "src_rank": src, "dst_rank": dst, "concurrency": len(rounds[slot.round])}
 
 
-def peer_cases(request: RunRequest) -> tuple[list[Case], object, object]:
+def peer_cases(request: RunRequest) -> tuple[list[Case], Settings, RunInfo]:
     """The request's cases that run against a peer (peer=remote), its settings and run info."""
     try:
         cases, settings, info = plan_request(request)
@@ -141,7 +144,8 @@ class RankShare:
         failed = sum(r["status"] == "failed" for r in store.results(run_id))
         return RunOutcome(run_id, store, failed)
 
-    def _one(self, slot: Slot, case: Case, facts, settings, started) -> Result | None:
+    def _one(self, slot: Slot, case: Case, facts: HostFacts, settings: Settings,
+             started: Callable[[], None]) -> Result | None:
         """The result of one slot, after its barrier; None for a stand-in whose initiator lived."""
         self.through(slot.barrier)
         record = {CLUSTER: cluster_record(slot, self.pattern, self.rounds, self.hosts)}

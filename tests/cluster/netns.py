@@ -62,6 +62,9 @@ def _run(command: list[str]) -> subprocess.CompletedProcess:
 def make_nodes(count: int) -> Nodes:
     if shutil.which("ip") is None or shutil.which("unshare") is None:
         pytest.skip("iproute2 (ip) or unshare is not installed")
+    probe = _run(["unshare", "--uts", "true"])
+    if probe.returncode != 0:
+        pytest.skip(f"a UTS namespace cannot be made here (unshare --uts): {probe.stderr.strip()[:120]}")
     tag = f"k{os.getpid()}"
     hub, names = f"{tag}h", [f"{tag}n{i}" for i in range(count)]
     nodes = Nodes(tag, names, [f"{tag}n{i}" for i in range(count)], [f"{SUBNET}.{i + 1}" for i in range(count)])
