@@ -95,6 +95,41 @@ def test_a_column_dropped_behind_kvbench_meta_is_one_line(db_url, command):
     assert "heartbeat_at" in line
 
 
+@pytest.mark.parametrize("command", [["run", "--bench", "dram.copy", "--set", "size=1MiB", "--samples", "5"],
+                                     ["tag", "1", "zz"], ["results", "latest"]])
+def test_a_table_dropped_is_refused_before_anything_is_measured_or_tagged(db_url, command):
+    from tests.store.test_database import _begin
+
+    store = open_store(db_url)
+    store.finish_run(_begin(store), "complete")
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE sample"))
+        conn.execute(sa.text("DROP TABLE result"))
+    store.dispose()
+    line = _one_line_error(run_cli(*command, "--db", db_url, env={"KVBENCH_HOST_ID": "droppedbox"}),
+                           "lacks a kvbench table (result, sample)")
+    assert "marked failed" not in line
+    engine = sa.create_engine(db_url)
+    with engine.connect() as conn:  # no run begun, nothing tagged
+        assert [tuple(r) for r in conn.execute(sa.text("SELECT status, tags FROM run"))] in (
+            [("complete", '{"purpose": "test"}')], [("complete", {"purpose": "test"})])
+    engine.dispose()
+
+
+@pytest.mark.parametrize("command", [["run", "--bench", "dram.copy", "--set", "size=1MiB", "--samples", "5"],
+                                     ["results", "latest"]])
+def test_a_version_row_deleted_from_a_used_database_is_refused(db_url, command):
+    from tests.store.test_database import _begin
+
+    store = open_store(db_url)
+    store.finish_run(_begin(store), "complete")
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM kvbench_meta"))
+    store.dispose()
+    _one_line_error(run_cli(*command, "--db", db_url, env={"KVBENCH_HOST_ID": "metabox"}),
+                    "no schema_version in kvbench_meta although it holds kvbench tables", "changed outside kvbench")
+
+
 def test_select_revoked_says_read_access(pg_url):
     from tests.store.test_shared_store import _drop_role
 

@@ -49,6 +49,33 @@ def refuse_newer(version: int | None, shown: str) -> None:
                        "use a newer kvbench or a new database")
 
 
+def _changed_outside(conn: sa.Connection, version: int | None, shown: str) -> None:
+    """`BadInput` naming what is wrong when a kvbench database was changed behind kvbench's back: a
+    table or column of this version dropped, or the version row deleted from a database that holds
+    kvbench's tables; found when it is opened, before a run measures anything it could not store."""
+    inspector = sa.inspect(conn)
+    tables = set(inspector.get_table_names())
+    if version is None:
+        ours = sorted(tables & (set(schema.metadata.tables) - {schema.meta.name}))
+        # runs stored: not a database another kvbench is creating this moment (its version row comes last)
+        if "kvbench_meta" in tables and "run" in tables and conn.execute(sa.select(schema.run.c.id).limit(1)).first():
+            raise BadInput(f"database {shown} has no schema_version in kvbench_meta although it holds kvbench tables "
+                           f"({', '.join(ours)}): it was changed outside kvbench; restore it from a copy or give "
+                           "another database")
+        return
+    if version != schema.SCHEMA_VERSION:
+        return  # an older version: upgraded (or refused read-only) by the caller
+    lost_tables, lost_columns = sorted(set(schema.metadata.tables) - tables), []
+    for name in sorted(set(schema.metadata.tables) & tables):
+        have = {c["name"] for c in inspector.get_columns(name)}
+        lost_columns += [f"{name}.{c.name}" for c in schema.metadata.tables[name].columns if c.name not in have]
+    lost = [f"a kvbench {what} ({', '.join(names)})" for what, names in (("table", lost_tables),
+                                                                          ("column", lost_columns)) if names]
+    if lost:
+        raise BadInput(f"database {shown} lacks {' and '.join(lost)}: it was changed behind kvbench's back; restore it "
+                       "from a copy or give another database")
+
+
 def ensure_schema(engine: sa.Engine, shown: str) -> None:
     """Tables and version row created if missing, an older version upgraded; a newer one refused.
 
@@ -60,6 +87,7 @@ def ensure_schema(engine: sa.Engine, shown: str) -> None:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_SCHEMA_LOCK})
         version = _version(conn, shown)
         refuse_newer(version, shown)
+        _changed_outside(conn, version, shown)
         if version == schema.SCHEMA_VERSION:
             return
         if version is None and engine.dialect.name == "postgresql":
@@ -107,6 +135,8 @@ def check_version(engine: sa.Engine, shown: str, upgradable: bool = False) -> No
     read-only opening, and for a command that changes stored runs."""
     with engine.connect() as conn:
         version = _version(conn, shown)
+        refuse_newer(version, shown)
+        _changed_outside(conn, version, shown)
     if version is None:
         raise BadInput(f"database {shown} holds no kvbench schema yet (run 'kvbench run' first)")
     refuse_newer(version, shown)
