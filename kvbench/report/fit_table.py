@@ -105,7 +105,7 @@ class FittedTable:
             under.append(f"left out for want of width: {', '.join(dropped)} (a wider terminal or COLUMNS shows them)")
         table = Table(title=self.title, title_justify="left", caption="\n".join(under) or None, caption_justify="left",
                       **self.table)
-        natural = sum(max(_width(header), *(_width(row[i]) for row in self.cells)) + 3
+        natural = sum(max([_width(header), *(_width(row[i]) for row in self.cells)]) + 3
                       for i, (header, _kind) in enumerate(self.columns) if i in keep) + 1
         squeeze = next((n for n in (1, 2) if sum(self._least(i, n) + 3 for i in keep) + 1 <= width), None)
         for i in keep:

@@ -120,3 +120,10 @@ def test_results_piped_respect_columns_and_keep_ids_whole():
         for result in doc["results"]:
             assert result["bench"] in cells and format_gbps(result["gbps"]["median"]) in cells
         assert _rows_lines(lines) <= 4 * len(doc["results"])
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_a_run_with_no_results_is_an_empty_table(width):
+    lines = _lines(results_table([], describe_params, title="run 1"), width)
+    assert lines[0].startswith("run 1") and any("benchmark" in line for line in lines)
+
