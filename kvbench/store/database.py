@@ -30,6 +30,7 @@ class Store(Tags, HostMerge, Links):
         self.url = shown_url  # redacted: no password
         self.read_only = read_only
         self.file: FileIdentity | None = None  # an SQLite store's file, once open_store has made it
+        self.lost_since: float | None = None  # when its connection was lost, while it stays lost (monotonic s)
 
     def check_file(self) -> None:
         """`Unwritable` when this store's SQLite file was deleted or replaced since it was opened."""

@@ -3,7 +3,8 @@
 * A PostgreSQL connection lost mid-run (a server restart, `pg_terminate_backend`, an
   `idle_session_timeout` shorter than a case) costs nothing: the engine pings a pooled connection
   before use, and a write that fails because the connection went away is made again on a new one
-  (its rows are still in memory), for up to RECONNECT_WAIT_S. A connection lost at COMMIT leaves it
+  (its rows are still in memory), for up to RECONNECT_WAIT_S in all (one line says so at once; a
+  server still away after that fails the writes that follow at once). A connection lost at COMMIT leaves it
   unknown whether the server committed: writes that add rows check before writing again
   (`Store.add_results`, `Store.begin_run`), so nothing is stored twice.
 * An SQLite file deleted or replaced while a run has it open is found before the next write (the
@@ -18,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import random
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 
 from kvbench.errors import BadInput
+from kvbench.redact import redact
 from kvbench.store import schema
 
 RECONNECT_WAIT_S = 120.0  # a PostgreSQL restart takes seconds; a server that stays away ends the run
@@ -54,15 +57,25 @@ def retrying(write: Callable[..., T]) -> Callable[..., T]:
 
     @functools.wraps(write)
     def again(store, *args, **kwargs) -> T:
-        deadline, pause = time.monotonic() + RECONNECT_WAIT_S, 0.2
+        pause = 0.2
         while True:
             store.check_file()
             try:
                 done = write(store, *args, **kwargs)
                 store.check_file()  # again: a file deleted during the write took the write with it
+                store.lost_since = None
                 return done
             except DBAPIError as exc:  # (only a server's connection is lost: SQLite never says these words)
-                if not connection_lost(exc) or time.monotonic() > deadline:
+                if not connection_lost(exc):
+                    raise
+                # One wait per outage, not per write: a server that stayed away the whole bound fails the
+                # next writes (marking the run failed) at their first attempt.
+                if store.lost_since is None:
+                    store.lost_since = time.monotonic()
+                    reason = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else type(exc.orig).__name__
+                    print(redact(f"kvbench: database {store.url} unreachable ({reason}): trying again for up to "
+                                 f"{RECONNECT_WAIT_S:.0f} s"), file=sys.stderr, flush=True)
+                if time.monotonic() - store.lost_since > RECONNECT_WAIT_S:
                     raise
             time.sleep(random.uniform(pause, 2 * pause))
             pause = min(2 * pause, 5.0)

@@ -198,3 +198,32 @@ def test_a_connection_lost_at_commit_stores_nothing_twice(db_url):
     again = store.begin_run(host_id="h" * 64, context_id="c" * 64, suite="quick", suite_hash="abc",
                             kvbench_version="0.1", git_sha=None, git_dirty=None, tags={}, system_state={})
     assert lost == [1] and [r["id"] for r in store.runs()] == [run_id, again]
+
+
+def test_a_database_that_stays_away_is_said_at_once_and_waited_for_once(tmp_path, monkeypatch, capsys):
+    """A server that went away and stays away (pg_ctl stop): one line as soon as a write meets it, one
+    bounded wait for the whole outage, and the write that marks the run failed is tried once, not
+    given a second full wait (was ~4 minutes of silence)."""
+    from kvbench.store import durable
+
+    monkeypatch.setattr(durable, "RECONNECT_WAIT_S", 0.5)
+    store = open_store(f"sqlite:///{tmp_path / 'k.sqlite'}")
+    run_id = _begin(store)
+    dialect, attempts = store.engine.dialect, []
+
+    def refused(dbapi_connection) -> None:
+        attempts.append(1)
+        dialect.do_rollback(dbapi_connection)
+        raise dialect.loaded_dbapi.OperationalError("connection refused")
+
+    dialect.do_commit = refused
+    with pytest.raises(sa.exc.OperationalError):
+        store.add_result(run_id, ROW, [1e-4] * 5)
+    tried = len(attempts)
+    assert tried >= 2  # it did wait and try again
+    with pytest.raises(sa.exc.OperationalError):
+        store.finish_run(run_id, "failed", "database unreachable")
+    assert len(attempts) == tried + 1
+    said = capsys.readouterr().err
+    assert said.count("unreachable (connection refused): trying again for up to") == 1
+
