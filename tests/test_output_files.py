@@ -33,7 +33,20 @@ def test_help_shows_no_type_for_flags_and_names_what_options_take(tmp_path):
         assert proc.returncode == 0, proc.stderr
         assert "<bool>" not in proc.stdout, args
         assert "FILE|-" in proc.stdout, args
-    assert "URL" in _kvbench("run", "--help", cwd=tmp_path, env={"COLUMNS": "100"}).stdout
+    run_help = _kvbench("run", "--help", cwd=tmp_path, env={"COLUMNS": "100"}).stdout
+    assert "URL" in run_help
+    for python_type in ("<str>", "<list[str]>", "<int range>", "<float>", "<int>"):  # a placeholder, not a type
+        assert python_type not in run_help, python_type
+    assert all(name in run_help for name in ("SUITE", "KEY=VALUE", "SECONDS", "FRACTION"))
+    assert "[dram] gbps and source, [[hbm]]" in " ".join(run_help.replace("│", " ").split())  # not eaten as markup
+
+
+def test_help_flows_sentences_across_the_docstring_s_line_ends(tmp_path):
+    top = _kvbench("--help", cwd=tmp_path, env={"COLUMNS": "250"}).stdout
+    info = next(line for line in top.splitlines() if "Host facts" in line)
+    assert "spec peaks of each path, and what looks wrong" in info  # was cut after "and"
+    run = _kvbench("run", "--help", cwd=tmp_path, env={"COLUMNS": "250"}).stdout
+    assert any("ran ok, 1 when a case failed" in line for line in run.splitlines())
 
 
 def test_a_pytest_benchmark_export_is_listed_and_compared_by_pytest_benchmark(tmp_path):

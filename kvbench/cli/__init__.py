@@ -31,6 +31,21 @@ _MISSING_TABLE = ("no such table", "relation \"")  # PostgreSQL: relation "resul
 _MISSING_COLUMN = ("no such column", "column ")
 
 
+def _paragraphs(group: typer.Typer) -> None:
+    """Each command's help as flowing paragraphs: typer keeps a docstring's line breaks, which cut
+    its sentences in --help at the source's line ends, whatever the terminal's width."""
+    import inspect
+
+    for info in group.registered_commands:
+        doc = info.help or inspect.getdoc(info.callback) or ""
+        info.help = "\n\n".join(" ".join(p.split()) for p in doc.split("\n\n"))
+    for sub in group.registered_groups:
+        _paragraphs(sub.typer_instance)
+
+
+_paragraphs(app)
+
+
 def main() -> None:
     """Run the command; kvbench's own errors and usage errors become one line with their exit status
     (2 for bad input, 1 for a failed check)."""

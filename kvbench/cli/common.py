@@ -32,7 +32,7 @@ JsonOption = Annotated[str | None, typer.Option("--json", metavar="FILE|-", help
 
 
 PeaksOption = Annotated[str | None, typer.Option("--peaks", metavar="FILE", help="your own peaks (TOML, as "
-                                                 "kvbench/hardware/peaks.toml: [dram] gbps and source, [[hbm]] …), "
+                                                 "kvbench/hardware/peaks.toml: \\[dram] gbps and source, \\[\\[hbm]] …), "
                                                  "labelled as yours; default $KVBENCH_PEAKS")]
 
 
