@@ -1,14 +1,15 @@
 """The link matrix in the terminal: sources down, destinations across, each cell the pair's median
 GB/s (slow ones marked), FAILED / skipped / missing where there is no rate — their reasons listed
-below, never a 0."""
+below, never a 0. Laid out for the terminal's width (report/fit_table.py): rates never wrapped."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
+from rich.markup import escape
 
 from kvbench.benches.describe import describe_params
+from kvbench.report.fit_table import FittedTable
 from kvbench.units import format_gbps
 
 _WORD = {"failed": "[bold red]FAILED[/]", "skipped": "[yellow]skipped[/]", "missing": "[dim]missing[/]"}
@@ -18,7 +19,7 @@ def _shown(cell: Any) -> str:
     if cell is None:
         return ""
     if cell.status != "ok":
-        return _WORD.get(cell.status, cell.status)
+        return _WORD.get(cell.status, escape(cell.status))
     rate = format_gbps(cell.gbps)
     return f"[bold red]{rate} SLOW[/]" if cell.slow else rate
 
@@ -26,23 +27,19 @@ def _shown(cell: Any) -> str:
 def matrix_title(m: Any) -> str:
     where = f"run {m.run_id}" if m.run_id is not None else "newest result of each pair"
     pattern = f" · pattern {m.pattern}" if m.pattern else ""
-    return f"{m.bench} {describe_params(m.bench, m.params)}{pattern} · {where} · GB/s (1e9 B/s), source ↓ destination →"
+    return escape(f"{m.bench} {describe_params(m.bench, m.params)}{pattern} · {where} · GB/s (1e9 B/s), "
+                  "source ↓ destination →")
 
 
-def link_table(m: Any) -> Table:
-    table = Table(title=matrix_title(m), title_justify="left")
-    table.add_column("src \\ dst", overflow="fold")
-    for host in m.hosts:
-        table.add_column(host, overflow="fold", justify="right")
-    for src in m.hosts:
-        table.add_row(src, *("·" if src == dst and m.cell(src, dst) is None else _shown(m.cell(src, dst))
-                             for dst in m.hosts))
-    return table
+def link_table(m: Any) -> FittedTable:
+    rows = [[escape(src), *("·" if src == dst and m.cell(src, dst) is None else _shown(m.cell(src, dst))
+                            for dst in m.hosts)] for src in m.hosts]
+    return FittedTable(matrix_title(m), [("src \\ dst", "id"), *((escape(h), "number") for h in m.hosts)], rows)
 
 
 def link_notes(m: Any) -> list[str]:
-    """The lines under a matrix: its median and spread, the slow links, the hosts most often in
-    them, and every pair without a rate with its reason."""
+    """The lines under a matrix (plain text): its median and spread, the slow links, the hosts most
+    often in them, and every pair without a rate with its reason."""
     lines = []
     if m.median_gbps is not None:
         lines.append(f"median {format_gbps(m.median_gbps)} GB/s, robust spread ±{format_gbps(m.spread_gbps)} GB/s "

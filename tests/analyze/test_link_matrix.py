@@ -130,3 +130,19 @@ def test_fleet_pairs_json_has_booleans_numbers_and_nulls(cluster_db):
 def test_fleet_pairs_bad_input_is_one_line(cluster_db, args, words):
     proc = run_cli("fleet", *args, "--db", cluster_db)
     assert proc.returncode == 2 and words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_the_terminal_matrix_shows_host_names_as_they_are_and_keeps_rates_whole():
+    """A host name is text, never rich markup; at 80 columns every rate stays on one line."""
+    from rich.console import Console
+
+    from kvbench.report.link_table import link_table
+
+    rows = [{"id": i, "run_id": 1, "bench": "net.write", "status": "ok", "reason": None, "gbps_median": 12.345,
+             "params": {"src_host": s, "dst_host": d}, "extra": {}}
+            for i, (s, d) in enumerate([("rack[red]-1", "node-b"), ("node-b", "rack[red]-1")])]
+    (m,) = link_matrices(rows, 1)
+    console = Console(record=True, width=80)
+    console.print(link_table(m))
+    text = console.export_text()
+    assert "rack[red]-1" in text and text.count("12.3") == 2
