@@ -10,7 +10,7 @@ from kvbench.this_host import host_facts
 from tests.conftest import run_cli
 
 PARAMS = get_bench("dram.copy").canonical_params({"size": "1MiB", "primitive": "memcpy"})
-ROW = {"bench": "dram.copy", "params": PARAMS, "case_hash": case_hash("dram.copy", PARAMS), "bytes_per_op": 1 << 20, "median_s": 1e-4, "p10_s": 1e-4, "p90_s": 1e-4,
+ROW = {"bench": "dram.copy", "params": PARAMS, "case_hash": case_hash("dram.copy", PARAMS, get_bench("dram.copy").params), "bytes_per_op": 1 << 20, "median_s": 1e-4, "p10_s": 1e-4, "p90_s": 1e-4,
        "mean_s": 1e-4, "stdev_s": 0.0, "min_s": 1e-4, "max_s": 1e-4, "gbps_median": 10.5, "gbps_p10": 10.0,
        "gbps_p90": 11.0, "verified": True, "status": "ok", "warnings": [], "extra": {}}
 
