@@ -31,6 +31,12 @@ class Interrupted(KeyboardInterrupt):
         return 128 + self.signum
 
 
+def watched() -> tuple[int, ...]:
+    """The SIGNALS this process was not told to ignore: a SIGHUP that `nohup` (or a parent) set to be
+    ignored stays ignored, so closing the terminal never ends a run started to outlive it."""
+    return tuple(s for s in SIGNALS if signal.getsignal(s) is not signal.SIG_IGN)
+
+
 @contextmanager
 def signals_end_runs() -> Iterator[None]:
     """Within the block, SIGINT, SIGTERM and SIGHUP raise `Interrupted` once; a second signal while
@@ -50,7 +56,7 @@ def signals_end_runs() -> Iterator[None]:
                 return
             raise Interrupted(signum)
 
-    previous = {s: signal.signal(s, handler) for s in SIGNALS}
+    previous = {s: signal.signal(s, handler) for s in watched()}
     try:
         yield
     finally:

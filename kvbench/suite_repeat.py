@@ -29,7 +29,7 @@ from contextlib import contextmanager, suppress
 from rich.console import Console
 
 from kvbench.errors import BadInput, CheckFailed, one_line
-from kvbench.interrupts import SIGNALS, Interrupted, signals_end_runs
+from kvbench.interrupts import SIGNALS, Interrupted, signals_end_runs, watched
 from kvbench.lifecycle import boot_id, pid_namespace, sweep_temp_files
 from kvbench.store import open_store
 from kvbench.suite_run import RunOutcome, RunRequest, plan_request, run_suite
@@ -117,7 +117,7 @@ def _passed_on(child: subprocess.Popen) -> Iterator[list[int]]:
         with suppress(ProcessLookupError):
             child.send_signal(signum)
 
-    previous = {s: signal.signal(s, handler) for s in SIGNALS}
+    previous = {s: signal.signal(s, handler) for s in watched()}  # nohup's ignored SIGHUP stays ignored
     try:
         yield received
     finally:

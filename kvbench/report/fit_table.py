@@ -24,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 NOTE_INLINE_MAX = 24  # characters: a longer note is a footnote
-TEXT_MIN = 12  # characters a folding column keeps however narrow the terminal
+TEXT_MAX = 24  # characters of one word a folding column keeps whole (half that on a narrower terminal)
 NOTE_MIN = 8  # and a column of notes, mostly footnote marks
 Cell = str | tuple[str, str]
 
@@ -82,14 +82,16 @@ class FittedTable:
         self.cells = fold_notes(rows, [kind for _header, kind in columns], self.notes)
 
     def _least(self, i: int, squeeze: int = 1) -> int:
-        """The narrowest column `i` may be: its longest value (never wrapped) or TEXT_MIN (folding;
-        `squeeze` times narrower where the terminal is narrower still)."""
+        """The narrowest column `i` may be: its longest value (never wrapped) or its longest word up to
+        TEXT_MAX (folding; `squeeze` times narrower where the terminal is narrower still)."""
         header, kind = self.columns[i]
-        longest = max((_width(row[i]) for row in self.cells), default=0)
         words = max((len(w) for w in header.split()), default=1)
         if kind in ("id", "number"):
-            return max(longest, words)
-        return min(max(longest, words), (TEXT_MIN if kind == "text" else NOTE_MIN) // squeeze)
+            return max([words, *(_width(row[i]) for row in self.cells)])
+        # a folding column is as wide as its longest word (up to a bound): a value such as
+        # block_tokens=16 is broken at a space, never inside (block_tokens=1 / 6 reads as another value)
+        tokens = [len(t) for row in self.cells for t in Text.from_markup(row[i]).plain.split()]
+        return min(max([words, *tokens]), (TEXT_MAX if kind == "text" else NOTE_MIN) // squeeze)
 
     def build(self, width: int) -> Table:
         """The rich table for `width` columns of terminal: optional columns left out until it fits."""
@@ -105,19 +107,32 @@ class FittedTable:
             under.append(f"left out for want of width: {', '.join(dropped)} (a wider terminal or COLUMNS shows them)")
         table = Table(title=self.title, title_justify="left", caption="\n".join(under) or None, caption_justify="left",
                       **self.table)
-        natural = sum(max([_width(header), *(_width(row[i]) for row in self.cells)]) + 3
-                      for i, (header, _kind) in enumerate(self.columns) if i in keep) + 1
-        squeeze = next((n for n in (1, 2) if sum(self._least(i, n) + 3 for i in keep) + 1 <= width), None)
-        for i in keep:
+        for i, width_i in self._widths(keep, width).items():
             header, kind = self.columns[i]
-            least = None if squeeze is None else self._least(i, squeeze)
-            fixed = least is not None and kind in ("id", "number") and natural > width  # its header wraps, no value
-            # too narrow even for that: everything folds, since rich would cut what overflows the line
-            table.add_column(header, justify="right" if kind == "number" else "left", overflow="fold",
-                             min_width=least, width=least if fixed else None)
+            table.add_column(header, justify="right" if kind == "number" else "left", overflow="fold", width=width_i)
         for row in self.cells:
             table.add_row(*(row[i] for i in keep))
         return table
+
+    def _widths(self, keep: list[int], width: int) -> dict[int, int | None]:
+        """Each kept column's width: None (its natural width) where the table fits; else ids and numbers
+        at their least, and the room left shared by the folding columns, each at least its least, the
+        rest in proportion to what more each would take. All None (everything folds) where even the
+        least do not fit, since rich cuts what overflows a line."""
+        natural = {i: max([_width(self.columns[i][0]), *(_width(row[i]) for row in self.cells)]) for i in keep}
+        if sum(natural.values()) + 3 * len(keep) + 1 <= width:
+            return dict.fromkeys(keep)
+        squeeze = next((n for n in (1, 2, 4) if sum(self._least(i, n) + 3 for i in keep) + 1 <= width), None)
+        if squeeze is None:
+            return dict.fromkeys(keep)
+        out = {i: self._least(i, squeeze) for i in keep}
+        flexible = [i for i in keep if self.columns[i][1] not in ("id", "number")]
+        room = width - 3 * len(keep) - 1 - sum(out.values())
+        wants = {i: max(natural[i] - out[i], 0) for i in flexible}
+        total = sum(wants.values())
+        for i in flexible:
+            out[i] += min(wants[i], room * wants[i] // total) if total else 0
+        return out
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield self.build(options.max_width)

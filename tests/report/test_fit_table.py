@@ -127,3 +127,18 @@ def test_a_run_with_no_results_is_an_empty_table(width):
     lines = _lines(results_table([], describe_params, title="run 1"), width)
     assert lines[0].startswith("run 1") and any("benchmark" in line for line in lines)
 
+
+
+def test_a_folding_column_breaks_at_spaces_never_inside_a_value():
+    """accept's case column at 100 columns broke block_tokens=16 into 'block_tokens=1' / '6' (hostile H21)."""
+    rows = [SimpleNamespace(rule="kv-gpu-best-vs-contiguous", verdict="SKIP", measured="-", threshold="≥ 0.8 x",
+                            case="model=Llama-3.1-70B block_tokens=16 src=pinned dst=device / strategy=gpu-contiguous",
+                            why="not run: the suite has no such case"),
+            SimpleNamespace(rule="pcie-torch-agrees", verdict="SKIP", measured="-", threshold="0.97 x – 1.03 x",
+                            case="memory=pinned engine=ce gpus=one backend=torch / backend=cupy",
+                            why="not run: pcie.h2d is unavailable here — no CUDA device: no NVIDIA driver on this host")]
+    for width in (90, 100, 120):
+        lines = _lines(verdicts_table(rows, "acceptance of run 2"), width)
+        assert max(map(len, lines)) <= width
+        words = {w for cell in _cells(lines) for w in cell.split()}
+        assert {"model=Llama-3.1-70B", "block_tokens=16", "strategy=gpu-contiguous", "backend=torch"} <= words, width
