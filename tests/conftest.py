@@ -59,3 +59,15 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subpro
     """Run `python -m kvbench ARGS` as a user would, capturing output."""
     return subprocess.run([sys.executable, "-m", "kvbench", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})}, cwd=REPO)
+
+
+@pytest.fixture(autouse=True)
+def fixed_host_headroom(monkeypatch):
+    """Benchmarks' memory checks (memory.host.check_fits) see a fixed 64 GiB free, not what the box has
+    now: a neighbour holding memory must never turn a test red (the kv.restore load case's 5.4 GB check
+    failed on a CI box with 1.27 GB available). Tests of the check set their own headroom; the
+    function that reads the box (memory.headroom.host_headroom) is tested on its own."""
+    import kvbench.memory.host as host
+    from kvbench.memory.headroom import HostMemory
+
+    monkeypatch.setattr(host, "host_headroom", lambda root="/": HostMemory(64 << 30, "fixed by tests/conftest.py"))
