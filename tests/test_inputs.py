@@ -241,3 +241,12 @@ def test_more_inputs_refused_at_the_edge_before_anything_is_made(tmp_path, args,
     db = tmp_path / "new" / "k.sqlite"
     _one_line_exit_2(run_cli(*args, "--db", f"sqlite:///{db}"), message)
     assert not db.parent.exists()
+
+
+def test_a_parameter_given_twice_with_two_values_is_refused(tmp_path):
+    """Hostile trial H13: --set size=4MiB --set size=8MiB ran 8 MiB only, silently."""
+    proc = run_cli("run", "--bench", "dram.copy", "--set", "size=4MiB", "--set", "size=8MiB", "--db",
+                   f"sqlite:///{tmp_path / 'k.sqlite'}")
+    _one_line_exit_2(proc, "--set size given twice (4MiB and 8MiB)")
+    assert not (tmp_path / "k.sqlite").exists()  # refused before anything was made
+

@@ -71,7 +71,11 @@ def pairs(items: list[str] | None, option: str) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise BadInput(f"bad {option} '{item}': expected key=value")
-        result[tag_key(key, option)] = redact(value.strip())  # a URL in the wrong slot is stored without its password
+        name = tag_key(key, option)
+        if name in result and result[name] != redact(value.strip()):  # the last one would win, silently
+            raise BadInput(f"{option} {name} given twice ({result[name]} and {redact(value.strip())}): give it once"
+                           + ("; a sweep of several values is a suite's list" if option == "--set" else ""))
+        result[name] = redact(value.strip())  # a URL in the wrong slot is stored without its password
     return result
 
 
