@@ -91,7 +91,9 @@ class FittedTable:
         # a folding column is as wide as its longest word (up to a bound): a value such as
         # block_tokens=16 is broken at a space, never inside (block_tokens=1 / 6 reads as another value)
         tokens = [len(t) for row in self.cells for t in Text.from_markup(row[i]).plain.split()]
-        return min(max([words, *tokens]), (TEXT_MAX if kind == "text" else NOTE_MIN) // squeeze)
+        # squeezed, a column of notes gives way first (to its marks), then the words of folding text
+        cap = TEXT_MAX // max(squeeze // 2, 1) if kind == "text" else NOTE_MIN // min(squeeze, 2)
+        return min(max([words, *tokens]), cap)
 
     def build(self, width: int) -> Table:
         """The rich table for `width` columns of terminal: optional columns left out until it fits."""
@@ -122,7 +124,7 @@ class FittedTable:
         natural = {i: max([_width(self.columns[i][0]), *(_width(row[i]) for row in self.cells)]) for i in keep}
         if sum(natural.values()) + 3 * len(keep) + 1 <= width:
             return dict.fromkeys(keep)
-        squeeze = next((n for n in (1, 2, 4) if sum(self._least(i, n) + 3 for i in keep) + 1 <= width), None)
+        squeeze = next((n for n in (1, 2, 4, 8) if sum(self._least(i, n) + 3 for i in keep) + 1 <= width), None)
         if squeeze is None:
             return dict.fromkeys(keep)
         out = {i: self._least(i, squeeze) for i in keep}
