@@ -55,3 +55,8 @@ def format_gbps(value: float | None) -> str:
     if value >= 10:
         return f"{value:.1f}"
     return f"{value:.2f}"
+
+
+# No path kvbench measures comes within 100x of 1 PB/s (HBM3e ~5-8 TB/s): a rate or peak beyond it, in an
+# export or a user's peaks file, is a corrupted or mistyped number, never a measurement or a datasheet.
+MAX_GBPS = 1e6

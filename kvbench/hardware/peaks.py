@@ -69,6 +69,8 @@ def user_peaks(path: str) -> dict:
     entry with its source, which comes back labelled as the user's. `BadInput` naming the fault."""
     from kvbench.errors import BadInput
     from kvbench.input_files import read_toml_file
+    from kvbench.redact import redact
+    from kvbench.units import MAX_GBPS
 
     where = f"peaks file '{path}'"
     _, data = read_toml_file(Path(path), where)
@@ -87,10 +89,17 @@ def user_peaks(path: str) -> dict:
                 if number and not (isinstance(value, int | float) and not isinstance(value, bool)
                                    and 0 < value < float("inf")):
                     raise BadInput(f"{where}: [{key}] needs {field} = a number above 0 (found {value!r})")
+                # the bound an export is read back with (records.py): a peak kvbench wrote must read again
+                ceiling = {"gbps": MAX_GBPS, "total_gbps": MAX_GBPS, "port_gbit": 8 * MAX_GBPS}.get(field)
+                if ceiling is not None and value > ceiling:
+                    raise BadInput(f"{where}: [{key}] {field} = {value!r} is beyond any path's rate "
+                                   f"(at most {ceiling:g}); check its unit")
                 if not number and not (isinstance(value, str) and value.strip()):
                     raise BadInput(f"{where}: [{key}] needs {field} = text"
                                    + (" (where the figure comes from)" if field == "source" else ""))
-        labelled = [{**e, "source": f"{USER_PEAKS_LABEL} {path}: {e['source']}", "user": True} for e in entries]
+        # the source is echoed and stored: a password in it (a URL pasted as the figure's origin) never is
+        labelled = [{**e, "source": redact(f"{USER_PEAKS_LABEL} {path}: {e['source']}"), "user": True}
+                    for e in entries]
         out[key] = labelled[0] if key == "dram" else labelled
     return out
 

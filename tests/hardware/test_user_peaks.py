@@ -26,6 +26,13 @@ def test_a_user_dram_peak_stands_where_dmi_hides_the_dimms_and_says_whose_it_is(
     assert peak.source == f"your peaks file {path}: the VM host's spec sheet"
 
 
+def test_a_password_in_a_peaks_file_s_source_is_never_echoed_or_stored(tmp_path):
+    # hostile trial H25: a URL pasted as the figure's origin was printed and stored with its password
+    path = _file(tmp_path, '[dram]\ngbps = 100\nsource = "postgresql://kv:Zq9SECRETx@h/db"\n')
+    source = peaks.user_peaks(path)["dram"]["source"]
+    assert "Zq9SECRETx" not in source and source.endswith("postgresql://kv:***@h/db")
+
+
 def test_user_entries_win_over_the_shipped_ones(tmp_path, monkeypatch):
     path = _file(tmp_path, '[[hbm]]\nmatch = "H200"\ngbps = 4000\nsource = "measured by the vendor for us"\n')
     monkeypatch.setenv(peaks.PEAKS_ENV, path)
@@ -40,6 +47,9 @@ def test_user_entries_win_over_the_shipped_ones(tmp_path, monkeypatch):
     ('[dram]\ngbps = 100\n', "needs source = text"),
     ('[dram]\ngbps = nan\nsource = "x"\n', "needs gbps = a number above 0"),
     ('[hdd]\ngbps = 1\n', "unknown: hdd"),
+    # hostile trial H24: a peak import would refuse made kvbench's own export unreadable
+    ('[dram]\ngbps = 1e9\nsource = "x"\n', r"gbps = 1000000000.0 is beyond any path's rate \(at most 1e\+06\); check its unit"),
+    ('[[nic]]\nmatch = "CX-8"\nport_gbit = 1e9\nsource = "x"\n', "port_gbit = 1000000000.0 is beyond"),
 ])
 def test_a_wrong_peaks_file_is_one_line_naming_it(tmp_path, text, message):
     with pytest.raises(BadInput, match=message):
