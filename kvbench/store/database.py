@@ -14,7 +14,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from kvbench.errors import BadInput
 from kvbench.metadata import CONTENTION
 from kvbench.store import schema
-from kvbench.store.durable import FileIdentity, results_committed, retrying, run_committed
+from kvbench.store.durable import FileIdentity, reading, results_committed, retrying, run_committed
 from kvbench.store.hostmerge import HostMerge
 from kvbench.store.links import Links
 from kvbench.store.tags import WHOLE, Tags
@@ -146,6 +146,7 @@ class Store(Tags, HostMerge, Links):
             raise BadInput(f"database {self.url} holds no runs yet; start one with 'kvbench run'")
         return int(newest)
 
+    @reading
     def resolve_run(self, ref: str | int = "latest", prefer_hosts: list[str] | None = None) -> int:
         """A run id from `latest` (the newest whole run: not running, aborted or crashed, nor short of
         its cases — of `prefer_hosts` where they have one, else of any host) or a number; `BadInput`
@@ -181,16 +182,19 @@ class Store(Tags, HostMerge, Links):
             return f"{run.status} with {count} of its {run.cases_planned} cases"
         return None
 
+    @reading
     def partial(self, run_id: int) -> str | None:
         """Why run `run_id` is not whole (interrupted, crashed, running, short of cases), None if it is."""
         with self.engine.connect() as conn:
             return self._partial(conn, run_id)
 
+    @reading
     def run(self, run_id: int) -> dict:
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(schema.run).where(schema.run.c.id == run_id)).mappings().one()
             return dict(row)
 
+    @reading
     def runs(self, status: str | None = None, host_ids: list[str] | None = None) -> list[dict]:
         """Runs (oldest first), of one status and of some hosts where given."""
         query = sa.select(schema.run).order_by(schema.run.c.id)
@@ -201,22 +205,26 @@ class Store(Tags, HostMerge, Links):
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(query).mappings()]
 
+    @reading
     def run_counts(self) -> dict[str, int]:
         """Runs per host id."""
         with self.engine.connect() as conn:
             return {r.host_id: r.n for r in conn.execute(sa.select(schema.run.c.host_id, sa.func.count().label("n"))
                                                          .group_by(schema.run.c.host_id))}
 
+    @reading
     def host(self, host_id: str) -> dict | None:
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(schema.host).where(schema.host.c.id == host_id)).mappings().first()
             return dict(row) if row else None
 
+    @reading
     def context(self, context_id: str) -> dict | None:
         """A context's facts (driver, CUDA, library versions), None if unknown."""
         with self.engine.connect() as conn:
             return conn.execute(sa.select(schema.context.c.facts).where(schema.context.c.id == context_id)).scalar()
 
+    @reading
     def hosts(self, hostname: str | None = None) -> dict[str, dict]:
         """Every host (or those with `hostname`), by id, with its facts."""
         query = sa.select(schema.host)
@@ -225,17 +233,20 @@ class Store(Tags, HostMerge, Links):
         with self.engine.connect() as conn:
             return {r["id"]: dict(r) for r in conn.execute(query).mappings()}
 
+    @reading
     def aliases(self) -> dict[str, str]:
         """Older host ids, each mapped to the id its runs were merged into."""
         with self.engine.connect() as conn:
             return {r.old_id: r.host_id for r in conn.execute(sa.select(schema.host_alias))}
 
+    @reading
     def results(self, run_id: int) -> list[dict]:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(schema.result).where(schema.result.c.run_id == run_id)
                                 .order_by(schema.result.c.id)).mappings()
             return [dict(r) for r in rows]
 
+    @reading
     def latest_ok_results(self, benches: list[str] | None = None) -> list[dict]:
         """The newest ok result of every host and case — chosen by the database (the newest ok run of
         each host and case by GROUP BY over the host/case/run index, joined back to its result), so a
@@ -274,6 +285,7 @@ class Store(Tags, HostMerge, Links):
                 out[row.case_hash] = row.params
         return out
 
+    @reading
     def case_medians(self, host_ids: list[str], context_id: str, cases: list[str], before_run: int | None,
                      last: int = 20) -> dict[str, list[float]]:
         """Each case's median GB/s in this host's ok runs of one context (newest `last`, oldest first),
@@ -295,6 +307,7 @@ class Store(Tags, HostMerge, Links):
                     values.append(row.gbps_median)
         return {case: values[::-1] for case, values in out.items()}
 
+    @reading
     def run_samples(self, run_id: int) -> dict[int, list[float]]:
         """Every sample of every result of a run, by result id, in one query."""
         query = (sa.select(schema.sample.c.result_id, schema.sample.c.seconds)
@@ -306,6 +319,7 @@ class Store(Tags, HostMerge, Links):
                 out.setdefault(row.result_id, []).append(row.seconds)
         return out
 
+    @reading
     def host_results(self, host_ids: str | list[str], bench: str | None = None) -> list[dict]:
         """Every result of every run on the host (under any of `host_ids`), oldest first, with its run's
         start time."""
@@ -318,6 +332,7 @@ class Store(Tags, HostMerge, Links):
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(query).mappings()]
 
+    @reading
     def samples(self, result_id: int) -> list[float]:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(schema.sample.c.seconds).where(schema.sample.c.result_id == result_id)

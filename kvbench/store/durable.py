@@ -83,6 +83,35 @@ def retrying(write: Callable[..., T]) -> Callable[..., T]:
     return again
 
 
+READ_ATTEMPTS = 5  # a read is cheap to repeat; a server still gone after these is said in one line
+
+
+def reading(read: Callable[..., T]) -> Callable[..., T]:
+    """A Store read made again on a new connection when the connection was lost under it (a failover, an
+    idle-session kill, pg_terminate_backend: hostile trial H23 saw 84-line tracebacks), up to READ_ATTEMPTS
+    times over a few seconds; then one line naming the database (BadInput, exit 2). A read commits nothing,
+    so repeating it is safe."""
+
+    @functools.wraps(read)
+    def again(store, *args, **kwargs) -> T:
+        pause = 0.1
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                return read(store, *args, **kwargs)
+            except DBAPIError as exc:
+                if not connection_lost(exc):
+                    raise
+                if attempt == READ_ATTEMPTS - 1:
+                    reason = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else type(exc.orig).__name__
+                    raise BadInput(redact(f"lost the connection to database {store.url} while reading, "
+                                          f"{READ_ATTEMPTS} times ({reason}): try again once it is reachable")) from None
+            time.sleep(random.uniform(pause, 2 * pause))
+            pause = min(2 * pause, 2.0)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    return again
+
+
 class FileIdentity:
     """The SQLite file a store opened, by device and inode: a path that names another file now (or
     none) means the database was deleted or replaced under a running kvbench."""

@@ -227,3 +227,36 @@ def test_a_database_that_stays_away_is_said_at_once_and_waited_for_once(tmp_path
     said = capsys.readouterr().err
     assert said.count("unreachable (connection refused): trying again for up to") == 1
 
+
+
+def _lose_the_connection_at_reads(store, count: int) -> list[int]:
+    """The next `count` SELECTs hear that the connection was lost (a failover, an idle-session kill,
+    pg_terminate_backend between two reads), injected at the driver layer; returns the list counting them."""
+    dialect = store.engine.dialect
+    execute, lost = dialect.do_execute, []
+
+    def lost_then_fine(cursor, statement, parameters, context=None):
+        if statement.lstrip().upper().startswith("SELECT") and len(lost) < count:
+            lost.append(1)
+            raise dialect.loaded_dbapi.OperationalError("server closed the connection unexpectedly")
+        return execute(cursor, statement, parameters, context)
+
+    dialect.do_execute = lost_then_fine
+    return lost
+
+
+def test_a_read_that_loses_its_connection_is_made_again_and_one_that_cannot_is_one_line(db_url):
+    # hostile trial H23: results / compare / history ended in an 84-93-line traceback in 6 of 9 tries
+    from kvbench.errors import BadInput
+    from kvbench.store import durable
+
+    store = open_store(db_url)
+    run_id = _begin(store)
+    store.add_result(run_id, ROW, [1e-4] * 5)
+    lost = _lose_the_connection_at_reads(store, 2)
+    assert [r["bench"] for r in store.results(run_id)] == ["dram.copy"] and lost == [1, 1]
+    lost = _lose_the_connection_at_reads(store, durable.READ_ATTEMPTS)
+    with pytest.raises(BadInput, match="lost the connection to database .* while reading, 5 times "
+                                       r"\(server closed the connection unexpectedly\): try again"):
+        store.run(run_id)
+    assert len(lost) == durable.READ_ATTEMPTS
