@@ -35,7 +35,7 @@ from kvbench.backends.cuda import (
 )
 from kvbench.benches.base import Benchmark, Prepared, built_in_stack, prepared_on_gpu
 from kvbench.benches.kv.case import layout_metadata, rates
-from kvbench.benches.p2p import enable_peer_access, parse_pair
+from kvbench.benches.p2p import enable_peer_access, parse_pair, two_gpus_reason
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
@@ -93,12 +93,9 @@ class KVHandoff(Benchmark):
         return cuda_unavailable_reason()
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
-        reason = cuda_unavailable_reason()
+        reason = two_gpus_reason("kv.handoff moves KV")
         if reason:
             return reason
-        count = device_count()
-        if count < 2:
-            return f"kv.handoff moves KV between two GPUs; this host has {count}"
         a, b = parse_pair(params["pair"])
         if params["strategy"] == "peer-read" and not cupy_module().cuda.runtime.deviceCanAccessPeer(b, a):
             return (f"strategy peer-read: GPU {b} cannot reach GPU {a}'s memory (no peer access; "

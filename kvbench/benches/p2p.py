@@ -49,6 +49,16 @@ def parse_pair(text: str) -> tuple[int, int]:
     return int(a), int(b)
 
 
+def two_gpus_reason(what: str) -> str | None:
+    """Why a benchmark between two GPUs cannot run here (`what`: its name and verb, e.g. "gpu.p2p
+    copies"): no CUDA, or fewer than two GPUs; None when it can."""
+    reason = cuda_unavailable_reason()
+    if reason:
+        return reason
+    count = device_count()
+    return f"{what} between two GPUs; this host has {count}" if count < 2 else None
+
+
 def every_pair(count: int) -> list[str]:
     """Every ordered pair of `count` GPUs ("0-1", "1-0", ...); "0-1" alone under two GPUs, so the
     case says why it skipped."""
@@ -118,12 +128,9 @@ class GpuP2P(Benchmark):
         return cuda_unavailable_reason()
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
-        reason = cuda_unavailable_reason()
+        reason = two_gpus_reason("gpu.p2p copies")
         if reason:
             return reason
-        count = device_count()
-        if count < 2:
-            return f"gpu.p2p copies between two GPUs; this host has {count}"
         a, b = parse_pair(params["pair"])
         if params["engine"] == "sm":
             cp = cupy_module()
