@@ -28,6 +28,7 @@ from kvbench.metadata import LINK, PCIE_REPLAY_DELTA, PER_GPU_GBPS
 
 
 # The thresholds of rules on facts a result records (not its rate): a busy neighbour cannot explain their failure.
+NO_CASE = "not run: the suite has no such case"  # a rule's SKIP where the run holds no case for it
 LINK_AT_MAX = "link at max gen/width under load"
 REPLAY_UNCHANGED = "replay counter unchanged"
 
@@ -82,7 +83,7 @@ def _unjudged(doc: RunDocument, bench: str, params: dict[str, Any]) -> tuple[str
     if spec is None:
         return "SKIP", f"not run: benchmark {bench} is not available in this kvbench"
     reason = spec.unavailable_reason()
-    return "SKIP", f"not run: {bench} is unavailable here — {reason}" if reason else "not run: the suite has no such case"
+    return "SKIP", f"not run: {bench} is unavailable here — {reason}" if reason else NO_CASE
 
 
 def _bug(rule: Rule, case: str, threshold: str, results: list[dict[str, Any]]) -> Verdict:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kvbench.analyze.accept import Verdict
+from kvbench.analyze.accept import NO_CASE, Verdict
 from kvbench.analyze.inventory import INVENTORY
 from kvbench.analyze.profile import Profile
 from kvbench.overall import INCOMPLETE, Overall, decide
@@ -83,9 +83,20 @@ def _failed_only_while_contended(verdicts: list[Verdict], expected: dict[str, st
     return [f"{count} case(s) of {', '.join(rules)} failed only while the box was contended: re-measure on a quiet box"]
 
 
+def _host_rule_without_its_case(verdicts: list[Verdict], expected: dict[str, str]) -> list[str]:
+    """Rules that need no GPU or NIC (any host can judge them) skipped only because the run judged
+    has no case for them (`accept --run` on a run of another suite): not judged, so not a pass
+    (hostile trial H14: "PASS …; 10 skipped, not expected on this host" hid two DRAM rules)."""
+    rules = list(dict.fromkeys(v.rule for v in verdicts if v.verdict == "SKIP" and not v.needs and v.why == NO_CASE))
+    if not rules:
+        return []
+    return [f"{len(rules)} host rule(s) not judged: the run has no case for them ({', '.join(rules)}); "
+            "run the acceptance suite"]
+
+
 # Each: (verdicts, expected) → reasons the acceptance is INCOMPLETE (none: it is not, for that reason).
 INCOMPLETE_WHEN: list[Callable[[list[Verdict], dict[str, str]], list[str]]] = [
-    _nothing_judged, _expected_but_skipped, _failed_only_while_contended]
+    _nothing_judged, _expected_but_skipped, _host_rule_without_its_case, _failed_only_while_contended]
 
 
 def accept_overall(verdicts: list[Verdict], expected: dict[str, str], failed_cases: str | None = None) -> Overall:

@@ -49,6 +49,17 @@ def test_a_host_without_gpu_and_without_profile_is_judged_by_its_host_rules_as_b
     assert overall.word == "PASS" and overall.exit_status() == 0 and overall.line.startswith("PASS: ")
 
 
+def test_a_run_lacking_the_cases_of_host_rules_is_incomplete_not_a_pass():
+    # hostile trial H14: `accept --run` on a run of small copies said "PASS …; 10 skipped, not expected on
+    # this host", though the DRAM rules apply to any host and were skipped only for want of their cases
+    doc = quick()
+    doc["results"] = [r for r in doc["results"] if r["params"].get("size") != 256 * 2**20]
+    overall, verdicts = overall_of(doc)
+    unjudged = sorted({v.rule for v in verdicts if v.verdict == "SKIP" and not v.needs})
+    assert unjudged and overall.word == "INCOMPLETE" and overall.exit_status() == 3
+    assert f"{len(unjudged)} host rule(s) not judged: the run has no case for them ({', '.join(unjudged)})" in overall.line
+
+
 def test_a_gpu_nvml_sees_whose_cases_all_skipped_is_incomplete_naming_the_gpu_rules():
     overall, _ = overall_of(quick(gpus=[H200]))  # the driver broke after NVML read the GPU: every GPU case skipped
     assert overall.word == "INCOMPLETE" and overall.exit_status() == 3 and overall.exit_status(True) == 0
