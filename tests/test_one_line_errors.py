@@ -130,7 +130,8 @@ def test_a_version_row_deleted_from_a_used_database_is_refused(db_url, command):
                     "no schema_version in kvbench_meta although it holds kvbench tables", "changed outside kvbench")
 
 
-def test_select_revoked_says_read_access(pg_url):
+@pytest.mark.parametrize("granted", ["kvbench_meta", None])  # None: hostile trial H22, not even the version
+def test_select_revoked_says_read_access(pg_url, granted):
     from tests.store.test_shared_store import _drop_role
 
     open_store(pg_url).dispose()
@@ -138,7 +139,8 @@ def test_select_revoked_says_read_access(pg_url):
     _drop_role(admin, "kvbench_noread")
     with admin.begin() as conn:
         conn.execute(sa.text("CREATE ROLE kvbench_noread LOGIN PASSWORD 'pw-7x1'"))
-        conn.execute(sa.text("GRANT SELECT ON kvbench_meta TO kvbench_noread"))  # the version, nothing else
+        if granted:  # the version, nothing else
+            conn.execute(sa.text(f"GRANT SELECT ON {granted} TO kvbench_noread"))
     url = sa.engine.make_url(pg_url).set(username="kvbench_noread", password="pw-7x1").render_as_string(False)
     try:
         line = _one_line_error(run_cli("results", "--db", url, env={"KVBENCH_HOST_ID": "noreadbox"}),

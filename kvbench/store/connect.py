@@ -255,6 +255,10 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
         if "readonly database" in str(exc).lower():  # a file this user may read but not write
             raise BadInput(f"the database '{shown}' refused the change ({redact(_one_line(exc))}): this command "
                            "needs write access to it") from None
+        if any(w in str(exc).lower() for w in ("permission denied", "insufficientprivilege")):  # reached, refused
+            reading = read_only or str(getattr(exc, "statement", "") or "").lstrip().upper().startswith("SELECT")
+            raise BadInput(f"the database '{shown}' refused the query ({redact(_one_line(exc))}): this command needs "
+                           f"{'read' if reading else 'write'} access to it") from None
         raise BadInput(f"cannot reach database '{shown}': {redact(_one_line(exc))}") from None
     if backend == "sqlite" and not read_only:
         store.file = FileIdentity(Path(parsed.database))  # a later write checks the path still names this file
