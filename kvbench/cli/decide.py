@@ -11,6 +11,8 @@ from kvbench.cli.app import app
 from kvbench.cli.common import DbOption, JsonOption, check_writable, out, this_host_ids, write_json
 from kvbench.errors import BadInput
 
+MAX_TOKENS = 10**9  # no model has a context near it; a larger count is a typo (10^20 priced a recompute at 10^34 ms)
+
 
 def _positive(value: float | None, option: str) -> float | None:
     if value is not None and not (value > 0 and value < float("inf")):
@@ -21,7 +23,7 @@ def _positive(value: float | None, option: str) -> float | None:
 @app.command("plan")
 def plan_cmd(
     model: Annotated[str, typer.Option(help="model preset or config.json path")],
-    tokens: Annotated[int, typer.Option(min=1, help="tokens to restore")],
+    tokens: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="tokens to restore")],
     tp: Annotated[int, typer.Option(min=1, help="tensor-parallel degree (divides KV heads and prefill alike)")] = 1,
     dtype: Annotated[str, typer.Option(help="bf16 | fp16 | fp8")] = "bf16",
     block_tokens: Annotated[int, typer.Option("--block-tokens", min=1, help="tokens per KV block")] = 16,

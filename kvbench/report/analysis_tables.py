@@ -39,18 +39,23 @@ def fit_table(fits: list[tuple[dict[str, Any], Any]], run_id: int | str) -> Tabl
     return table
 
 
-def plan_table(plans: list[Any], title: str) -> Table:
-    table = _table(title, ("tier", "KV bytes", "spec GB/s", "at spec", "measured GB/s", "at measured",
-                           "one request p99", "best strategy", "faster", "restore wins from", "note"))
+def plan_table(plans: list[Any], title: str) -> FittedTable:
+    """Each tier's restore time at its spec and measured rates, beside recomputing (fits the terminal:
+    numbers whole, notes as footnotes)."""
+    rows = []
     for p in plans:
         request = p.request_ms
         p99 = (f"{request['p99']:.2f} ms ({request['tokens']} tok, {format_size(request['fragment_bytes'])})"
                if request else "-")
         wins = f"{p.break_even_tokens:,} token{'s' * (p.break_even_tokens != 1)}" if p.break_even_tokens else ("never (≤16M)" if p.faster else "-")
-        table.add_row(p.tier, f"{p.kv_bytes / 1e9:.3f} GB", format_gbps(p.peak_gbps), ms(p.peak_s),
-                      format_gbps(p.measured_gbps), ms(p.measured_s, "no measurement"), p99, p.strategy or "-",
-                      p.faster or "-", wins, p.note)
-    return table
+        rows.append([escape(c) for c in [p.tier, f"{p.kv_bytes / 1e9:.3f} GB", format_gbps(p.peak_gbps), ms(p.peak_s),
+                     format_gbps(p.measured_gbps), ms(p.measured_s, "no measurement"), p99, p.strategy or "-",
+                     p.faster or "-", wins, p.note or ""]])
+    return FittedTable(escape(title), [("tier", "text"), ("KV bytes", "number"), ("spec GB/s", "number"),
+                                       ("at spec", "number"), ("measured GB/s", "number"), ("at measured", "text"),
+                                       ("one request p99", "text"), ("best strategy", "id"), ("faster", "text"),
+                                       ("restore wins from", "text"), ("note", "note")], rows,
+                       optional=("spec GB/s", "at spec", "faster", "one request p99"))
 
 
 def plan_answer_lines(answer: Any) -> list[str]:
@@ -62,20 +67,23 @@ def plan_answer_lines(answer: Any) -> list[str]:
             f"TFLOP over tp={r['tp']} at {r['tflops']:.0f} TFLOP/s × MFU {r['mfu']:.2f}; {r['source']})"]
 
 
-def policy_table(found: list[Any]) -> Table:
+def policy_table(found: list[Any]) -> FittedTable:
+    """The fastest KV strategy per fragment-size range, path, model and layout (fits the terminal)."""
     hosts = {p.host for p in found}
-    table = _table("fastest KV strategy by fragment size (swept sizes only)",
-                   ("path", "model", "layout", "fragments", "strategy", "GB/s (lowest in range)", "α µs/fragment",
-                    "β GB/s", "runs", "note"))
+    rows = []
     for p in found:
         lo, hi = p.fragment_bytes
         span = format_size(lo) if lo == hi else f"{format_size(lo)}–{format_size(hi)}"
-        table.add_row(p.path + (f" on {str(p.host)[:12]}" if len(hosts) > 1 else ""), p.model, p.layout, span,
-                      p.strategy, format_gbps(p.gbps),
-                      f"{p.alpha_us:.3f}" if p.alpha_us is not None else "-",
-                      format_gbps(p.beta_gbps) if p.beta_gbps else ("∞" if p.alpha_us is not None else "-"),
-                      ", ".join(map(str, p.runs)) or "-", f"within noise of {p.tie_with}" if p.tie_with else "")
-    return table
+        rows.append([escape(c) for c in [p.path + (f" on {str(p.host)[:12]}" if len(hosts) > 1 else ""), p.model, p.layout, span,
+                     p.strategy, format_gbps(p.gbps),
+                     f"{p.alpha_us:.3f}" if p.alpha_us is not None else "-",
+                     format_gbps(p.beta_gbps) if p.beta_gbps else ("∞" if p.alpha_us is not None else "-"),
+                     ", ".join(map(str, p.runs)) or "-", f"within noise of {p.tie_with}" if p.tie_with else ""]])
+    return FittedTable("fastest KV strategy by fragment size (swept sizes only)",
+                       [("path", "text"), ("model", "id"), ("layout", "text"), ("fragments", "id"),
+                        ("strategy", "id"), ("GB/s (lowest in range)", "number"), ("α µs/fragment", "number"),
+                        ("β GB/s", "number"), ("runs", "text"), ("note", "note")], rows,
+                       optional=("runs", "β GB/s", "α µs/fragment"))
 
 
 def history_table(bench: str, series: list[dict[str, Any]], segments: list[Any],

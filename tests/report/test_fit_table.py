@@ -4,6 +4,7 @@ when piped."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -142,3 +143,24 @@ def test_a_folding_column_breaks_at_spaces_never_inside_a_value():
         assert max(map(len, lines)) <= width
         words = {w for cell in _cells(lines) for w in cell.split()}
         assert {"model=Llama-3.1-70B", "block_tokens=16", "strategy=gpu-contiguous", "backend=torch"} <= words, width
+
+
+def test_plan_and_policy_tables_keep_their_values_whole_at_100_columns():
+    # hostile trial H26: "no measurement" split as "measur" / "ement", notes broken inside words
+    from kvbench.report.analysis_tables import plan_table, policy_table
+
+    tier = SimpleNamespace(tier="DRAM → DRAM", kv_bytes=327_680_000, peak_gbps=None, peak_s=None, measured_gbps=None,
+                           measured_s=None, request_ms=None, strategy=None, faster=None, break_even_tokens=None,
+                           note="no measurement at 14336 B fragments (sweep covered 32768–32768 B); DRAM peak "
+                                "unknown: dmidecode is not installed; run 9")
+    policy = SimpleNamespace(host="h", path="pinned → device", model="Llama-3.1-70B", layout="page_first → layer_first",
+                             fragment_bytes=(4096, 65536), strategy="ce-batch", gbps=41.2, alpha_us=1.25,
+                             beta_gbps=48.0, runs=[3, 4], tie_with=None)
+    for table, whole in ((plan_table([tier], "restore 1000 tokens"), ("measurement", "0.328 GB", "dmidecode")),
+                         (policy_table([policy]), ("Llama-3.1-70B", "ce-batch", "4KiB–64KiB", "page_first"))):
+        console = Console(width=100, record=True, file=io.StringIO())
+        console.print(table)
+        lines = console.export_text().splitlines()
+        assert all(len(line) <= 100 for line in lines)
+        for value in whole:
+            assert any(value in line for line in lines), (value, lines)
