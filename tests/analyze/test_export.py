@@ -4,6 +4,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
+
+from kvbench.analyze import export
 from kvbench.analyze.export import github_action_benchmark, pytest_benchmark
 from kvbench.benches import get_bench
 from tests.analyze.rules import quick_run
@@ -48,3 +52,20 @@ def test_the_dashboard_export_carries_compare_s_own_allowance_per_case():
     expected = allowance(between_run_noise(history[first["case"]]))
     assert f"compare's allowance ±{expected:.1%} (5 earlier runs)" in entries[0]["extra"]
     assert all("compare's allowance ±15.0% (assumed" in e["extra"] for e in entries[1:])
+
+
+@pytest.mark.parametrize("count", [1, 2, 5, 6, 7, 9, 10, 13])
+def test_pytest_benchmark_statistics_are_pytest_benchmark_s_own(count):
+    # hostile trial H17: numpy's percentiles gave another IQR (and other outlier counts) than
+    # pytest-benchmark computes from the same `data`, so its compare read our IQR column differently
+    stats = pytest.importorskip("pytest_benchmark.stats")
+    rng = np.random.default_rng(count)
+    samples = (1e-3 * rng.lognormal(0.0, 0.3, count)).tolist()
+    mine = export._stats(samples)
+    theirs = stats.Stats()
+    for s in samples:
+        theirs.update(s)
+    for key in ("q1", "q3", "iqr", "median", "ld15iqr", "hd15iqr"):
+        assert mine[key] == pytest.approx(getattr(theirs, key), rel=1e-12), key
+    for key in ("iqr_outliers", "stddev_outliers", "outliers", "rounds"):
+        assert mine[key] == getattr(theirs, key), key
