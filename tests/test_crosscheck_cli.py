@@ -31,3 +31,15 @@ def test_each_crosscheck_runs_from_the_command_line(tmp_path, args, shown):
 
 def test_version_is_an_option_too():
     assert run_cli("--version").stdout.strip().startswith("kvbench ")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--depth", "0"], "bad --depth 0: from 1 to 256"),
+    (["--depth", "100000"], "bad --depth 100000: from 1 to 256"),
+    (["--io-size", "1GiB"], "bad --io-size 1GiB / --file-size 256MiB: each I/O must fit in the file"),
+    (["--io-size", "abc"], "--io-size"),
+])
+def test_a_bad_storage_crosscheck_flag_is_named_as_typed(tmp_path, args, message):
+    # hostile trial H27: `--depth 0` said "bad batch=0" (the benchmark's parameter, not the flag)
+    proc = run_cli("crosscheck", "storage", "--path", str(tmp_path), *args)
+    assert proc.returncode == 2 and message in proc.stderr and "batch" not in proc.stderr, proc.stderr

@@ -76,10 +76,16 @@ def crosscheck_storage(
     directory = path or tempfile.gettempdir()
     if not Path(directory).is_dir():
         raise BadInput(f"bad --path '{directory}': not a directory")
+    io_bytes, file_bytes = parse_size(io_size, "--io-size"), parse_size(file_size, "--file-size")
+    # checked here, in the flags' own names (the benchmark would name its parameters: batch, io_size)
+    if io_bytes < 1 or file_bytes < io_bytes:
+        raise BadInput(f"bad --io-size {io_size} / --file-size {file_size}: each I/O must fit in the file")
+    if not 1 <= depth <= file_bytes // io_bytes:
+        raise BadInput(f"bad --depth {depth}: from 1 to {file_bytes // io_bytes} (the I/Os of --io-size {io_size} "
+                       f"that --file-size {file_size} holds)")
     mount = mount_of(directory)  # the same number means little on tmpfs, overlay or an NVMe: say which it was
     with _ends_on_signals():
-        figures = run_crosscheck(parse_size(io_size, "io_size"), depth, parse_size(file_size, "file_size"), directory,
-                                 api)
+        figures = run_crosscheck(io_bytes, depth, file_bytes, directory, api)
     render(out, figures, f"storage.read crosscheck ({io_size}, depth {depth}, {api}, in {directory} on "
            f"{mount['fstype']} {mount['device']} mounted at {mount['mount']}, GB/s = 1e9 B/s)", goal=0.90)
     conclude(crosscheck_verdict(figures, 0.90))
