@@ -212,3 +212,21 @@ def test_user_files_are_regular_files_under_a_size_limit(tmp_path, kind):
         with pytest.raises(BadInput, match="larger than 4 MiB"):
             load_rules(path)
     _one_line_error(run_cli("accept", "--run", EXPORT, "--rules", str(path), timeout=120), message)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "device", "typo"])
+def test_a_run_that_is_a_path_but_no_regular_file_is_refused_by_its_type(tmp_path, kind):
+    # hostile trial H10: a fifo, /dev/zero or a folder was "bad run …: give a run id, 'latest' or
+    # 'baseline'", naming neither the JSON-file form nor what was wrong with the path
+    import os
+
+    ref = {"fifo": str(tmp_path / "f"), "folder": str(tmp_path), "device": "/dev/zero", "typo": "lastest"}[kind]
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    if kind == "fifo":
+        os.mkfifo(ref)
+    if kind == "typo":  # a database holding a run, so the reference itself is what is refused
+        assert run_cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--samples", "5", "--db", db).returncode == 0
+    proc = run_cli("results", ref, "--db", db)
+    said = {"fifo": "is not a regular file", "folder": "is a folder, not a file",
+            "device": "is not a regular file", "typo": "give a run id, 'latest', 'baseline' or a kvbench JSON file"}
+    assert proc.returncode == 2 and said[kind] in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

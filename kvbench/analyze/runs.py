@@ -38,7 +38,8 @@ def load_document(ref: str, store_factory, prefer_hosts=None) -> RunDocument:
     needs no database.
     """
     path = Path(ref)
-    if path.suffix == ".json" or path.is_file():
+    # a path that exists and is no run id is a file, even a fifo or a folder: refused as one, by its type
+    if path.suffix == ".json" or path.is_file() or (path.exists() and not str(ref).isdigit()):
         where = f"export file '{ref}'"
         try:
             doc = validate_document(read_json_file(path, where, EXPORT_MAX_BYTES), where)

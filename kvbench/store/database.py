@@ -165,7 +165,7 @@ class Store(Tags, HostMerge, Links):
             try:
                 run_id = int(ref)
             except ValueError:
-                raise BadInput(f"bad run '{ref}': give a run id, 'latest' or 'baseline'") from None
+                raise BadInput(f"bad run '{ref}': give a run id, 'latest', 'baseline' or a kvbench JSON file") from None
             if run_id < 1 or run_id > newest or conn.execute(
                     sa.select(schema.run.c.id).where(schema.run.c.id == run_id)).first() is None:
                 raise BadInput(f"run {run_id} does not exist in {self.url}")
