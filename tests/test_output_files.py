@@ -103,3 +103,14 @@ def test_piped_tables_respect_columns_and_fold_a_repeated_peak_source_into_a_foo
     assert sum("- (1) │" in line for line in lines) >= 2  # the peak's source marked beside the peak
     wide = _kvbench("results", QUICK, cwd=tmp_path, env={"COLUMNS": ""})
     assert max(len(line.rstrip()) for line in wide.stdout.splitlines()) > 100  # piped without COLUMNS: whole rows
+
+
+def test_report_s_format_follows_the_file_s_name_and_a_contradiction_is_refused(tmp_path):
+    # hostile trial H20: `-o x.md --format html` wrote HTML into x.md (and Markdown into y.html)
+    proc = _kvbench("report", QUICK, "-o", "notes.md", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "notes.md").read_text().startswith("# ")  # Markdown, from the name alone
+    for name, fmt in (("x.md", "html"), ("y.html", "markdown")):
+        proc = _kvbench("report", QUICK, "-o", name, "--format", fmt, cwd=tmp_path)
+        assert proc.returncode == 2 and f"bad --format {fmt} for -o {name}" in proc.stderr, proc.stderr
+        assert not (tmp_path / name).exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -17,7 +18,8 @@ def report(
     runs: Annotated[list[str] | None, typer.Argument(metavar="RUN...", help="run ids, 'latest', 'baseline' or JSON exports")] = None,
     output: Annotated[str | None, typer.Option("-o", "--output", help="report file (default: report.html, or "
                                                                       "report.md with --format markdown)")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="html | markdown")] = "html",
+    fmt: Annotated[str | None, typer.Option("--format", help="html | markdown (default: by -o's extension, else "
+                                                             "html)")] = None,
     baseline: Annotated[str | None, typer.Option(help="compare with this run ('baseline' = the tagged one)")] = None,
     model: Annotated[str, typer.Option(help="model for the restore plan")] = "Llama-3.1-70B",
     tokens: Annotated[int, typer.Option(min=1, help="tokens for the restore plan")] = 8192,
@@ -30,8 +32,14 @@ def report(
     from kvbench.analyze.profile import load_profile, profile_path
     from kvbench.report import content, render
 
-    if fmt not in ("html", "markdown"):
+    by_name = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}.get(
+        Path(output).suffix.lower()) if output else None
+    if fmt is not None and fmt not in ("html", "markdown"):
         raise BadInput(f"bad --format '{fmt}': choose html or markdown")
+    if fmt is not None and by_name is not None and fmt != by_name:  # HTML in x.md would open as text
+        raise BadInput(f"bad --format {fmt} for -o {output}: its extension says {by_name}; name the file for "
+                       "what it holds, or leave --format out")
+    fmt = fmt or by_name or "html"
     output = output or ("report.html" if fmt == "html" else "report.md")  # the file is named by what it holds
     wanted = profile_path(profile)
     host_profile = load_profile(wanted) if wanted else None
