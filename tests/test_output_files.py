@@ -86,6 +86,7 @@ def test_results_csv_is_a_time_series_over_several_runs(tmp_path):
     for row in rows:
         assert datetime.fromisoformat(row["started_at"]).utcoffset().total_seconds() == 0  # UTC, with its zone
         assert row["host_id"] and row["hostname"] and row["run_id"]
+        assert isinstance(json.loads(row["tags"]), dict)  # a JSON object: a value may hold ';' or '=' (H16)
         if row["status"] == "ok":  # a rate's p10 is its slow end, a time's p10 its short end
             assert float(row["gbps_p10_slow"]) <= float(row["gbps_median"]) <= float(row["gbps_p90_fast"])
             assert float(row["seconds_p10_short"]) <= float(row["seconds_median"]) <= float(row["seconds_p90_long"])
@@ -114,3 +115,13 @@ def test_report_s_format_follows_the_file_s_name_and_a_contradiction_is_refused(
         proc = _kvbench("report", QUICK, "-o", name, "--format", fmt, cwd=tmp_path)
         assert proc.returncode == 2 and f"bad --format {fmt} for -o {name}" in proc.stderr, proc.stderr
         assert not (tmp_path / name).exists()
+
+
+def test_a_tag_value_holding_separators_reads_back_whole_from_the_csv():
+    # hostile trial H16: `note=fast;cpu=slow` read as two tags, note=fast and cpu=slow
+    import json
+
+    from kvbench.report.table import run_csv_fields
+
+    fields = run_csv_fields({"id": 1, "tags": {"note": 'fast;cpu=slow, "q"', "purpose": "ci"}}, None)
+    assert json.loads(fields["tags"]) == {"note": 'fast;cpu=slow, "q"', "purpose": "ci"}

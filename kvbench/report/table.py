@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -116,7 +117,8 @@ def run_csv_fields(run: dict[str, Any], host: dict[str, Any] | None) -> dict[str
     tags = run.get("tags") or {}
     return {"run_id": run["id"], "started_at": utc_iso(run.get("started_at")), "host_id": run.get("host_id"),
             "hostname": (host or {}).get("hostname") or facts.get("hostname"), "suite": run.get("suite"),
-            "tags": ";".join(f"{k}={v}" for k, v in sorted(tags.items()))}
+            # a JSON object: a value may hold ';' or '=' (a note, a CI job's URL), which k=v;k=v would split
+            "tags": json.dumps(dict(sorted(tags.items())), ensure_ascii=False, separators=(",", ":"))}
 
 
 def results_csv(rows: list[dict[str, Any]], describe: Callable[[str, dict], str]) -> str:
