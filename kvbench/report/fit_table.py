@@ -137,4 +137,10 @@ class FittedTable:
         return out
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self.build(options.max_width)
+        table = self.build(options.max_width)
+        # the notes under the table wrap at the terminal's width, not the table's: a narrow table would
+        # break a footnote (a warning a reader or a grep looks for) at its own width
+        under, table.caption = table.caption, None
+        yield table
+        if under:
+            yield Text(under)
