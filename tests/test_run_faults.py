@@ -106,16 +106,25 @@ def test_tag_and_host_merge_crash_a_run_whose_heartbeat_stopped_and_merge_refuse
 def test_sigterm_during_crosscheck_storage_leaves_no_file(tmp_path, phase):
     if phase == "kvbench-fio-" and shutil.which("fio") is None:
         pytest.skip("fio is not installed")
-    proc = subprocess.Popen([sys.executable, "-m", "kvbench", "crosscheck", "storage", "--path", str(tmp_path),
-                             "--file-size", "64MiB", "--depth", "8"], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
-    while not any(n.startswith(phase) and (phase == "kvbench-fio-") == n.startswith("kvbench-fio-")
-                  for n in os.listdir(tmp_path)):
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=120)
+    # A starved test process can see the phase's file and then not run again until the crosscheck has
+    # ended on its own (the CI box, busy, once did): the signal then never reached a running crosscheck.
+    # That says nothing of kvbench, so the scenario is tried again (at most 3 times), never judged.
+    for _attempt in range(3):
+        proc = subprocess.Popen([sys.executable, "-m", "kvbench", "crosscheck", "storage", "--path", str(tmp_path),
+                                 "--file-size", "64MiB", "--depth", "8"], cwd=REPO, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 300
+        while not any(n.startswith(phase) and (phase == "kvbench-fio-") == n.startswith("kvbench-fio-")
+                      for n in os.listdir(tmp_path)):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+        finished_first = proc.returncode in (0, 1, 3) and "interrupted" not in stderr and stderr.strip().splitlines()[
+            -1].split(":")[0] in ("PASS", "FAIL", "INCOMPLETE")
+        if not finished_first:
+            break
+        assert os.listdir(tmp_path) == []  # it ended on its own: its files are gone all the same
     assert proc.returncode == 143, stderr
     assert "Traceback" not in stderr and "crosscheck interrupted (SIGTERM)" in stderr
     assert os.listdir(tmp_path) == []
