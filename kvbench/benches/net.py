@@ -78,10 +78,23 @@ def _ucx_env(settings: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def _agent_on(name: str, rail: str | None, threads: int, listen: int | None):
-    """An initiator agent whose UCX uses only `rail` (UCX_NET_DEVICES, read when UCX starts)."""
-    with _ucx_env({"UCX_NET_DEVICES": rail} if rail else {}):
-        return make_agent(name, ["UCX"], threads, listen_port=listen)
+BIND_ATTEMPTS = 5
+
+
+def _agent_on(name: str, rail: str | None, threads: int, listen: int | None) -> tuple[Any, int | None]:
+    """(an initiator agent whose UCX uses only `rail` (UCX_NET_DEVICES, read when UCX starts), the
+    port its NIXL listener took). The port free_port() found free can be taken before NIXL binds it (a
+    busy box, several ranks' agents starting at once: "Failed to bind metadata listener socket" failed
+    a case of the 4-namespace CI test), so a refused bind is tried again on another free port."""
+    for attempt in range(BIND_ATTEMPTS):
+        try:
+            with _ucx_env({"UCX_NET_DEVICES": rail} if rail else {}):
+                return make_agent(name, ["UCX"], threads, listen_port=listen), listen
+        except RuntimeError as exc:
+            if listen is None or "bind" not in str(exc).lower() or attempt == BIND_ATTEMPTS - 1:
+                raise
+            listen = free_port()
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def _names(text: str) -> list[str]:
@@ -168,9 +181,10 @@ class _Net(Benchmark):
         name = (f"kvbench-init-{socket.gethostname()}-{os.getpid()}-{self.operation.lower()}" if params["peer"] == "remote"
                 else f"kvbench-net-{os.getpid()}-{self.operation.lower()}")
         # every agent that talks to a peer in another process needs its own NIXL listener
-        agents = [_agent_on(name if i == 0 else f"{name}-rail{i}", rail, params["threads"],
-                            listen if i == 0 or listen is None else free_port())
-                  for i, rail in enumerate(rails)]
+        made = [_agent_on(name if i == 0 else f"{name}-rail{i}", rail, params["threads"],
+                          listen if i == 0 or listen is None else free_port())
+                for i, rail in enumerate(rails)]
+        agents, listen = [agent for agent, _ in made], made[0][1]
         region = stack.enter_context(allocate(params["local"], size))
         if params["peer"] == "inproc":
             peer = InprocPeer(agents[0], size, params["remote"], REMOTE_SEED)
