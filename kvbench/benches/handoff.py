@@ -35,7 +35,7 @@ from kvbench.backends.cuda import (
 )
 from kvbench.benches.base import Benchmark, Prepared, built_in_stack, prepared_on_gpu
 from kvbench.benches.kv.case import layout_metadata, rates
-from kvbench.benches.p2p import enable_peer_access, parse_pair, two_gpus_reason
+from kvbench.benches.p2p import enable_peer_access, parse_pair, peer_access_reason, two_gpus_reason
 from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
@@ -97,9 +97,9 @@ class KVHandoff(Benchmark):
         if reason:
             return reason
         a, b = parse_pair(params["pair"])
-        if params["strategy"] == "peer-read" and not cupy_module().cuda.runtime.deviceCanAccessPeer(b, a):
-            return (f"strategy peer-read: GPU {b} cannot reach GPU {a}'s memory (no peer access; "
-                    "gather-copy-scatter's peer copy is staged through host memory)")
+        if params["strategy"] == "peer-read":
+            return peer_access_reason(b, a, "strategy peer-read",
+                                      "gather-copy-scatter's peer copy is staged through host memory")
         return None
 
     def validate(self, params: dict[str, Any]) -> None:

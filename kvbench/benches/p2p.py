@@ -59,6 +59,14 @@ def two_gpus_reason(what: str) -> str | None:
     return f"{what} between two GPUs; this host has {count}" if count < 2 else None
 
 
+def peer_access_reason(reader: int, owner: int, what: str, otherwise: str) -> str | None:
+    """Why `what` (a kernel on GPU `reader` touching GPU `owner`'s memory) cannot run: no peer access,
+    and what the other way does (`otherwise`); None when the reader can reach it."""
+    if cupy_module().cuda.runtime.deviceCanAccessPeer(reader, owner):
+        return None
+    return f"{what}: GPU {reader} cannot reach GPU {owner}'s memory (no peer access; {otherwise})"
+
+
 def every_pair(count: int) -> list[str]:
     """Every ordered pair of `count` GPUs ("0-1", "1-0", ...); "0-1" alone under two GPUs, so the
     case says why it skipped."""
@@ -133,11 +141,10 @@ class GpuP2P(Benchmark):
             return reason
         a, b = parse_pair(params["pair"])
         if params["engine"] == "sm":
-            cp = cupy_module()
             for x, y in ((a, b), (b, a)) if params["bidir"] == "yes" else ((a, b),):
-                if not cp.cuda.runtime.deviceCanAccessPeer(x, y):
-                    return (f"engine=sm: GPU {x} cannot reach GPU {y}'s memory (no peer access; "
-                            "engine=ce copies are staged through host memory)")
+                reason = peer_access_reason(x, y, "engine=sm", "engine=ce copies are staged through host memory")
+                if reason:
+                    return reason
         return None
 
     def validate(self, params: dict[str, Any]) -> None:
