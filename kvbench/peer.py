@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from kvbench.argparse_oneline import Parser, port
+from kvbench.errors import BadInput, one_line
 from kvbench.peers.protocol import PATTERN_SEED
 from kvbench.peers.serve import serve
 
@@ -29,8 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.initiator_addr and not args.initiator:
         parser.error("--initiator-addr needs --initiator")
-    return serve(args.name, args.port, args.initiator, args.initiator_addr, args.initiator_port, args.size,
-                 args.memory, args.seed, args.timeout, args.world, args.stay)
+    try:
+        return serve(args.name, args.port, args.initiator, args.initiator_addr, args.initiator_port, args.size,
+                     args.memory, args.seed, args.timeout, args.world, args.stay)
+    except BadInput as exc:  # a taken --port, a bad --memory: one line (an initiator reads the last one)
+        print(one_line(f"python -m kvbench.peer: error: {exc}"), file=sys.stderr)
+        return exc.exit_code
 
 
 if __name__ == "__main__":

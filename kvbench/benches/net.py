@@ -43,7 +43,7 @@ from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.memory.pattern import fill_pattern
 from kvbench.peers.initiator import InprocPeer, ProcessPeer, RemotePeer, connect_rail
-from kvbench.peers.protocol import PATTERN_SEED, expected_crc, free_port
+from kvbench.peers.protocol import PATTERN_SEED, expected_crc, on_free_port
 
 REMOTE_SEED, LOCAL_SEED = PATTERN_SEED, 23
 
@@ -78,23 +78,14 @@ def _ucx_env(settings: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-BIND_ATTEMPTS = 5
-
-
-def _agent_on(name: str, rail: str | None, threads: int, listen: int | None) -> tuple[Any, int | None]:
+def _agent_on(name: str, rail: str | None, threads: int, listens: bool) -> tuple[Any, int | None]:
     """(an initiator agent whose UCX uses only `rail` (UCX_NET_DEVICES, read when UCX starts), the
-    port its NIXL listener took). The port free_port() found free can be taken before NIXL binds it (a
-    busy box, several ranks' agents starting at once: "Failed to bind metadata listener socket" failed
-    a case of the 4-namespace CI test), so a refused bind is tried again on another free port."""
-    for attempt in range(BIND_ATTEMPTS):
-        try:
-            with _ucx_env({"UCX_NET_DEVICES": rail} if rail else {}):
-                return make_agent(name, ["UCX"], threads, listen_port=listen), listen
-        except RuntimeError as exc:
-            if listen is None or "bind" not in str(exc).lower() or attempt == BIND_ATTEMPTS - 1:
-                raise
-            listen = free_port()
-    raise AssertionError("unreachable")  # the loop returns or raises
+    port of its NIXL listener: a free one, tried again when taken before NIXL bound it; None without one)."""
+    def start(port: int | None):
+        with _ucx_env({"UCX_NET_DEVICES": rail} if rail else {}):
+            return make_agent(name, ["UCX"], threads, listen_port=port)
+
+    return on_free_port(start) if listens else (start(None), None)
 
 
 def _names(text: str) -> list[str]:
@@ -176,13 +167,11 @@ class _Net(Benchmark):
         """(agents, local region, peer, prepared transfers): one agent and request per rail; what
         needs freeing goes on `stack`."""
         rails = own_rails(params) or [None]
-        listen = free_port() if params["peer"] != "inproc" else None
         # A launched peer serves several initiators at once (an incast): each name is unique to its host and process.
         name = (f"kvbench-init-{socket.gethostname()}-{os.getpid()}-{self.operation.lower()}" if params["peer"] == "remote"
                 else f"kvbench-net-{os.getpid()}-{self.operation.lower()}")
         # every agent that talks to a peer in another process needs its own NIXL listener
-        made = [_agent_on(name if i == 0 else f"{name}-rail{i}", rail, params["threads"],
-                          listen if i == 0 or listen is None else free_port())
+        made = [_agent_on(name if i == 0 else f"{name}-rail{i}", rail, params["threads"], params["peer"] != "inproc")
                 for i, rail in enumerate(rails)]
         agents, listen = [agent for agent, _ in made], made[0][1]
         region = stack.enter_context(allocate(params["local"], size))

@@ -21,7 +21,7 @@ import numpy as np
 from kvbench.backends.nixl import desc_array, make_agent
 from kvbench.memory.kinds import allocate
 from kvbench.memory.nixl_regions import nixl_memory
-from kvbench.peers.protocol import fill_region, free_port, region_crc, wait_for_metadata
+from kvbench.peers.protocol import fill_region, on_free_port, region_crc, wait_for_metadata
 
 
 def connect_rail(agent, peer, timeout_s: float) -> None:
@@ -73,16 +73,25 @@ class ProcessPeer:
         self.timeout_s = timeout_s
         self.name = f"{initiator.name}-peer"
         self.memory = memory
-        self.address = ("127.0.0.1", free_port())
-        cmd = [*self.command, "--name", self.name, "--port", str(self.address[1]), "--initiator", initiator.name,
-               "--initiator-addr", "127.0.0.1", "--initiator-port", str(listen_port), "--size", str(size),
-               "--memory", memory, "--seed", str(seed), "--timeout", str(timeout_s)]
-        env = {k: v for k, v in os.environ.items() if k != "UCX_PROTO_INFO"}  # its tables would fill the pipe
-        self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                        env={**env, "NIXL_LOG_LEVEL": "WARN"})
         self._inbox: list[bytes] = []
+
+        def start(port: int) -> list[str]:
+            """The peer listening on `port`, up to its BASE message (a peer whose port was taken exits)."""
+            self.address = ("127.0.0.1", port)
+            cmd = [*self.command, "--name", self.name, "--port", str(port), "--initiator", initiator.name,
+                   "--initiator-addr", "127.0.0.1", "--initiator-port", str(listen_port), "--size", str(size),
+                   "--memory", memory, "--seed", str(seed), "--timeout", str(timeout_s)]
+            env = {k: v for k, v in os.environ.items() if k != "UCX_PROTO_INFO"}  # its tables would fill the pipe
+            self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                            env={**env, "NIXL_LOG_LEVEL": "WARN"})
+            try:
+                return self._wait(lambda m: m.startswith(b"BASE:")).decode().split(":")[1:]
+            except BaseException:
+                self.close()
+                raise
+
+        base, size_, device, mem_type = on_free_port(start)[0]
         try:
-            base, size_, device, mem_type = self._wait(lambda m: m.startswith(b"BASE:")).decode().split(":")[1:]
             wait_for_metadata(initiator, self.name, timeout_s)
         except BaseException:
             self.close()

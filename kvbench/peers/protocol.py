@@ -1,11 +1,14 @@
 """What both sides of a network benchmark agree on: the pattern the far side holds, its checksum,
-how long to wait for NIXL metadata, and a free port for a NIXL listener."""
+how long to wait for NIXL metadata, and a free port for a NIXL listener (tried again on another when
+it was taken before the listener bound it)."""
 
 from __future__ import annotations
 
 import socket
 import time
 import zlib
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
@@ -50,3 +53,30 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+T = TypeVar("T")
+BIND_ATTEMPTS = 5  # free ports a listener is tried on before its bind error stands
+
+
+def port_taken(exc: BaseException) -> bool:
+    """Whether `exc` says a listener could not bind its port: NIXL's "Failed to bind metadata listener
+    socket" in this process, or a peer process's "port N is taken on this host" (kvbench/peers/serve.py)."""
+    text = str(exc).lower()
+    return "bind" in text or "is taken on this host" in text
+
+
+def on_free_port(start: Callable[[int], T]) -> tuple[T, int]:
+    """(start(port), port) for a port free_port() found. Nothing holds that port until the listener
+    binds it, so another process can take it first (a busy box, several ranks' agents starting at
+    once: "Failed to bind metadata listener socket" failed a case of the 4-namespace CI test): a start
+    that fails on its bind is tried again on another free port, up to BIND_ATTEMPTS times. Any other
+    failure, or the last bind failure, is raised as it came."""
+    for attempt in range(BIND_ATTEMPTS):
+        port = free_port()
+        try:
+            return start(port), port
+        except RuntimeError as exc:
+            if not port_taken(exc) or attempt == BIND_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")  # the loop returns or raises

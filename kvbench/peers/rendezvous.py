@@ -77,11 +77,11 @@ class Rendezvous:
     def _loop(self) -> None:
         from kvbench.backends.nixl import make_agent
         from kvbench.backends.ucx_protocols import hold_log
-        from kvbench.peers.protocol import free_port
+        from kvbench.peers.protocol import on_free_port
 
         try:
             # NIXL answers a metadata fetch only to an agent that listens itself
-            agent = make_agent(self.name, ["UCX"], listen_port=free_port(), telemetry=False)
+            agent, _ = on_free_port(lambda port: make_agent(self.name, ["UCX"], listen_port=port, telemetry=False))
             hold_log()  # UCX has opened this process's log: its name goes, so a killed rank leaves none
             self._connect(agent)
             join = ("JOIN:" + json.dumps(self.entry)).encode()

@@ -29,7 +29,7 @@ from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.memory.pattern import POISON, fill_pattern
 from kvbench.peers.initiator import InprocPeer, ProcessPeer
-from kvbench.peers.protocol import PATTERN_SEED, free_port
+from kvbench.peers.protocol import PATTERN_SEED, on_free_port
 
 
 def unavailable_reason(params: dict[str, Any], direction: str) -> str | None:
@@ -122,8 +122,10 @@ def peer_source(case: KVCase, expected: np.ndarray, stack: ExitStack, register_d
                 reads: DescriptorList | None = None) -> tuple[NixlSource, dict]:
     """The pool in another agent's memory (in this process, or a peer process on loopback)."""
     fill_pattern(expected, seed=PATTERN_SEED)
-    listen = free_port() if case.params["peer"] == "local" else None
-    agent = make_agent(f"kvbench-kvremote-{id(expected)}", ["UCX"], listen_port=listen)
+    name = f"kvbench-kvremote-{id(expected)}"
+    # a peer process reaches this agent through its listener; an agent in this process needs none
+    agent, listen = (on_free_port(lambda port: make_agent(name, ["UCX"], listen_port=port))
+                     if case.params["peer"] == "local" else (make_agent(name, ["UCX"]), None))
     register_dst(agent)
     if case.params["peer"] == "inproc":
         peer = InprocPeer(agent, case.pool_bytes, "pageable", PATTERN_SEED)
