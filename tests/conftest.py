@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -71,3 +72,46 @@ def fixed_host_headroom(monkeypatch):
     from kvbench.memory.headroom import HostMemory
 
     monkeypatch.setattr(host, "host_headroom", lambda root="/": HostMemory(64 << 30, "fixed by tests/conftest.py"))
+
+
+@pytest.fixture(scope="session")
+def _run_templates(tmp_path_factory) -> dict:
+    """SQLite files holding N runs of a suite, made once per test session (`stored_runs`)."""
+    return {"dir": tmp_path_factory.mktemp("stored-runs")}
+
+
+def _sqlite_copy(source: Path, target: Path) -> None:
+    """A consistent copy of a SQLite file in WAL mode (its -wal pages included), by SQLite's backup."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(source)) as src, contextlib.closing(sqlite3.connect(target)) as dst:
+        src.backup(dst)
+
+
+@pytest.fixture
+def stored_runs(_run_templates, tmp_path):
+    """`stored_runs(suite, n)`: the URL of tmp_path/k.sqlite, a database holding runs 1..n of `suite`
+    (a path from the repository's root), as `kvbench run --suite SUITE --db URL` n times would leave it.
+    The runs are measured once per test session, each template being the one before plus one run; every
+    test gets its own copy, so one that tags or adds runs changes nobody else's."""
+    from tests.inproc import run_in_process
+
+    def template(suite: str, n: int) -> Path:
+        path = _run_templates["dir"] / f"{Path(suite).stem}-{n}.sqlite"
+        if not path.exists():
+            building = path.with_name(f"building-{path.name}")  # a failed run leaves no template behind
+            for leftover in building.parent.glob(f"{building.name}*"):
+                leftover.unlink()
+            if n > 1:
+                _sqlite_copy(template(suite, n - 1), building)
+            done = run_in_process("run", "--suite", suite, "--db", f"sqlite:///{building}")
+            assert done.returncode == 0, done.stderr
+            _sqlite_copy(building, path)
+        return path
+
+    def make(suite: str, n: int) -> str:
+        target = tmp_path / "k.sqlite"
+        _sqlite_copy(template(suite, n), target)
+        return f"sqlite:///{target}"
+
+    return make

@@ -1,4 +1,8 @@
-"""The `kvbench` command end to end, as a user runs it."""
+"""The `kvbench` command end to end, as a user runs it.
+
+Most commands run in this process (`cli`, tests/inproc.py: the same answers without a process's
+start-up); a real `kvbench` process (`run_cli`) where the process is the point: JSON alone on the real
+standard output, signals, the exit status a shell sees for bad input."""
 
 import json
 import signal
@@ -10,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.conftest import REPO, run_cli
+from tests.inproc import run_in_process as cli
 
 CONTRACT_KEYS = {"bench", "params", "bytes", "samples", "gbps", "peak_gbps", "efficiency", "verified", "status", "reason"}
 
@@ -38,7 +43,7 @@ def test_run_quick_writes_the_json_contract(tmp_path):
 
 def test_a_run_that_measured_nothing_exits_3_and_its_table_ends_with_the_counts(tmp_path):
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"  # a case that skips on every host: host copies of pinned memory
-    proc = run_cli("run", "--bench", "kv.restore", "--set", "strategy=host", "--set", "src=pinned", "--db", db)
+    proc = cli("run", "--bench", "kv.restore", "--set", "strategy=host", "--set", "src=pinned", "--db", db)
     assert proc.returncode == 3, proc.stderr
     assert "0 ok · 0 failed · 1 skipped (reasons: src=pinned: strategy 'host' moves host memory only)" in proc.stdout
     assert proc.stderr.strip().splitlines()[-1] == "INCOMPLETE: run 1 measured nothing: all 1 case(s) skipped"
@@ -49,19 +54,18 @@ def test_a_run_whose_runnable_cases_all_ran_ok_exits_0_beside_a_skipped_one(tmp_
     suite.write_text('name = "mixed"\n[settings]\nsamples = 5\nmin_sample_s = 0.002\n'
                      '[[bench]]\nid = "dram.copy"\nparams = { size = "1MiB", primitive = "memcpy" }\n'
                      '[[bench]]\nid = "kv.restore"\nparams = { strategy = "host", src = "pinned" }\n')
-    proc = run_cli("run", "--suite", str(suite), "--db", f"sqlite:///{tmp_path / 'k.sqlite'}")
+    proc = cli("run", "--suite", str(suite), "--db", f"sqlite:///{tmp_path / 'k.sqlite'}")
     assert proc.returncode == 0, proc.stderr
     assert "1 ok · 0 failed · 1 skipped (reasons: src=pinned:" in proc.stdout
 
-def test_results_reads_back_in_every_format(tmp_path, tiny_suite):
-    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    assert run_cli("run", "--suite", str(tiny_suite), "--db", db).returncode == 0
-    table = run_cli("results", "latest", "--db", db)
+def test_results_reads_back_in_every_format(stored_runs):
+    db = stored_runs("tests/fixtures/tiny.toml", 1)
+    table = cli("results", "latest", "--db", db)
     assert table.returncode == 0 and "dram.copy" in table.stdout and "fragment=4KiB" in table.stdout
-    csv_out = run_cli("results", "1", "--format", "csv", "--db", db)
+    csv_out = cli("results", "1", "--format", "csv", "--db", db)
     assert csv_out.stdout.splitlines()[0].startswith("run_id,started_at,host_id,hostname,suite,tags,bench,params")
     assert len(csv_out.stdout.splitlines()) == 3
-    doc = json.loads(run_cli("results", "--format", "json", "--db", db).stdout)
+    doc = json.loads(cli("results", "--format", "json", "--db", db).stdout)
     assert [r["params"]["fragment"] for r in doc["results"]] == [0, 4096]
 
 
@@ -77,11 +81,11 @@ def test_results_reads_back_in_every_format(tmp_path, tiny_suite):
     (["results", "7"], "run 7 does not exist"),
     (["results", "--format", "xml"], "bad --format 'xml'"),
 ])
-def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+def test_bad_input_is_one_line_and_exit_2(tmp_path, stored_runs, args, message):
     env = {"KVBENCH_DB": f"sqlite:///{tmp_path / 'k.sqlite'}"}
     if args[0] == "results":
-        run_cli("run", "--suite", "tests/fixtures/tiny.toml", env=env)
-    proc = run_cli(*args, env=env)
+        assert stored_runs("tests/fixtures/tiny.toml", 1) == env["KVBENCH_DB"]
+    proc = cli(*args, env=env)
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -90,7 +94,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
 
 def test_bad_input_writes_nothing_to_the_database(tmp_path):
     path = tmp_path / "k.sqlite"
-    proc = run_cli("run", "--bench", "dram.copy", "--set", "size=1TiB", "--db", f"sqlite:///{path}")
+    proc = cli("run", "--bench", "dram.copy", "--set", "size=1TiB", "--db", f"sqlite:///{path}")
     assert proc.returncode == 2
     assert not path.exists()
 
@@ -104,12 +108,12 @@ def test_malformed_suite_names_file_key_and_line(tmp_path):
 
 
 def test_info_and_list_describe_this_host():
-    info = run_cli("info", "--json", "-")
+    info = cli("info", "--json", "-")
     assert info.returncode == 0, info.stderr
     doc = json.loads(info.stdout)
     assert len(doc["host_id"]) == 64 and doc["facts"]["threads"] >= 1
     assert doc["peaks"]["dram.copy"]["gbps"] is None or doc["peaks"]["dram.copy"]["gbps"] > 0
-    listing = run_cli("list")
+    listing = cli("list")
     assert listing.returncode == 0
     assert "dram.copy" in listing.stdout and "quick" in listing.stdout and "host-numpy" in listing.stdout
 
@@ -117,7 +121,7 @@ def test_info_and_list_describe_this_host():
 def test_info_flags_what_this_hosts_stored_gpu_results_recorded(tmp_path):
     from kvbench.store import open_store
 
-    host_id = json.loads(run_cli("info", "--json", "-").stdout)["host_id"]
+    host_id = json.loads(cli("info", "--json", "-").stdout)["host_id"]
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
     store = open_store(db)
     store.ensure_host(host_id, "here", {})
@@ -127,7 +131,7 @@ def test_info_flags_what_this_hosts_stored_gpu_results_recorded(tmp_path):
     link = {"gen": 4, "width": 16, "max_gen": 5, "max_width": 16, "under_load": True}
     store.add_result(run_id, {"bench": "pcie.d2h", "params": {"gpu": 0, "memory": "pinned"}, "case_hash": "c",
                               "verified": True, "status": "ok", "warnings": [], "extra": {"link": link}}, [0.1] * 5)
-    doc = json.loads(run_cli("info", "--json", "-", "--db", db).stdout)
+    doc = json.loads(cli("info", "--json", "-", "--db", db).stdout)
     assert "GPU 0 link under load is Gen4 x16 of Gen5 x16 (downtrained; pcie.d2h, run 1)" in doc["flags"]
 
 
@@ -162,34 +166,33 @@ def test_a_signal_mid_run_keeps_finished_results_and_marks_the_run_aborted(tmp_p
     engine.dispose()
     assert status == "aborted" and signal.Signals(signum).name in reason
     assert 2 <= kept < 40 and orphans == 0
-    again = run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db)
+    again = cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db)
     assert again.returncode == 0, again.stderr
 
 
-def test_fit_and_plan_read_a_block_size_sweep(tmp_path):
-    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    assert run_cli("run", "--suite", "tests/fixtures/kv-sweep.toml", "--db", db).returncode == 0
-    fitted = run_cli("fit", "--db", db)
+def test_fit_and_plan_read_a_block_size_sweep(stored_runs):
+    db = stored_runs("tests/fixtures/kv-sweep.toml", 1)
+    fitted = cli("fit", "--db", db)
     assert fitted.returncode == 0, fitted.stderr
     rows = [line.split("│") for line in fitted.stdout.splitlines() if "kv.restore" in line]
     host = next(r for r in rows if r[2].strip() == "model=Qwen2.5-32B")
     ceiling = next(r for r in rows if "strategy=contiguous" in r[2])
     assert float(host[3]) >= 0 and host[6].strip() == "3"  # a fit from 3 block sizes (its size is a measurement)
     assert ceiling[3].strip() == "-"  # one piece at every block size: nothing to fit
-    plan = run_cli("plan", "--model", "Qwen2.5-32B", "--tokens", "8192", "--db", db)
+    plan = cli("plan", "--model", "Qwen2.5-32B", "--tokens", "8192", "--db", db)
     assert plan.returncode == 0, plan.stderr
     assert "DRAM → DRAM" in plan.stdout and "ms" in plan.stdout  # 32 KiB fragments lie inside the sweep
-    outside = run_cli("plan", "--model", "Qwen2.5-32B", "--tokens", "8192", "--block-tokens", "256", "--db", db)
+    outside = cli("plan", "--model", "Qwen2.5-32B", "--tokens", "8192", "--block-tokens", "256", "--db", db)
     assert "no measurement" in outside.stdout
 
 
-def test_plan_without_results_and_with_an_unknown_model_is_bad_input(tmp_path):
+def test_plan_without_results_and_with_an_unknown_model_is_bad_input(tmp_path, stored_runs):
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    none = run_cli("plan", "--model", "Llama-3.1-8B", "--tokens", "10", "--db", db)
+    none = cli("plan", "--model", "Llama-3.1-8B", "--tokens", "10", "--db", db)
     assert none.returncode == 2 and "no kvbench database at" in none.stderr  # and none was created
     assert not (tmp_path / "k.sqlite").exists()
-    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db).returncode == 0
-    empty = run_cli("plan", "--model", "Llama-3.1-8B", "--tokens", "10", "--db", db)
+    assert stored_runs("tests/fixtures/tiny.toml", 1) == db  # a run of the tiny suite in it now
+    empty = cli("plan", "--model", "Llama-3.1-8B", "--tokens", "10", "--db", db)
     assert empty.returncode == 2 and "no kv.restore results for this host" in empty.stderr
-    unknown = run_cli("plan", "--model", "Llama-9", "--tokens", "10", "--db", db)
+    unknown = cli("plan", "--model", "Llama-9", "--tokens", "10", "--db", db)
     assert unknown.returncode == 2 and "unknown model 'Llama-9'" in unknown.stderr
