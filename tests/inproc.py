@@ -6,7 +6,7 @@ numba's cache load (seconds on the busy 2-core CI box), which dominated the CLI 
 Tests about the boundary itself (the status a shell sees, signals, real file descriptors, what happens
 while modules load) keep `run_cli`. Nothing a command changes in this process outlives the call: the
 environment, the working directory, signal handlers, the consoles' settings and `sys.argv` are put
-back, so a test cannot depend on the one before it."""
+back, and the database engines it made are disposed of, so a test cannot depend on the one before it."""
 
 from __future__ import annotations
 
@@ -63,6 +63,29 @@ def _consoles_as_in_a_pipe() -> Iterator[None]:
             console._width, console._color_system = w, colours
 
 
+@contextlib.contextmanager
+def _engines_closed() -> Iterator[None]:
+    """Every database engine the command creates is disposed of afterwards, as a process's exit closes
+    its connections: commands leave their stores open, and PostgreSQL connections left idle in this
+    process would pile up on a server other test runs share."""
+    import sqlalchemy
+
+    made: list[Any] = []
+    real = sqlalchemy.create_engine
+
+    def create_engine(*args: Any, **kwargs: Any) -> Any:
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    sqlalchemy.create_engine = create_engine
+    try:
+        yield
+    finally:
+        sqlalchemy.create_engine = real
+        for engine in made:
+            engine.dispose()
+
+
 def _stream() -> io.TextIOWrapper:
     """A text stream over bytes, as a process's standard output is (`sys.stdout.buffer` works)."""
     return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
@@ -86,7 +109,8 @@ def run_in_process(*args: str, env: dict[str, str] | None = None) -> subprocess.
         os.environ.update(env or {})
         os.chdir(REPO)
         sys.argv = ["kvbench", *args]
-        with _consoles_as_in_a_pipe(), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        with _engines_closed(), _consoles_as_in_a_pipe(), contextlib.redirect_stdout(stdout), \
+                contextlib.redirect_stderr(stderr):
             try:
                 main()
             except SystemExit as exc:

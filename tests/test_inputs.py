@@ -1,12 +1,13 @@
 """Every input is checked where it enters, with one line naming it and exit status 2, before any
-work is done or anything is written."""
+work is done or anything is written. The `kvbench` commands run in this process (tests/inproc.py): the
+line and the status are the point; tests/test_cli.py checks one such refusal through a real process."""
 
 import json
 
 import pytest
 
 from kvbench.errors import BadInput
-from tests.conftest import run_cli
+from tests.inproc import run_in_process as cli
 
 
 def _one_line_exit_2(proc, message):
@@ -27,16 +28,16 @@ def _one_line_exit_2(proc, message):
 def test_a_model_config_is_checked_field_by_field(tmp_path, config, message):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    _one_line_exit_2(run_cli("plan", "--model", str(path), "--tokens", "16", "--db", f"sqlite:///{tmp_path / 'k'}"),
+    _one_line_exit_2(cli("plan", "--model", str(path), "--tokens", "16", "--db", f"sqlite:///{tmp_path / 'k'}"),
                      message)
 
 
 def test_an_output_path_that_cannot_be_written_is_refused_before_the_run(tmp_path):
     db = tmp_path / "k.sqlite"
-    _one_line_exit_2(run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", f"sqlite:///{db}", "--json",
+    _one_line_exit_2(cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", f"sqlite:///{db}", "--json",
                              str(tmp_path / "no" / "such" / "dir" / "run.json")), "folder")
     assert not db.exists()  # nothing ran, nothing was written
-    _one_line_exit_2(run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--json", str(tmp_path)), "is a directory")
+    _one_line_exit_2(cli("run", "--suite", "tests/fixtures/tiny.toml", "--json", str(tmp_path)), "is a directory")
 
 
 @pytest.mark.parametrize("args,message", [
@@ -51,13 +52,13 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_the_run(tmp_pat
     (["run", "--bench", "dram.copy", "--db", "://"], "bad database URL"),
 ])
 def test_bad_options_and_values_are_one_line(tmp_path, args, message):
-    _one_line_exit_2(run_cli(*args, env={"KVBENCH_DB": f"sqlite:///{tmp_path / 'k.sqlite'}"}), message)
+    _one_line_exit_2(cli(*args, env={"KVBENCH_DB": f"sqlite:///{tmp_path / 'k.sqlite'}"}), message)
 
 
 def test_a_suite_in_the_wrong_encoding_is_named(tmp_path):
     suite = tmp_path / "latin.toml"
     suite.write_bytes('name = "caf\xe9"\n[[bench]]\nid = "dram.copy"\n'.encode("latin-1"))
-    _one_line_exit_2(run_cli("run", "--suite", str(suite)), "not UTF-8 text")
+    _one_line_exit_2(cli("run", "--suite", str(suite)), "not UTF-8 text")
 
 
 def test_a_sweep_that_expands_to_an_absurd_number_of_cases_is_refused_with_the_count(tmp_path):
@@ -66,7 +67,7 @@ def test_a_sweep_that_expands_to_an_absurd_number_of_cases_is_refused_with_the_c
     suite.write_text(f'name = "huge"\n[[bench]]\nid = "dram.copy"\nparams = {{ size = [{sizes}], '
                      'threads = [1, 2], fragment = [0, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, '
                      '1048576, 2097152, 4194304, 8388608] }\n')
-    proc = run_cli("run", "--suite", str(suite), "--db", f"sqlite:///{tmp_path / 'k.sqlite'}")
+    proc = cli("run", "--suite", str(suite), "--db", f"sqlite:///{tmp_path / 'k.sqlite'}")
     _one_line_exit_2(proc, "expands to 10,400 cases, more than 10,000")
     assert "--max-cases 10400" in proc.stderr and not (tmp_path / "k.sqlite").exists()
 
@@ -91,12 +92,12 @@ QUICK = "tests/fixtures/runs/quick-cpu-vm.json"
     lambda db, url: ["accept", "--run", "1", "--junit", str(db), "--db", url],
     lambda db, url: ["export", QUICK, "-o", str(db)],  # any SQLite database, not only --db's
 ])
-def test_an_output_never_overwrites_the_database(tmp_path, make_args):
+def test_an_output_never_overwrites_the_database(tmp_path, stored_runs, make_args):
     db = tmp_path / "k.sqlite"
-    url = f"sqlite:///{db}"
-    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", url).returncode == 0
+    url = stored_runs("tests/fixtures/tiny.toml", 1)
+    assert url == f"sqlite:///{db}"
     before = db.read_bytes()
-    proc = run_cli(*make_args(db, url))
+    proc = cli(*make_args(db, url))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "database" in proc.stderr and db.read_bytes() == before
 
@@ -104,13 +105,13 @@ def test_an_output_never_overwrites_the_database(tmp_path, make_args):
 def test_an_output_never_overwrites_its_own_input(tmp_path):
     doc = tmp_path / "run.json"
     doc.write_text((__import__("pathlib").Path(QUICK)).read_text())
-    _one_line_exit_2(run_cli("export", str(doc), "-o", str(doc)), "that is the input")
-    _one_line_exit_2(run_cli("run", "--bench", "dram.copy", "--json", "", "--db", f"sqlite:///{tmp_path / 'k'}"),
+    _one_line_exit_2(cli("export", str(doc), "-o", str(doc)), "that is the input")
+    _one_line_exit_2(cli("run", "--bench", "dram.copy", "--json", "", "--db", f"sqlite:///{tmp_path / 'k'}"),
                      "give a file name")
 
 
 def test_an_output_that_fails_while_written_is_one_line():
-    _one_line_exit_2(run_cli("export", QUICK, "-o", "/dev/full"), "cannot write '/dev/full': No space left on device")
+    _one_line_exit_2(cli("export", QUICK, "-o", "/dev/full"), "cannot write '/dev/full': No space left on device")
 
 
 def test_an_output_is_written_whole_through_a_temporary_file(tmp_path, monkeypatch):
@@ -136,8 +137,8 @@ def test_an_output_is_written_whole_through_a_temporary_file(tmp_path, monkeypat
 def test_a_json_input_that_cannot_be_read_is_one_line(tmp_path, content, message):
     path = tmp_path / "doc.json"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    _one_line_exit_2(run_cli("export", str(path)), message)
-    _one_line_exit_2(run_cli("plan", "--model", str(path), "--tokens", "16", "--db", f"sqlite:///{tmp_path / 'k'}"),
+    _one_line_exit_2(cli("export", str(path)), message)
+    _one_line_exit_2(cli("plan", "--model", str(path), "--tokens", "16", "--db", f"sqlite:///{tmp_path / 'k'}"),
                      message)
 
 
@@ -157,17 +158,17 @@ def test_a_json_input_that_cannot_be_read_is_one_line(tmp_path, content, message
 def test_a_wrong_threshold_or_a_rule_that_could_never_apply_is_refused(tmp_path, rule, message):
     path = tmp_path / "rules.toml"
     path.write_text(f'name = "t"\n[[rule]]\nid = "r"\n{rule}\n')
-    _one_line_exit_2(run_cli("accept", "--rules", str(path), "--run", "1", "--db", f"sqlite:///{tmp_path / 'k'}"),
+    _one_line_exit_2(cli("accept", "--rules", str(path), "--run", "1", "--db", f"sqlite:///{tmp_path / 'k'}"),
                      message)
 
 
 def test_a_rules_folder_is_refused(tmp_path):
-    _one_line_exit_2(run_cli("accept", "--rules", str(tmp_path), "--run", "1"), "is a folder")
+    _one_line_exit_2(cli("accept", "--rules", str(tmp_path), "--run", "1"), "is a folder")
 
 
 def test_an_environment_value_with_a_newline_stays_one_line_and_creates_nothing(tmp_path):
     db = tmp_path / "new" / "k.sqlite"
-    proc = run_cli("run", "--bench", "dram.copy", "--db", f"sqlite:///{db}", env={"KVBENCH_HOST_ID": "ab\ncd"})
+    proc = cli("run", "--bench", "dram.copy", "--db", f"sqlite:///{db}", env={"KVBENCH_HOST_ID": "ab\ncd"})
     _one_line_exit_2(proc, "bad KVBENCH_HOST_ID 'ab\\ncd'")
     assert not db.parent.exists()
 
@@ -175,7 +176,7 @@ def test_an_environment_value_with_a_newline_stays_one_line_and_creates_nothing(
 def test_commands_that_change_stored_runs_create_no_database(tmp_path):
     db = tmp_path / "new" / "k.sqlite"
     for args in (["tag", "1", "baseline"], ["host", "merge", "a", "b"], ["accept", "--run", "1"]):
-        _one_line_exit_2(run_cli(*args, "--db", f"sqlite:///{db}"), "no kvbench database")
+        _one_line_exit_2(cli(*args, "--db", f"sqlite:///{db}"), "no kvbench database")
     assert not db.parent.exists()
 
 
@@ -242,13 +243,13 @@ def test_an_address_parameter_takes_a_host_name_and_resolves_it():
 ])
 def test_more_inputs_refused_at_the_edge_before_anything_is_made(tmp_path, args, message):
     db = tmp_path / "new" / "k.sqlite"
-    _one_line_exit_2(run_cli(*args, "--db", f"sqlite:///{db}"), message)
+    _one_line_exit_2(cli(*args, "--db", f"sqlite:///{db}"), message)
     assert not db.parent.exists()
 
 
 def test_a_parameter_given_twice_with_two_values_is_refused(tmp_path):
     """Hostile trial H13: --set size=4MiB --set size=8MiB ran 8 MiB only, silently."""
-    proc = run_cli("run", "--bench", "dram.copy", "--set", "size=4MiB", "--set", "size=8MiB", "--db",
+    proc = cli("run", "--bench", "dram.copy", "--set", "size=4MiB", "--set", "size=8MiB", "--db",
                    f"sqlite:///{tmp_path / 'k.sqlite'}")
     _one_line_exit_2(proc, "--set size given twice (4MiB and 8MiB)")
     assert not (tmp_path / "k.sqlite").exists()  # refused before anything was made

@@ -1,5 +1,7 @@
 """Faults a user meets outside kvbench's own checks — a database changed behind its back, one it may
-not read, a full disk under stdout — are one line and exit 2, never a traceback."""
+not read, a full disk under stdout — are one line and exit 2, never a traceback. Most commands run in
+this process (`cli`, tests/inproc.py); a real process where its file descriptors are the point (a full
+disk as stdout) or where an input could block (a device, a pipe: a timeout bounds it)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from kvbench.errors import BadInput
 from kvbench.store import open_store, schema
 from kvbench.store.connect import check_sqlite_file
 from tests.conftest import FIXTURES, run_cli
+from tests.inproc import run_in_process as cli
 
 EXPORT = str(FIXTURES / "runs" / "quick-cpu-vm.json")
 
@@ -36,7 +39,7 @@ def test_a_schema_version_that_is_not_a_whole_number_is_one_line(db_url, value):
         open_store(db_url)
     with pytest.raises(BadInput, match="not a whole number"):
         open_store(db_url, read_only=True)
-    _one_line_error(run_cli("results", "--db", db_url), "schema version", repr(value))
+    _one_line_error(cli("results", "--db", db_url), "schema version", repr(value))
 
 
 def test_a_database_file_the_user_may_not_read_is_one_line(tmp_path, monkeypatch):
@@ -77,7 +80,7 @@ def test_tables_dropped_behind_kvbench_meta_are_one_line(db_url):
         conn.execute(sa.text("DROP TABLE result"))
         conn.execute(sa.text("DROP TABLE run"))
     store.dispose()
-    _one_line_error(run_cli("results", "--db", db_url, env={"KVBENCH_HOST_ID": "droppedbox"}),
+    _one_line_error(cli("results", "--db", db_url, env={"KVBENCH_HOST_ID": "droppedbox"}),
                     "lacks a kvbench table")
 
 
@@ -90,7 +93,7 @@ def test_a_column_dropped_behind_kvbench_meta_is_one_line(db_url, command):
     with store.engine.begin() as conn:
         conn.execute(sa.text("ALTER TABLE run DROP COLUMN heartbeat_at"))
     store.dispose()
-    line = _one_line_error(run_cli(*command, "--db", db_url, env={"KVBENCH_HOST_ID": "droppedbox"}),
+    line = _one_line_error(cli(*command, "--db", db_url, env={"KVBENCH_HOST_ID": "droppedbox"}),
                            "lacks a kvbench column")
     assert "heartbeat_at" in line
 
@@ -106,7 +109,7 @@ def test_a_table_dropped_is_refused_before_anything_is_measured_or_tagged(db_url
         conn.execute(sa.text("DROP TABLE sample"))
         conn.execute(sa.text("DROP TABLE result"))
     store.dispose()
-    line = _one_line_error(run_cli(*command, "--db", db_url, env={"KVBENCH_HOST_ID": "droppedbox"}),
+    line = _one_line_error(cli(*command, "--db", db_url, env={"KVBENCH_HOST_ID": "droppedbox"}),
                            "lacks a kvbench table (result, sample)")
     assert "marked failed" not in line
     engine = sa.create_engine(db_url)
@@ -126,7 +129,7 @@ def test_a_version_row_deleted_from_a_used_database_is_refused(db_url, command):
     with store.engine.begin() as conn:
         conn.execute(sa.text("DELETE FROM kvbench_meta"))
     store.dispose()
-    _one_line_error(run_cli(*command, "--db", db_url, env={"KVBENCH_HOST_ID": "metabox"}),
+    _one_line_error(cli(*command, "--db", db_url, env={"KVBENCH_HOST_ID": "metabox"}),
                     "no schema_version in kvbench_meta although it holds kvbench tables", "changed outside kvbench")
 
 
@@ -143,7 +146,7 @@ def test_select_revoked_says_read_access(pg_url, granted):
             conn.execute(sa.text(f"GRANT SELECT ON {granted} TO kvbench_noread"))
     url = sa.engine.make_url(pg_url).set(username="kvbench_noread", password="pw-7x1").render_as_string(False)
     try:
-        line = _one_line_error(run_cli("results", "--db", url, env={"KVBENCH_HOST_ID": "noreadbox"}),
+        line = _one_line_error(cli("results", "--db", url, env={"KVBENCH_HOST_ID": "noreadbox"}),
                                "needs read access")
         assert "write" not in line and "pw-7x1" not in line
     finally:
@@ -176,8 +179,8 @@ def test_version_loads_no_heavy_library():
 def test_a_symlink_loop_as_the_output_is_one_line(tmp_path):
     (tmp_path / "a").symlink_to(tmp_path / "b")
     (tmp_path / "b").symlink_to(tmp_path / "a")
-    _one_line_error(run_cli("export", EXPORT, "-o", str(tmp_path / "a")), "--output", "loop of symbolic links")
-    _one_line_error(run_cli("accept", "--run", EXPORT, "--json", str(tmp_path / "b")), "--json", "loop")
+    _one_line_error(cli("export", EXPORT, "-o", str(tmp_path / "a")), "--output", "loop of symbolic links")
+    _one_line_error(cli("accept", "--run", EXPORT, "--json", str(tmp_path / "b")), "--json", "loop")
 
 
 @pytest.mark.parametrize("kind", ["device", "fifo", "too-large"])
@@ -225,7 +228,7 @@ def test_a_run_that_is_a_path_but_no_regular_file_is_refused_by_its_type(tmp_pat
     if kind == "fifo":
         os.mkfifo(ref)
     if kind == "typo":  # a database holding a run, so the reference itself is what is refused
-        assert run_cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--samples", "5", "--db", db).returncode == 0
+        assert cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--samples", "5", "--db", db).returncode == 0
     proc = run_cli("results", ref, "--db", db)
     said = {"fifo": "is not a regular file", "folder": "is a folder, not a file",
             "device": "is not a regular file", "typo": "give a run id, 'latest', 'baseline' or a kvbench JSON file"}
