@@ -29,6 +29,7 @@ from kvbench.measure.engine import Settings
 from kvbench.metadata import CLUSTER
 from kvbench.peers.rendezvous import Rendezvous, RendezvousLost, target_name
 from kvbench.plan.cases import Case
+from kvbench.plan.suite import load_suite
 from kvbench.report.progress import RunProgress
 from kvbench.result import Result
 from kvbench.runner import RunInfo, execute, run_case
@@ -51,8 +52,22 @@ class Slot:
 
 
 def pulls(bench_id: str) -> bool:
-    """True when the initiator pulls the bytes from the target (a read)."""
+    """True when the initiator pulls the bytes from the target (a read: net.read, kv.restore)."""
     return getattr(get_bench(bench_id), "operation", "WRITE") == "READ"
+
+
+def refused_in_cluster(case: Case) -> str | None:
+    """Why a case of the launcher's selection cannot run against another rank's target (None: it can):
+    a benchmark that names no direction to a peer (`operation`), or a kv.restore whose pool is not
+    on the peer (src=remote)."""
+    bench = get_bench(case.bench)
+    said = f"{case.bench} {describe_params(case.bench, case.params)}"
+    if getattr(bench, "operation", None) is None:
+        return f"{said}: does not run against a peer (net.write, net.read and kv.restore src=remote do)"
+    if case.params.get("src", "remote") != "remote":  # canonical memory kind: "remote" exactly
+        return (f"{said}: its pool is in src={case.params['src']}, not on a peer: give --set src=remote with --set strategy=nixl (or a two-hop "
+                "--set via=pageable|pinned)")
+    return None
 
 
 def host_names(roster: list[dict | None]) -> list[str]:
@@ -87,6 +102,16 @@ def cluster_record(slot: Slot, pattern: str, rounds: list, hosts: list[str]) -> 
             "src_rank": src, "dst_rank": dst, "concurrency": len(rounds[slot.round])}
 
 
+def launcher_overrides(benches: tuple[str, ...], suite: str | None, settings: dict) -> dict:
+    """The launcher's own settings that a selected benchmark takes: block_size and batch size net.*'s
+    transfers to its target's buffer, and kv.restore (its pool asked for by size) takes neither, so
+    `--bench kv.restore` alone is not refused for them."""
+    ids = benches
+    if not ids and suite:
+        ids = tuple(sweep.id for sweep in load_suite(suite)[0].bench)
+    return {k: v for k, v in settings.items() if any(k in get_bench(b).params for b in ids)}
+
+
 def peer_cases(request: RunRequest) -> tuple[list[Case], Settings, RunInfo]:
     """The request's cases that run against a peer (peer=remote), its settings and run info."""
     try:
@@ -96,8 +121,13 @@ def peer_cases(request: RunRequest) -> tuple[list[Case], Settings, RunInfo]:
             raise
         cases = []  # no selected benchmark takes `peer`: said below in the launcher's words
     cases = [c for c in cases if c.params.get("peer") == "remote"]
+    for case in cases:
+        reason = refused_in_cluster(case)
+        if reason:
+            raise BadInput(reason)
     if not cases:
-        raise BadInput("none of the selected benchmarks runs against a peer (net.write, net.read take peer=remote)")
+        raise BadInput("none of the selected benchmarks runs against a peer (net.write, net.read take peer=remote; "
+                       "kv.restore with src=remote)")
     return cases, settings, info
 
 
@@ -111,6 +141,8 @@ class RankShare:
         self.passed = -1  # the last barrier this rank passed
         self.hosts = host_names(roster)
         self.lost: str | None = None  # rank 0 gone: every later slot fails with this
+        self.store = None  # where this rank stores (the others too, when they share a database)
+        self.floor = 0  # the newest result id before this share began: later ones are this cluster run's
 
     def through(self, k: int) -> None:
         """Pass every barrier up to `k`, learning which ranks died."""
@@ -128,6 +160,7 @@ class RankShare:
         cases, settings, info = peer_cases(request)
         slots = share(cases, self.rounds, self.rank, self.roster, self.pattern)
         store, facts = open_store(request.db), host_facts()
+        self.store, self.floor = store, store.newest_result_id()  # before barrier 0: no pair measured yet
         by_case = {id(s.case): s for s in slots}
         planned = sum(s.measure for s in slots)
         stored = 0
@@ -158,7 +191,7 @@ class RankShare:
             started()
             return Result(**base, reason=f"not measured: {self.lost}")
         if not slot.measure:
-            if self.dead.get(other, slot.round + 1) > slot.round:
+            if self.dead.get(other, slot.round + 1) > slot.round or self._initiator_stored(slot):
                 return None  # its initiator measured it, or lives to say why not
             started()
             return Result(**base, reason=f"rank {other} ({self.hosts[other]}) died before it measured this pair "
@@ -170,3 +203,16 @@ class RankShare:
         result = run_case(case, facts, settings)
         return dataclasses.replace(result, metadata={**result.metadata, **record})
 
+
+    def _initiator_stored(self, slot: Slot) -> bool:
+        """Whether the initiator of `slot` stored its result before it died (it reached the round's
+        barrier, measured, stored, and died before the next): a stand-in would record the pair twice,
+        `ok` and `failed`. Seen where the ranks share a database (PostgreSQL, one SQLite file); ranks
+        that store apart cannot see each other's results."""
+        if self.store is None:
+            return False
+        for row in self.store.case_results_after(slot.case.case_hash, self.floor):
+            record = (row["extra"] or {}).get(CLUSTER) or {}
+            if record.get("pattern") == self.pattern and record.get("round") == slot.round:
+                return True
+        return False

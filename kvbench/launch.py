@@ -108,15 +108,17 @@ def _json_of(run_args: list[str]) -> str | None:
 
 
 def _request(given, settings: dict):
-    """`kvbench run`'s arguments as a request, the peer's settings laid over them; net.write and
-    net.read when no benchmark or suite is named."""
+    """`kvbench run`'s arguments as a request, the peer's settings laid over them (those a selected
+    benchmark takes); net.write and net.read when no benchmark or suite is named."""
     from kvbench.benches.params import coerce_text
     from kvbench.cli.common import check_writable, pairs
+    from kvbench.cluster import launcher_overrides
     from kvbench.suite_run import RunRequest
 
     check_writable(given.json_out, "--json", given.db)
-    overrides = {k: coerce_text(v) for k, v in pairs(given.set_, "--set").items()} | settings
     benches = tuple(given.bench) or (() if given.suite else ("net.write", "net.read"))
+    overrides = ({k: coerce_text(v) for k, v in pairs(given.set_, "--set").items()}
+                 | launcher_overrides(benches, given.suite, settings))
     return RunRequest(suite=given.suite, benches=benches, overrides=overrides, tags=pairs(given.tag, "--tag"),
                       samples=given.samples, db=given.db)
 

@@ -32,6 +32,7 @@ from kvbench.backends.ucx_protocols import parse as parse_protocols
 from kvbench.backends.ucx_protocols import proto_info_enabled
 from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.params import Param
+from kvbench.benches.peer_params import PAIR_HOSTS, REMOTE_PEER
 from kvbench.benches.registry import register
 from kvbench.benches.rails import COUNTER_NOTE, rail_bytes, rail_devices
 from kvbench.errors import BadInput, IntegrityError
@@ -119,17 +120,12 @@ class _Net(Benchmark):
         "threads": Param("int", 0, "UCX backend threads (0: default)", minimum=0),
         "peer": Param("choice", "inproc", "far side: inproc | local (another process) | remote (started by a launcher)",
                       choices=("inproc", "local", "remote")),
-        "peer_addr": Param("address", "127.0.0.1", "peer=remote: the peer host's address"),
-        "peer_port": Param("int", 5555, "peer=remote: the peer's NIXL listener port", minimum=1, maximum=65535),
-        "peer_name": Param("text", "kvbench-target", "peer=remote: the peer agent's name"),
-        "timeout_s": Param("int", 30, "seconds to wait for the peer", minimum=1),
+        **REMOTE_PEER,
         "rails": Param("text", "", "UCX devices to deal the batch over, one agent each, e.g. mlx5_0:1,mlx5_1:1; or "
                        "a number N: UCX spreads each request over up to N devices (empty: UCX's choice)"),
         "net_devices": Param("text", "", "the devices UCX may use (UCX_NET_DEVICES), e.g. mlx5_0:1,mlx5_1:1; "
                              "with rails=N, the devices it spreads over", added=True),
-        # set by python -m kvbench.launch: each directed pair of hosts is a case of its own (compare, fleet --pairs)
-        "src_host": Param("text", "", "the host the bytes leave (set by python -m kvbench.launch)", added=True),
-        "dst_host": Param("text", "", "the host the bytes land on (set by python -m kvbench.launch)", added=True),
+        **PAIR_HOSTS,
     }
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:

@@ -148,7 +148,10 @@ class RemotePeer(ProcessPeer):
     own, then waits for the peer's BASE notification.
     """
 
-    def __init__(self, initiator, name: str, address: str, port: int, size: int, timeout_s: float) -> None:
+    def __init__(self, initiator, name: str, address: str, port: int, size: int, timeout_s: float,
+                 ask: bool = False) -> None:
+        """`ask`: ask the peer for a buffer of `size` bytes (`OPEN:<size>`, a KV pool); without it the
+        peer's own buffer is used, and must hold exactly `size` bytes."""
         self.initiator = initiator
         self.timeout_s = timeout_s
         self.name = name
@@ -168,8 +171,13 @@ class RemotePeer(ProcessPeer):
                 time.sleep(0.01)
         # The peer serves whoever says OPEN (several initiators at once in an incast); it answers once
         # it holds this side's metadata, which may arrive after the OPEN.
-        initiator.send_notif(name, b"OPEN")
-        base, size_, device, mem_type = self._wait(lambda m: m.startswith(b"BASE:")).decode().split(":")[1:]
+        initiator.send_notif(name, f"OPEN:{size}".encode() if ask else b"OPEN")
+        answer = self._wait(lambda m: m.startswith((b"BASE:", b"REFUSED:"))).decode(errors="replace")
+        if answer.startswith("REFUSED:"):
+            self.close()  # the peer holds nothing for this side: the BYE ends its session
+            raise RuntimeError(f"peer '{name}' at {address}:{port} refused a buffer of {size} bytes: "
+                               f"{answer[len('REFUSED:'):]}")
+        base, size_, device, mem_type = answer.split(":")[1:]
         if int(size_) != size:
             self.close()  # the peer's session ends now: it waits for the next case, within its own timeout
             raise RuntimeError(f"peer '{name}' at {address}:{port} holds {size_} bytes; this case needs exactly {size} "
@@ -189,7 +197,8 @@ class RemotePeer(ProcessPeer):
                 time.sleep(0.01)
 
     def describe(self) -> dict:
-        return {"peer": "remote", "address": f"{self.address[0]}:{self.address[1]}", "size_bytes": self.size}
+        return {"peer": "remote", "address": f"{self.address[0]}:{self.address[1]}", "size_bytes": self.size,
+                "mem_type": self.mem_type}
 
     def close(self) -> None:
         try:

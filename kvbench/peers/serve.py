@@ -1,8 +1,10 @@
 """The far side of a network benchmark: a NIXL agent that owns a buffer and answers requests.
 
 Everything between the two sides goes through NIXL: metadata through its listener, small control
-messages as NIXL notifications — `OPEN` from an initiator started elsewhere (peer=remote), then
-`BASE:<address>:<bytes>:<device>:<mem type>` once, then
+messages as NIXL notifications — `OPEN` from an initiator started elsewhere (peer=remote), or
+`OPEN:<bytes>` for a buffer of that size (a KV pool, kv.restore src=remote), then
+`BASE:<address>:<bytes>:<device>:<mem type>` once (or `REFUSED:<reason>` when that size cannot be
+allocated here, and the session ends there), then
 `CRC?` → `CRC:<crc32>`, `POISON` → `POISONED` (the reset), `BYE` to end. No other socket is opened.
 Started as `python -m kvbench.peer` (kvbench/peer.py) or by `python -m kvbench.launch`.
 """
@@ -15,7 +17,7 @@ import time
 import numpy as np
 
 from kvbench.backends.nixl import desc_array, make_agent, unlink_own_ucx_log
-from kvbench.errors import BadInput
+from kvbench.errors import BadInput, one_line
 from kvbench.memory.kinds import allocate
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.peers.coordinator import Coordinator
@@ -95,20 +97,20 @@ def _serve_many(agent, first, memory: str, seed: int, timeout_s: float, world: i
                         region, reg, _ = sessions[sender]
                         sessions[sender] = (region, reg, now)
                         if _answer(agent, sender, region, message):
-                            _close(agent, sender, sessions.pop(sender), spare, seed)
-                    elif message == b"OPEN":
-                        waiting.setdefault(sender, now)
+                            _close(agent, sender, sessions.pop(sender), spare, size, seed)
+                    elif message == b"OPEN" or message.startswith(b"OPEN:"):
+                        waiting.setdefault(sender, (now, message[5:]))
                     elif coordinator is not None:
                         pending += [(to, text, now) for to, text in coordinator.on_message(sender, message, now)]
-            for sender, since in list(waiting.items()):
+            for sender, (since, asked) in list(waiting.items()):
                 if agent.check_remote_metadata(sender):  # its OPEN may overtake its metadata
                     del waiting[sender]
-                    sessions[sender] = (*_open(agent, sender, spare, memory, size, seed), now)
+                    sessions[sender] = (*_open(agent, sender, spare, memory, size, asked, seed), now)
                 elif now - since > timeout_s:
                     del waiting[sender]
             for sender, (_, _, last) in list(sessions.items()):
                 if now - last > IDLE_LIMIT_S:  # its initiator vanished without a BYE
-                    _close(agent, sender, sessions.pop(sender), spare, seed)
+                    _close(agent, sender, sessions.pop(sender), spare, size, seed)
             if coordinator is not None:
                 pending += [(to, text, now) for to, text in coordinator.tick(now)]
                 pending = _send_ready(agent, pending, now, timeout_s)
@@ -121,31 +123,64 @@ def _serve_many(agent, first, memory: str, seed: int, timeout_s: float, world: i
             time.sleep(0.001)
     finally:
         for region, *_ in sessions.values():
-            region.close()
+            if region is not None:
+                region.close()
         for region in spare:
             region.close()
 
 
-def _open(agent, initiator: str, spare: list, memory: str, size: int, seed: int) -> tuple:
-    """A buffer for `initiator`, registered, its BASE sent: (region, registration)."""
-    if spare:
-        region = spare.pop()
-    else:
-        region = allocate(memory, size)
-        fill_region(region, seed)
+def _open(agent, initiator: str, spare: list, memory: str, size: int, asked: bytes, seed: int) -> tuple:
+    """A buffer for `initiator`, registered, its BASE sent: (region, registration). `asked`: the
+    bytes its `OPEN:<bytes>` asked for (b"": this side's own `size`, a spare one reused). (None,
+    None) when the asked size cannot be had here: `REFUSED:<reason>` sent instead, and the session
+    holds nothing until its BYE (forgetting the initiator at once could drop the message unsent)."""
+    try:
+        if asked:
+            size = _asked_size(asked)
+        region = spare.pop() if spare and size == spare[-1].size_bytes else None
+        if region is None:
+            region = allocate(memory, size)  # a host buffer beyond 90 % of the free memory is refused here
+            try:
+                fill_region(region, seed)
+            except BaseException:
+                region.close()
+                raise
+    except Exception as exc:  # this initiator's case fails with the reason; this side serves on
+        agent.send_notif(initiator, f"REFUSED:{one_line(f'{type(exc).__name__}: {exc}')}".encode())
+        return None, None
     mem_type, base, device = nixl_memory(region)
     reg = agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
     agent.send_notif(initiator, f"BASE:{base}:{size}:{device}:{mem_type}".encode())
     return region, reg
 
 
-def _close(agent, initiator: str, session: tuple, spare: list, seed: int) -> None:
-    region, reg, _ = session
-    agent.deregister_memory(reg)
+def _asked_size(asked: bytes) -> int:
+    """The bytes of an `OPEN:<bytes>`."""
+    text = asked.decode(errors="replace")
+    if not text.isdigit() or int(text) < 1:
+        raise BadInput(f"bad OPEN:{text}: expected a buffer size in bytes, at least 1")
+    return int(text)
+
+
+def _forget(agent, initiator: str) -> None:
     try:
         agent.remove_remote_agent(initiator)  # the next case brings a new agent, maybe of the same name
     except Exception:
         pass  # already gone when its side closed first
+
+
+def _close(agent, initiator: str, session: tuple, spare: list, size: int, seed: int) -> None:
+    """End a session: its buffer refilled and kept for the next initiator when it has this side's
+    own `size`, freed when an OPEN:<bytes> asked for another (a pool is not held between cases)."""
+    region, reg, _ = session
+    if region is None:  # refused: nothing was held
+        _forget(agent, initiator)
+        return
+    agent.deregister_memory(reg)
+    _forget(agent, initiator)
+    if region.size_bytes != size:
+        region.close()
+        return
     fill_region(region, seed)
     spare.append(region)
 
@@ -163,6 +198,8 @@ def _send_ready(agent, pending: list, now: float, timeout_s: float) -> list:
 
 def _answer(agent, initiator: str, region, message: bytes) -> bool:
     """Answer one message of a session; True when it ended the session (BYE)."""
+    if region is None:  # a refused session waits for its BYE
+        return message == b"BYE"
     if message == b"CRC?":
         agent.send_notif(initiator, f"CRC:{region_crc(region)}".encode())
     elif message == b"POISON":

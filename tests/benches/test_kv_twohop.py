@@ -126,8 +126,11 @@ def test_what_a_two_hop_restore_needs_is_checked(params, message):
 def test_the_new_parameters_keep_older_cases_the_same_cases():
     spec = get_bench("kv.restore")
     plain = Case("kv.restore", spec.canonical_params({"src": "file", "strategy": "nixl"}))
-    older = {k: v for k, v in plain.params.items() if k not in ("via", "chunk", "pipeline", "load")}
     from kvbench.benches.params import case_hash
+    from kvbench.benches.peer_params import PAIR_HOSTS, REMOTE_PEER
+
+    later = ("via", "chunk", "pipeline", "load", *REMOTE_PEER, *PAIR_HOSTS)  # peer=remote's came later still
+    older = {k: v for k, v in plain.params.items() if k not in later}
 
     assert plain.case_hash == case_hash("kv.restore", older)  # as a kvbench before via= hashed it
     assert case(pipeline="off").case_hash != case().case_hash

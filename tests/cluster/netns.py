@@ -121,3 +121,25 @@ def stored(db: Path) -> list[dict]:
         rows = con.execute("SELECT bench, params, status, verified, reason, extra, gbps_median FROM result").fetchall()
     return [{"bench": b, "params": json.loads(p), "status": s, "verified": v, "reason": r, "extra": json.loads(e),
              "gbps": g} for b, p, s, v, r, e, g in rows]
+
+
+# kv.restore from each pair's target: a small model and few tokens, 4 blocks of 2 MiB from a pool of 16
+KV_SWEEP = '[[bench]]\nid = "kv.restore"\n[bench.params]\nmodel = "Llama-3.1-8B"\ntokens = 64\n'
+KV_POOL_BYTES = 16 * 2 * 2**20
+
+
+def check_restores(results: list[dict], addresses: list[str], hosts: list[str], pattern: str) -> list[dict]:
+    """The kv.restore results, each ok, verified, read from the pool its target allocated when asked:
+    the bytes leave the target, so its host is the pair's source."""
+    kv = [r for r in results if r["bench"] == "kv.restore"]
+    assert kv
+    for r in kv:
+        assert r["status"] == "ok" and r["verified"], (r["params"], r["reason"])
+        params, record = r["params"], r["extra"]["cluster"]
+        assert params["src"] == "remote" and params["peer"] == "remote" and record["pattern"] == pattern
+        target = addresses.index(params["peer_addr"])
+        assert record["src_rank"] == target and params["src_host"] == hosts[target]
+        assert params["dst_host"] == hosts[record["dst_rank"]] != params["src_host"]
+        source = r["extra"]["buffers"]["src"]
+        assert source["peer"] == "remote" and source["size_bytes"] == KV_POOL_BYTES  # not --block-size x --batch
+    return kv

@@ -11,6 +11,7 @@ Timeouts below only bound hangs; they are generous because the test box is share
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -21,7 +22,17 @@ from pathlib import Path
 import pytest
 
 from kvbench.backends.nixl import backend_unavailable_reason
-from tests.cluster.netns import SUBNET, SUITE, delete_nodes, finish, make_nodes, stored
+from tests.cluster.netns import (
+    KV_SWEEP,
+    SUBNET,
+    SUITE,
+    check_restores,
+    delete_nodes,
+    finish,
+    make_nodes,
+    stored,
+)
+from tests.conftest import run_cli
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                 reason=f"{backend_unavailable_reason('UCX')}")
@@ -52,21 +63,22 @@ def launcher_env(kind: str, nodes, rank: int) -> tuple[dict[str, str], list[str]
     return {"PMI_RANK": str(rank), "PMI_SIZE": str(WORLD)}, ["--peer-addr", nodes.addresses[0]]
 
 
-def run_pattern(nodes, tmp_path, pattern: str, kind: str, benches=("net.write",), timeout_s: int = 60):
+def run_pattern(nodes, tmp_path, pattern: str, kind: str, benches=("net.write",), timeout_s: int = 60,
+                sweeps: str = "", run_args: tuple[str, ...] = ()):
     """Every rank of `pattern` started: by the real mpirun for `mpirun` where Open MPI is installed
     (one process, rank 0's namespace), else each rank in its namespace with `kind`'s environment."""
     suite = tmp_path / "suite.toml"
-    suite.write_text(SUITE + "".join(f'[[bench]]\nid = "{b}"\n' for b in benches))
+    suite.write_text(SUITE + "".join(f'[[bench]]\nid = "{b}"\n' for b in benches) + sweeps)
     db = tmp_path / "k.sqlite"
     if kind == "mpirun" and _mpirun():
         args = [*COMMON, "--timeout", str(timeout_s), "--pattern", pattern, "--peer-addr", nodes.hosts[0], "--",
-                "--suite", str(suite), "--db", f"sqlite:///{db}"]
+                "--suite", str(suite), "--db", f"sqlite:///{db}", *run_args]
         return [mpirun_across(nodes, tmp_path, args)], db
     procs = []
     for rank in range(WORLD):
         env, extra = launcher_env(kind, nodes, rank)
         procs.append(nodes.launch(rank, env, [*COMMON, "--timeout", str(timeout_s), "--pattern", pattern, *extra],
-                                  ["--suite", str(suite), "--db", f"sqlite:///{db}"]))
+                                  ["--suite", str(suite), "--db", f"sqlite:///{db}", *run_args]))
     return procs, db
 
 
@@ -111,17 +123,26 @@ def test_pairs_measures_all_twelve_directed_pairs_both_ways_torchrun_env(nodes, 
               f"{r['gbps']:.3f} GB/s")
 
 
-@pytest.mark.parametrize("pattern,kind,count,concurrency", [
-    ("ring", "slurm", 4, 4), ("incast:3", "mpirun", 12, 3), ("kbatch:2", "pmi", 12, 2)])
-def test_each_pattern_across_four_namespaces(nodes, tmp_path, pattern, kind, count, concurrency):
-    procs, db = run_pattern(nodes, tmp_path, pattern, kind)
+# kv.restore from each pair's target rides along (one launch each, CI has a 15-minute goal): in the ring
+# as a user types it, `--bench net.write --bench kv.restore --set src=remote --set strategy=nixl`; in
+# kbatch:2 the two-hop restore (via=pageable), from the suite
+KV_NIXL = ("--bench", "net.write", "--bench", "kv.restore", "--set", "src=remote", "--set", "strategy=nixl")
+KV_TWO_HOP = KV_SWEEP + 'src = "remote"\nvia = "pageable"\nstrategy = "host"\n'
+
+
+@pytest.mark.parametrize("pattern,kind,count,concurrency,sweeps,run_args", [
+    ("ring", "slurm", 4, 4, KV_SWEEP, KV_NIXL), ("incast:3", "mpirun", 12, 3, "", ()),
+    ("kbatch:2", "pmi", 12, 2, KV_TWO_HOP, ())])
+def test_each_pattern_across_four_namespaces(nodes, tmp_path, pattern, kind, count, concurrency, sweeps, run_args):
+    procs, db = run_pattern(nodes, tmp_path, pattern, kind, sweeps=sweeps, run_args=run_args)
     for status, err in finish(procs, 900):
         assert status == 0, err[-2500:]
     if kind == "mpirun" and _mpirun():  # the real mpirun started a daemon in each other node's namespace
         assert sorted((tmp_path / "agent.log").read_text().split()) == nodes.hosts[1:]
     results = stored(db)
-    check_all_ok(results, pattern)
-    assert len(results) == count
+    writes = [r for r in results if r["bench"] == "net.write"]
+    check_all_ok(writes, pattern)
+    assert len(writes) == count
     assert {r["extra"]["cluster"]["concurrency"] for r in results} == {concurrency}
     if pattern == "ring":
         assert directed(results) == sorted((nodes.hosts[i], nodes.hosts[(i + 1) % WORLD]) for i in range(WORLD))
@@ -131,6 +152,17 @@ def test_each_pattern_across_four_namespaces(nodes, tmp_path, pattern, kind, cou
         for k in range(WORLD):  # each round's three senders write into one receiver
             receivers = {r["params"]["dst_host"] for r in results if r["extra"]["cluster"]["round"] == k}
             assert len(receivers) == 1
+    if sweeps:  # each initiator restored from its target's pool: the reverse of its write
+        kv = check_restores(results, nodes.addresses, nodes.hosts, pattern)
+        assert directed(kv, "kv.restore") == sorted((d, s) for s, d in directed(results))
+        assert {r["params"]["via"] for r in kv} == {"pageable" if "via" in sweeps else "none"}
+    if pattern == "ring":  # the link matrix of the restores
+        shown = run_cli("fleet", "--pairs", "--bench", "kv.restore", "--db", f"sqlite:///{db}", "--json", "-")
+        assert shown.returncode == 0, shown.stderr[-2000:]
+        (matrix,) = json.loads(shown.stdout)["matrices"]
+        assert matrix["bench"] == "kv.restore" and sorted(matrix["hosts"]) == sorted(nodes.hosts)
+        drawn = {(c["src_host"], c["dst_host"]): c["gbps"] for c in matrix["cells"] if c["status"] == "ok"}
+        assert drawn == {(r["params"]["src_host"], r["params"]["dst_host"]): r["gbps"] for r in kv}
 
 
 def stored_so_far(db) -> list[dict]:

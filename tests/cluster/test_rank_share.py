@@ -86,3 +86,34 @@ def test_a_dead_initiator_s_pairs_are_recorded_failed_by_their_targets(monkeypat
         else:
             assert result.status == "ok"
     assert {p for p in got if 1 not in p} == set()
+
+
+def test_a_pair_its_initiator_stored_before_it_died_is_not_recorded_failed_too(monkeypatch, db_url):
+    """Rank 2 reached barrier k, measured and stored its pair (2, 1) of round k, and died before barrier
+    k + 1: rank 1 (sharing the database) records no stand-in, so the pair is not both ok and failed."""
+    from kvbench.metadata import CLUSTER
+    from kvbench.store import open_store
+    from tests.analyze.test_link_matrix import new_run
+
+    rounds_of = {p: k for k, pairs in enumerate(ROUNDS) for p in pairs}
+    k = rounds_of[(2, 1)]
+    store = open_store(db_url)
+    monkeypatch.setattr(cluster, "run_case", lambda case, facts, settings: Result(case.bench, case.params,
+                                                                                  case.case_hash, "ok"))
+    for stored_first in (False, True):
+        mine = RankShare(1, Answers(dead={b: {2: k} for b in range(k + 1, len(ROUNDS) + 1)}), ROSTER, ROUNDS,
+                         "pairs", {})
+        mine.store, mine.floor = store, store.newest_result_id()
+        (slot,) = [s for s in share(cases(), ROUNDS, 1, ROSTER, "pairs") if (s.initiator, s.target) == (2, 1)]
+        if stored_first:  # what rank 2 stored, in its own run, before it died
+            run_id = new_run(store)
+            store.add_result(run_id, {"bench": slot.case.bench, "params": slot.case.params,
+                                      "case_hash": slot.case.case_hash, "gbps_median": 1.0, "verified": True,
+                                      "status": "ok", "reason": None, "warnings": [],
+                                      "extra": {CLUSTER: cluster.cluster_record(slot, "pairs", ROUNDS, mine.hosts)}},
+                             [1e-3] * 5)
+        result = mine._one(slot, slot.case, None, None, lambda: None)
+        if stored_first:
+            assert result is None
+        else:
+            assert result.status == "failed" and "rank 2 (h2) died before it measured this pair" in result.reason

@@ -18,6 +18,7 @@ from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.kv import cuda, host, nixl, twohop
 from kvbench.benches.kv.case import KVCase, layout_metadata
 from kvbench.benches.params import Param
+from kvbench.benches.peer_params import PAIR_HOSTS, REMOTE_PEER, added_later
 from kvbench.benches.registry import register
 from kvbench.benches.under_load import LOAD, refuse_load, with_load
 from kvbench.errors import BadInput
@@ -58,7 +59,8 @@ class _KVTransfer(Benchmark):
                           "| remote; CUDA ones for src=pinned dst=device", choices=STRATEGIES),
         "file_layout": Param("choice", "single", "src=file: one file for the pool, or one file per block",
                              choices=("single", "per_block")),
-        "peer": Param("choice", "inproc", "src=remote: the agent holding the pool", choices=("inproc", "local")),
+        "peer": Param("choice", "inproc", "src=remote: the agent holding the pool: inproc | local (another process) | "
+                      "remote (started by a launcher, at peer_addr:peer_port)", choices=("inproc", "local", "remote")),
         "src": Param("memory", "pageable", "source memory kind (file, remote: the pool behind NIXL)"),
         "dst": Param("memory", "pageable", "destination memory kind"),
         "concurrency": Param("int", 1, "copy threads", minimum=1),
@@ -74,6 +76,7 @@ class _KVTransfer(Benchmark):
         "load": LOAD,
         "pipeline": Param("choice", "on", "via: read chunk k+1 while chunk k is scattered (on), or one after the "
                           "other (off)", choices=("on", "off"), added=True),
+        **added_later({**REMOTE_PEER, **PAIR_HOSTS}),  # peer=remote (and peer=local's timeout_s)
     }
 
     def _shape(self, params: dict[str, Any]) -> KVShape:
@@ -150,6 +153,7 @@ class KVRestore(_KVTransfer):
     id = "kv.restore"
     description = "restore a model's KV blocks from a pool into serving layout (bytes once)"
     direction = "restore"
+    operation = "READ"  # src=remote: this side pulls the pool's blocks from the peer (kvbench/cluster.py)
 
 
 @register

@@ -7,6 +7,8 @@ pool that lives in a file (one for the pool, or one per block) or in a peer's bu
 
 from __future__ import annotations
 
+import os
+import socket
 import tempfile
 from contextlib import ExitStack
 from typing import Any
@@ -28,7 +30,7 @@ from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.memory.pattern import POISON, fill_pattern
-from kvbench.peers.initiator import InprocPeer, ProcessPeer
+from kvbench.peers.initiator import InprocPeer, ProcessPeer, RemotePeer
 from kvbench.peers.protocol import PATTERN_SEED, on_free_port
 
 
@@ -50,9 +52,12 @@ def check_params(params: dict[str, Any]) -> None:
 
 
 def path(params: dict[str, Any]) -> list[Segment]:
-    """The tier the pool lives in: the file's device, or the peer (no link peak on this host)."""
+    """The tier the pool lives in: the file's device, a peer on another host, or one on this host (no
+    link peak)."""
     if parse_kind(params["src"]).name == "file":
         return [("storage", mount_of(tempfile.gettempdir())["device"], "read")]
+    if params["peer"] == "remote":
+        return [("remote_peer", params["peer_addr"])]
     return [("loopback", params["peer"])]
 
 
@@ -120,17 +125,26 @@ def file_source(case: KVCase, expected: np.ndarray, stack: ExitStack, register_d
 
 def peer_source(case: KVCase, expected: np.ndarray, stack: ExitStack, register_dst,
                 reads: DescriptorList | None = None) -> tuple[NixlSource, dict]:
-    """The pool in another agent's memory (in this process, or a peer process on loopback)."""
+    """The pool in another agent's memory: in this process, a peer process on loopback, or a peer a
+    launcher started (peer=remote, at peer_addr:peer_port), which allocates the pool in its own
+    memory kind when asked (OPEN:<pool bytes>) and fills it as every peer does (fill_region with
+    PATTERN_SEED): the bytes `expected` holds."""
+    params = case.params
     fill_pattern(expected, seed=PATTERN_SEED)
-    name = f"kvbench-kvremote-{id(expected)}"
-    # a peer process reaches this agent through its listener; an agent in this process needs none
+    remote = params["peer"] == "remote"
+    # A launched peer serves several initiators at once (an incast): the name is unique to its host and process.
+    name = f"kvbench-kvinit-{socket.gethostname()}-{os.getpid()}" if remote else f"kvbench-kvremote-{id(expected)}"
+    # a peer in another process reaches this agent through its listener; an agent in this process needs none
     agent, listen = (on_free_port(lambda port: make_agent(name, ["UCX"], listen_port=port))
-                     if case.params["peer"] == "local" else (make_agent(name, ["UCX"]), None))
+                     if params["peer"] != "inproc" else (make_agent(name, ["UCX"]), None))
     register_dst(agent)
-    if case.params["peer"] == "inproc":
+    if params["peer"] == "inproc":
         peer = InprocPeer(agent, case.pool_bytes, "pageable", PATTERN_SEED)
+    elif remote:
+        peer = RemotePeer(agent, params["peer_name"], params["peer_addr"], params["peer_port"], case.pool_bytes,
+                          params["timeout_s"], ask=True)
     else:
-        peer = ProcessPeer(agent, listen, case.pool_bytes, "pageable", PATTERN_SEED, 30.0)
+        peer = ProcessPeer(agent, listen, case.pool_bytes, "pageable", PATTERN_SEED, params["timeout_s"])
     stack.callback(peer.close)
 
     def rows(descriptors: DescriptorList) -> np.ndarray:
