@@ -1,6 +1,8 @@
 """Every JSON document kvbench prints (docs/json-outputs.md) checked against its JSON Schema
 (docs/schemas/), made by the real commands; and `--json FILE|-` means one thing everywhere: with `-`
-standard output holds the JSON alone."""
+standard output holds the JSON alone. Commands that measure (run, accept --suite) print it through a
+real `kvbench` process, so nothing written to the real standard output can hide; the others run in
+this process (`cli`, tests/inproc.py), which answers alike without a process's start-up."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import json
 import pytest
 
 from tests.conftest import FIXTURES, REPO, run_cli
+from tests.inproc import run_in_process as cli
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -40,7 +43,7 @@ def db(tmp_path_factory):
     """Two small real runs of this host."""
     url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'k.sqlite'}"
     for _ in range(2):
-        proc = run_cli("run", "--bench", "dram.copy", "--set", "size=64KiB", "--samples", "5", "--db", url)
+        proc = cli("run", "--bench", "dram.copy", "--set", "size=64KiB", "--samples", "5", "--db", url)
         assert proc.returncode == 0, proc.stderr
     return url
 
@@ -58,7 +61,7 @@ def db(tmp_path_factory):
     ("doctor", ["doctor", "--json", "-", "--seconds", "0.2"]),
 ])
 def test_documents_without_a_database_match_their_schema(other, name, args):
-    proc = run_cli(*[other if a == "OTHER" else a for a in args])
+    proc = cli(*[other if a == "OTHER" else a for a in args])
     assert proc.returncode in (0, 1, 3), proc.stderr
     _valid(name, proc.stdout)
 
@@ -72,7 +75,8 @@ def test_documents_without_a_database_match_their_schema(other, name, args):
     ("accept", ["accept", "--suite", "tests/fixtures/tiny.toml", "--json", "-"]),  # runs the suite: its table to stderr
 ])
 def test_documents_from_a_database_match_their_schema(db, name, args):
-    proc = run_cli(*args, "--db", db)
+    measures = args[0] == "run" or "--suite" in args
+    proc = (run_cli if measures else cli)(*args, "--db", db)
     assert proc.returncode in (0, 1, 3), proc.stderr
     doc = _valid(name, proc.stdout)
     if name == "fleet":
@@ -83,7 +87,7 @@ def test_documents_from_a_database_match_their_schema(db, name, args):
                                   ["accept", "--run", QUICK], ["results", QUICK]])
 def test_json_file_writes_the_document_and_keeps_the_table(tmp_path, other, args):
     target = tmp_path / "out.json"
-    proc = run_cli(*[other if a == "OTHER" else a for a in args], "--json", str(target))
+    proc = cli(*[other if a == "OTHER" else a for a in args], "--json", str(target))
     assert proc.returncode in (0, 1, 3), proc.stderr
     assert json.loads(target.read_text()) and proc.stdout.strip() and not proc.stdout.lstrip().startswith("{")
 
@@ -99,7 +103,7 @@ def test_numpy_values_are_written_as_json_booleans_and_numbers(tmp_path):
 
 
 def test_results_format_json_and_a_json_file_are_refused_together(tmp_path):
-    proc = run_cli("results", QUICK, "--format", "json", "--json", str(tmp_path / "x.json"))
+    proc = cli("results", QUICK, "--format", "json", "--json", str(tmp_path / "x.json"))
     assert proc.returncode == 2 and "not both" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
@@ -111,7 +115,7 @@ def test_the_link_matrix_document_matches_its_schema(tmp_path):
     url = f"sqlite:///{tmp_path / 'k.sqlite'}"
     cluster_run(open_store(url))
     for args in (["--run", "1"], []):
-        proc = run_cli("fleet", "--pairs", *args, "--json", "-", "--db", url)
+        proc = cli("fleet", "--pairs", *args, "--json", "-", "--db", url)
         assert proc.returncode == 0, proc.stderr
         (m,) = _valid("fleet-pairs", proc.stdout)["matrices"]
         assert {c["status"] for c in m["cells"]} == {"ok", "failed", "missing"}

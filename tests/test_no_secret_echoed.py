@@ -1,6 +1,7 @@
 """A database URL typed into the wrong slot never shows its password: not in an error's echo (kvbench's
 own, typer's, argparse's in `python -m kvbench.launch` before and after `--`), not in a stored tag,
-not in the UCX environment stored with a network result."""
+not in the UCX environment stored with a network result. kvbench's commands run in this process (`cli`,
+tests/inproc.py: what they print is the point), the launcher as the process it is."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 
 from kvbench.redact import redact
 from kvbench.store import open_store
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
+from tests.inproc import run_in_process as cli
 
 SECRET = "s3cr3t-PW"
 URL = f"postgresql://kv:{SECRET}@127.0.0.1:1/db"
@@ -23,7 +25,7 @@ URL = f"postgresql://kv:{SECRET}@127.0.0.1:1/db"
     ["results", "--dbb", URL], ["results", URL], ["export", URL, "--format", URL],
 ])
 def test_an_echoed_url_has_no_password(tmp_path, args):
-    proc = run_cli(*args, env={"KVBENCH_DB": f"sqlite:///{tmp_path / 'k.sqlite'}", "KVBENCH_HOST_ID": "echobox"})
+    proc = cli(*args, env={"KVBENCH_DB": f"sqlite:///{tmp_path / 'k.sqlite'}", "KVBENCH_HOST_ID": "echobox"})
     assert proc.returncode != 0
     assert SECRET not in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
@@ -33,7 +35,7 @@ def test_an_echoed_url_has_no_password(tmp_path, args):
     ["accept", "--rules", URL], ["accept", "--rules", f"{URL}.toml"], ["plan", "--model", f"{URL}.json", "--tokens", "5"],
 ])
 def test_a_url_mangled_into_a_path_has_no_password(tmp_path, args):
-    proc = run_cli(*args, env={"KVBENCH_DB": f"sqlite:///{tmp_path / 'k.sqlite'}", "KVBENCH_HOST_ID": "echobox"})
+    proc = cli(*args, env={"KVBENCH_DB": f"sqlite:///{tmp_path / 'k.sqlite'}", "KVBENCH_HOST_ID": "echobox"})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert SECRET not in proc.stdout + proc.stderr and "kv:***@" in proc.stderr, proc.stderr
 
@@ -52,9 +54,9 @@ def test_redaction_hides_only_the_password(text, shown):
 
 def test_redacted_messages_keep_the_text_around_the_url(tmp_path):
     env = {"KVBENCH_DB": f"sqlite:///{tmp_path / 'k.sqlite'}", "KVBENCH_HOST_ID": "echobox"}
-    proc = run_cli("export", "1", "-o", f"{URL}/x/y.json", env=env)
+    proc = cli("export", "1", "-o", f"{URL}/x/y.json", env=env)
     assert SECRET not in proc.stdout + proc.stderr and "127.0.0.1:1/db/x" in proc.stderr, proc.stderr
-    proc = run_cli("run", "--set", f"{URL}=1", env=env)
+    proc = cli("run", "--set", f"{URL}=1", env=env)
     assert proc.returncode == 2 and SECRET not in proc.stdout + proc.stderr, proc.stderr
     assert "--set postgresql://kv:***@127.0.0.1:1/db: no selected benchmark takes" in proc.stderr, proc.stderr
 
@@ -69,7 +71,7 @@ def test_host_merge_and_tag_neither_echo_nor_store_the_password(tmp_path):
     store.finish_run(run_id, "complete")
     store.dispose()
     for args in (["host", "merge", URL], ["tag", str(run_id), URL], ["tag", str(run_id), "where", URL]):
-        proc = run_cli(*args, "--db", url)
+        proc = cli(*args, "--db", url)
         assert SECRET not in proc.stdout + proc.stderr, args
     tags = open_store(url, read_only=True).run(run_id)["tags"]
     assert SECRET not in repr(tags) and tags.get("where") == "postgresql://kv:***@127.0.0.1:1/db"

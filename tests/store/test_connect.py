@@ -1,6 +1,8 @@
 """Opening a database: a URL that cannot hold results, or that names no database kvbench can
 reach, is one line (exit 2) before anything is made; a database that could not be made leaves no
-file behind; a read-only location that hides committed results says so instead of showing fewer."""
+file behind; a read-only location that hides committed results says so instead of showing fewer.
+Commands run in this process (`cli`, tests/inproc.py) except inside a mount namespace, where they are
+real processes."""
 
 import os
 import shutil
@@ -12,7 +14,8 @@ import pytest
 
 from kvbench.errors import BadInput
 from kvbench.store import open_store
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
+from tests.inproc import run_in_process as cli
 
 
 @pytest.mark.parametrize("url, message", [
@@ -28,7 +31,7 @@ from tests.conftest import REPO, run_cli
 def test_a_url_that_cannot_hold_results_is_refused_in_one_line(url, message):
     with pytest.raises(BadInput, match=message):
         open_store(url)
-    proc = run_cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--db", url)
+    proc = cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--db", url)
     assert proc.returncode == 2 and message in proc.stderr and "secret" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
@@ -58,7 +61,7 @@ def test_results_held_only_in_the_write_ahead_log_are_not_hidden_on_a_read_only_
     data.mkdir()
     path = data / "k.sqlite"
     url = f"sqlite:///{path}"
-    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", url).returncode == 0
+    assert cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", url).returncode == 0
     # a writer killed after its commit: the change is in k.sqlite-wal only
     subprocess.run([sys.executable, "-c", f"import os, sqlite3; c = sqlite3.connect({str(path)!r}); "
                     "c.execute('PRAGMA wal_autocheckpoint=0'); c.execute(\"UPDATE run SET suite='in-wal'\"); "
@@ -69,12 +72,12 @@ def test_results_held_only_in_the_write_ahead_log_are_not_hidden_on_a_read_only_
                                f"{sys.executable} -m kvbench tag 1 x --db {url}")
     assert "rc=2" in proc.stdout and "write-ahead log" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert run_cli("results", "--format", "json", "--db", url).stdout.count('"suite": "in-wal"') == 1
+    assert cli("results", "--format", "json", "--db", url).stdout.count('"suite": "in-wal"') == 1
 
 
-def test_a_damaged_file_in_wal_mode_is_refused_and_left_with_no_new_file_beside_it(tmp_path):
+def test_a_damaged_file_in_wal_mode_is_refused_and_left_with_no_new_file_beside_it(tmp_path, stored_runs):
     path = tmp_path / "k.sqlite"
-    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", f"sqlite:///{path}").returncode == 0
+    assert stored_runs("tests/fixtures/tiny.toml", 1) == f"sqlite:///{path}"
     con = sqlite3.connect(path)
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     con.close()
@@ -84,7 +87,7 @@ def test_a_damaged_file_in_wal_mode_is_refused_and_left_with_no_new_file_beside_
         f.seek(2 * page)
         f.write(b"\xff" * 8)
     for args in (["results"], ["run", "--suite", "tests/fixtures/tiny.toml"]):
-        proc = run_cli(*args, "--db", f"sqlite:///{path}")
+        proc = cli(*args, "--db", f"sqlite:///{path}")
         assert proc.returncode == 2 and "damaged" in proc.stderr
     assert sorted(os.listdir(tmp_path)) == before
 
@@ -94,7 +97,7 @@ def test_a_role_that_may_only_read_gets_one_line_when_it_tries_to_change_a_run(p
 
     from tests.store.test_shared_store import _drop_role
 
-    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", pg_url).returncode == 0
+    assert cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", pg_url).returncode == 0
     admin = sa.create_engine(pg_url)
     _drop_role(admin, "kvbench_reader")
     with admin.begin() as conn:
@@ -102,9 +105,9 @@ def test_a_role_that_may_only_read_gets_one_line_when_it_tries_to_change_a_run(p
         conn.execute(sa.text("GRANT SELECT ON ALL TABLES IN SCHEMA public TO kvbench_reader"))
     url = sa.engine.make_url(pg_url).set(username="kvbench_reader", password="r3ader").render_as_string(False)
     try:
-        assert run_cli("results", "--db", url).returncode == 0  # reading is allowed
+        assert cli("results", "--db", url).returncode == 0  # reading is allowed
         for args in (["tag", "1", "baseline"], ["host", "merge", "x" * 64]):
-            proc = run_cli(*args, "--db", url)
+            proc = cli(*args, "--db", url)
             assert proc.returncode == 2, proc.stderr
             assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
             assert "r3ader" not in proc.stderr
