@@ -65,8 +65,8 @@ def refused_in_cluster(case: Case) -> str | None:
     if getattr(bench, "operation", None) is None:
         return f"{said}: does not run against a peer (net.write, net.read and kv.restore src=remote do)"
     if case.params.get("src", "remote") != "remote":  # canonical memory kind: "remote" exactly
-        return (f"{said}: its pool is in src={case.params['src']}, not on a peer: give --set src=remote with --set strategy=nixl (or a two-hop "
-                "--set via=pageable|pinned)")
+        return (f"{said}: its pool is in src={case.params['src']}, not on a peer: give --set src=remote with "
+                "--set strategy=nixl (or a two-hop --set via=pageable|pinned)")
     return None
 
 
@@ -202,7 +202,6 @@ class RankShare:
                                          f"round {slot.round}")
         result = run_case(case, facts, settings)
         return dataclasses.replace(result, metadata={**result.metadata, **record})
-
 
     def _initiator_stored(self, slot: Slot) -> bool:
         """Whether the initiator of `slot` stored its result before it died (it reached the round's

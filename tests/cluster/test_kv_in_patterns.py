@@ -49,8 +49,8 @@ def test_a_kv_case_whose_pool_is_not_on_a_peer_is_refused_naming_it(run_args, na
 
 
 def test_the_launcher_refuses_it_in_one_line_before_any_wait():
-    done = subprocess.run([sys.executable, "-m", "kvbench.launch", "--", "--bench", "kv.restore"], cwd=REPO, check=False,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "kvbench.launch", "--", "--bench", "kv.restore"], cwd=REPO,
+                          check=False, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert "kv.restore" in line and "src=remote" in line
@@ -60,5 +60,6 @@ def test_a_restore_s_bytes_leave_the_target():
     (case,) = planned("--bench", "kv.restore", "--set", "src=remote", "--set", "strategy=nixl")
     rounds = schedule(Pattern("pairs"), 2)
     for slot in share([case], rounds, 0, ROSTER, "pairs"):
-        assert slot.case.params["src_host"] == f"h{slot.target}" and slot.case.params["dst_host"] == f"h{slot.initiator}"
+        params = slot.case.params
+        assert params["src_host"] == f"h{slot.target}" and params["dst_host"] == f"h{slot.initiator}"
         assert slot.case.params["peer_addr"] == f"10.0.0.{slot.target + 1}"

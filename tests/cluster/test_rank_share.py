@@ -110,7 +110,8 @@ def test_a_pair_its_initiator_stored_before_it_died_is_not_recorded_failed_too(m
             store.add_result(run_id, {"bench": slot.case.bench, "params": slot.case.params,
                                       "case_hash": slot.case.case_hash, "gbps_median": 1.0, "verified": True,
                                       "status": "ok", "reason": None, "warnings": [],
-                                      "extra": {CLUSTER: cluster.cluster_record(slot, "pairs", ROUNDS, mine.hosts)}},
+                                      "extra": {CLUSTER: cluster.cluster_record(slot, "pairs", ROUNDS,
+                                                                                mine.hosts)}},
                              [1e-3] * 5)
         result = mine._one(slot, slot.case, None, None, lambda: None)
         if stored_first:
