@@ -35,7 +35,8 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 	$(NIXL_CPU)
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+# (the Makefile too: a venv made before a tool was added here gets it on the next make test)
+$(VENV)/.installed-test: pyproject.toml Makefile | $(BIN)/python
 	$(PIP) install -e ".$(TEST_EXTRAS)"
 	$(NIXL_CPU)
 	$(NVRTC_CPU)
