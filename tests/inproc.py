@@ -53,7 +53,8 @@ def _consoles_as_in_a_pipe() -> Iterator[None]:
     from kvbench.cli import common
 
     saved = [(c, c._width, c._color_system) for c in (common.out, common.err)]
-    width = None if os.environ.get("COLUMNS", "").strip().isdigit() else 200
+    columns = os.environ.get("COLUMNS", "").strip()
+    width = int(columns) if columns.isdigit() else 200
     try:
         for console, _, _ in saved:
             console._width, console._color_system = width, None

@@ -15,13 +15,14 @@ from tests.inproc import run_in_process
 QUICK = str(FIXTURES / "runs" / "quick-cpu-vm.json")
 
 
-@pytest.mark.parametrize("args", [
-    ["results", QUICK, "--format", "csv"],  # a table on standard output
-    ["compare", QUICK, QUICK, "--format", "markdown"],
-    ["run", "--bench", "dram.cpy"],  # a one-line error, exit 2
+@pytest.mark.parametrize("args,env", [
+    (["results", QUICK, "--format", "csv"], {}),  # CSV's \r\n, as a pipe read as text gives it
+    (["results", QUICK], {"COLUMNS": "80"}),  # a table as wide as COLUMNS says
+    (["compare", QUICK, QUICK, "--format", "markdown"], {}),
+    (["run", "--bench", "dram.cpy"], {}),  # a one-line error, exit 2
 ])
-def test_in_process_answers_as_a_kvbench_process_does(args):
-    real, here = run_cli(*args), run_in_process(*args)
+def test_in_process_answers_as_a_kvbench_process_does(args, env):
+    real, here = run_cli(*args, env=env), run_in_process(*args, env=env)
     assert (here.returncode, here.stdout, here.stderr) == (real.returncode, real.stdout, real.stderr)
 
 

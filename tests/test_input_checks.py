@@ -14,7 +14,8 @@ from kvbench.analyze.accept_rules import load_rules
 from kvbench.analyze.runs import load_document
 from kvbench.errors import BadInput
 from kvbench.kv.geometry import read_hf_config
-from tests.conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES
+from tests.inproc import run_in_process as cli
 
 QUICK = FIXTURES / "runs" / "quick-cpu-vm.json"
 
@@ -29,7 +30,7 @@ def test_an_export_with_a_non_finite_number_is_refused(tmp_path, word):
     assert word in path.read_text()
     with pytest.raises(BadInput, match="non-finite"):
         load_document(str(path), None, None)
-    proc = run_cli("export", str(path))
+    proc = cli("export", str(path))
     assert proc.returncode == 2 and proc.stdout == "" and "non-finite" in proc.stderr, proc.stderr
 
 
@@ -95,15 +96,15 @@ def test_text_from_an_imported_export_is_inert_in_markdown(tmp_path):
 
 def test_plot_says_why_a_run_gives_no_figure(tmp_path):
     figure = str(tmp_path / "f.png")
-    proc = run_cli("plot", str(QUICK), "--bench", "hbm.read", "-o", figure)
+    proc = cli("plot", str(QUICK), "--bench", "hbm.read", "-o", figure)
     assert proc.returncode == 2 and "has no hbm.read result (it ran dram.copy" in proc.stderr, proc.stderr
     doc = json.loads(QUICK.read_text())
     for result in doc["results"]:
         result.update(status="skipped", reason="no room in /dev/shm", gbps=None, seconds=None, efficiency=None)
     skipped = tmp_path / "skipped.json"
     skipped.write_text(json.dumps(doc))
-    proc = run_cli("plot", str(skipped), "--bench", "dram.copy", "-o", figure)
+    proc = cli("plot", str(skipped), "--bench", "dram.copy", "-o", figure)
     assert proc.returncode == 2 and "measured no dram.copy case" in proc.stderr and "no room in /dev/shm" in proc.stderr
     assert "sweep" not in proc.stderr
-    proc = run_cli("plot", str(QUICK), "--bench", "dram.cpy", "-o", figure)
+    proc = cli("plot", str(QUICK), "--bench", "dram.cpy", "-o", figure)
     assert proc.returncode == 2 and "did you mean 'dram.copy'" in proc.stderr

@@ -9,7 +9,7 @@ from kvbench.analyze.compare import compare_runs
 from kvbench.analyze.history import run_verdicts
 from kvbench.records import ResultRecord
 from kvbench.store import open_store
-from tests.conftest import run_cli
+from tests.inproc import run_in_process as cli
 
 HOST, CTX, CASE = "test-box-i24v", "c" * 64, "0123456789abcdef"
 QUIET = [10.0, 10.03, 9.98, 10.02, 9.99]  # five earlier runs within ±0.3 %
@@ -36,16 +36,16 @@ def test_compare_report_and_history_give_one_verdict_for_one_pair(tmp_path):
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
     _store_runs(db, [*QUIET, DROP])
     env = {**os.environ, "KVBENCH_HOST_ID": HOST}
-    proc = run_cli("compare", "5", "6", "--db", db, "--format", "json", env=env)
+    proc = cli("compare", "5", "6", "--db", db, "--format", "json", env=env)
     (c,) = json.loads(proc.stdout)["comparisons"]
     assert proc.returncode == 1 and c["verdict"] == "slower" and c["history_runs"] == 5, c["note"]
 
     md = tmp_path / "r.md"
-    proc = run_cli("report", "6", "--baseline", "5", "--format", "markdown", "-o", str(md), "--db", db, env=env)
+    proc = cli("report", "6", "--baseline", "5", "--format", "markdown", "-o", str(md), "--db", db, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "vs baseline run 5: 1 slower" in md.read_text()
 
-    proc = run_cli("history", "dram.copy", "--db", db, "--json", "-", env=env)
+    proc = cli("history", "dram.copy", "--db", db, "--json", "-", env=env)
     assert proc.returncode == 0, proc.stderr
     runs = json.loads(proc.stdout)["cases"][0]["runs"]
     assert runs[-1]["verdict"] == "slower" and runs[0]["verdict"] is None

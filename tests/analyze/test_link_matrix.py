@@ -11,7 +11,7 @@ import pytest
 from kvbench.analyze.fleet import robust_spread
 from kvbench.analyze.link_matrix import link_matrices
 from kvbench.store import open_store
-from tests.conftest import run_cli
+from tests.inproc import run_in_process as cli
 
 HOSTS = ("node-a", "node-b", "node-c", "node-d")
 
@@ -102,7 +102,7 @@ def cluster_db(tmp_path) -> str:
 
 
 def test_fleet_pairs_prints_the_matrix_and_names_the_slow_link(cluster_db):
-    proc = run_cli("fleet", "--pairs", "--run", "1", "--db", cluster_db)
+    proc = cli("fleet", "--pairs", "--run", "1", "--db", cluster_db)
     assert proc.returncode == 0, proc.stderr
     assert "SLOW" in proc.stdout and "FAILED" in proc.stdout and "missing" in proc.stdout
     assert "node-c → node-a" in proc.stdout and "most often in slow links: node-a (1 of 1), node-c (1 of 1)" \
@@ -112,7 +112,7 @@ def test_fleet_pairs_prints_the_matrix_and_names_the_slow_link(cluster_db):
 
 
 def test_fleet_pairs_json_has_booleans_numbers_and_nulls(cluster_db):
-    proc = run_cli("fleet", "--pairs", "--bench", "net.write", "--json", "-", "--db", cluster_db)
+    proc = cli("fleet", "--pairs", "--bench", "net.write", "--json", "-", "--db", cluster_db)
     assert proc.returncode == 0, proc.stderr
     (m,) = json.loads(proc.stdout)["matrices"]
     cells = {(c["src_host"], c["dst_host"]): c for c in m["cells"]}
@@ -128,7 +128,7 @@ def test_fleet_pairs_json_has_booleans_numbers_and_nulls(cluster_db):
     (["--pairs", "--bench", "dram.copy"], "no results naming a source and destination host"),
 ])
 def test_fleet_pairs_bad_input_is_one_line(cluster_db, args, words):
-    proc = run_cli("fleet", *args, "--db", cluster_db)
+    proc = cli("fleet", *args, "--db", cluster_db)
     assert proc.returncode == 2 and words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 

@@ -59,15 +59,15 @@ def test_a_wrong_peaks_file_is_one_line_naming_it(tmp_path, text, message):
 def test_run_takes_peaks_and_records_the_user_s_source(tmp_path):
     import json
 
-    from tests.conftest import run_cli
+    from tests.inproc import run_in_process as cli
 
     path = _file(tmp_path, '[dram]\ngbps = 102.4\nsource = "the VM host\'s spec sheet"\n')
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    proc = run_cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--samples", "5", "--peaks", path, "--db", db)
+    proc = cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--samples", "5", "--peaks", path, "--db", db)
     assert proc.returncode == 0, proc.stderr
-    (result,) = json.loads(run_cli("results", "--format", "json", "--db", db).stdout)["results"]
+    (result,) = json.loads(cli("results", "--format", "json", "--db", db).stdout)["results"]
     assert result["peak_gbps"] == pytest.approx(51.2) and f"your peaks file {path}" in result["peak_source"]
-    bad = run_cli("info", "--peaks", str(tmp_path / "missing.toml"))
+    bad = cli("info", "--peaks", str(tmp_path / "missing.toml"))
     assert bad.returncode == 2 and "missing.toml" in bad.stderr and "Traceback" not in bad.stderr
 
 
