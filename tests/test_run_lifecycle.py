@@ -1,5 +1,6 @@
 """A run ends in a known state, whatever ends it: a signal, SIGKILL or the OOM killer, a database
-that fills up. Real processes, real signals."""
+that fills up. Real processes, real signals; the runs a test only starts from are the session's stored
+ones (`stored_runs`), and commands that only read them back run in this process (`cli`)."""
 
 import json
 import os
@@ -12,6 +13,7 @@ import time
 import sqlalchemy as sa
 
 from tests.conftest import REPO, run_cli
+from tests.inproc import run_in_process as cli
 
 STORAGE = ["--bench", "storage.read", "--set", "file_size=64MiB", "--set", "io_size=1MiB", "--set", "batch=8",
            "--set", "files=4", "--samples", "50"]
@@ -80,9 +82,8 @@ def test_a_run_killed_outright_is_marked_crashed_and_swept_by_the_next_kvbench(t
     assert os.listdir(work) == []  # its files were swept
 
 
-def test_latest_skips_a_partial_run_and_compare_gates_on_its_missing_cases(tmp_path):
-    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db).returncode == 0
+def test_latest_skips_a_partial_run_and_compare_gates_on_its_missing_cases(stored_runs):
+    db = stored_runs("tests/fixtures/tiny.toml", 1)
     engine = sa.create_engine(db)
     with engine.begin() as conn:  # a second run that stopped after its first case
         conn.execute(sa.text("INSERT INTO run (host_id, context_id, started_at, status, kvbench_version, tags, "
@@ -94,16 +95,15 @@ def test_latest_skips_a_partial_run_and_compare_gates_on_its_missing_cases(tmp_p
                              "extra, bytes_per_op, median_s, p10_s, p90_s, mean_s, stdev_s, min_s, max_s, "
                              "gbps_median, gbps_p10, gbps_p90 FROM result WHERE id = 1"))
     engine.dispose()
-    doc = json.loads(run_cli("results", "latest", "--format", "json", "--db", db).stdout)
+    doc = json.loads(cli("results", "latest", "--format", "json", "--db", db).stdout)
     assert doc["run"]["id"] == 1 and doc["run"]["partial"] is None
-    compared = run_cli("compare", "1", "2", "--db", db)
+    compared = cli("compare", "1", "2", "--db", db)
     assert compared.returncode == 1 and "1 case(s) of run 1 missing from run 2" in compared.stderr
     assert "run 2 is partial: aborted (interrupted (SIGTERM))" in compared.stderr
 
 
-def test_a_database_that_fills_up_mid_run_is_one_line_and_the_run_is_marked_where_it_can_be(tmp_path):
-    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    assert run_cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", db).returncode == 0
+def test_a_database_that_fills_up_mid_run_is_one_line_and_the_run_is_marked_where_it_can_be(tmp_path, stored_runs):
+    db = stored_runs("tests/fixtures/tiny.toml", 1)
     size = sum(p.stat().st_size for p in tmp_path.iterdir())
 
     def limit():  # the files may not grow: SQLite's next page write fails (Python ignores SIGXFSZ)
