@@ -49,22 +49,30 @@ def refuse_newer(version: int | None, shown: str) -> None:
                        "use a newer kvbench or a new database")
 
 
-def _changed_outside(conn: sa.Connection, version: int | None, shown: str) -> None:
+def _changed_outside(conn: sa.Connection, version: int | None, shown: str) -> int | None:
     """`BadInput` naming what is wrong when a kvbench database was changed behind kvbench's back: a
     table or column of this version dropped, or the version row deleted from a database that holds
-    kvbench's tables; found when it is opened, before a run measures anything it could not store."""
+    kvbench's tables; found when it is opened, before a run measures anything it could not store.
+    Returns the schema version, read again when another kvbench created the schema meanwhile."""
     inspector = sa.inspect(conn)
     tables = set(inspector.get_table_names())
     if version is None:
         ours = sorted(tables & (set(schema.metadata.tables) - {schema.meta.name}))
         # runs stored: not a database another kvbench is creating this moment (its version row comes last)
         if "kvbench_meta" in tables and "run" in tables and conn.execute(sa.select(schema.run.c.id).limit(1)).first():
+            # `version` may predate the runs: SQLite reads outside a transaction each see the latest commit, so
+            # another kvbench may have made the schema and stored runs since. Its version row was written before
+            # any run, so read after the runs it is there, unless it really was removed.
+            again = _version(conn, shown)
+            if again is not None:
+                refuse_newer(again, shown)
+                return _changed_outside(conn, again, shown)
             raise BadInput(f"database {shown} has no schema_version in kvbench_meta although it holds kvbench tables "
                            f"({', '.join(ours)}): it was changed outside kvbench; restore it from a copy or give "
                            "another database")
-        return
+        return None
     if version != schema.SCHEMA_VERSION:
-        return  # an older version: upgraded (or refused read-only) by the caller
+        return version  # an older version: upgraded (or refused read-only) by the caller
     lost_tables, lost_columns = sorted(set(schema.metadata.tables) - tables), []
     for name in sorted(set(schema.metadata.tables) & tables):
         have = {c["name"] for c in inspector.get_columns(name)}
@@ -74,6 +82,7 @@ def _changed_outside(conn: sa.Connection, version: int | None, shown: str) -> No
     if lost:
         raise BadInput(f"database {shown} lacks {' and '.join(lost)}: it was changed behind kvbench's back; restore it "
                        "from a copy or give another database")
+    return version
 
 
 def ensure_schema(engine: sa.Engine, shown: str) -> None:
@@ -87,7 +96,7 @@ def ensure_schema(engine: sa.Engine, shown: str) -> None:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_SCHEMA_LOCK})
         version = _version(conn, shown)
         refuse_newer(version, shown)
-        _changed_outside(conn, version, shown)
+        version = _changed_outside(conn, version, shown)
         if version == schema.SCHEMA_VERSION:
             return
         if version is None and engine.dialect.name == "postgresql":
@@ -136,7 +145,7 @@ def check_version(engine: sa.Engine, shown: str, upgradable: bool = False) -> No
     with engine.connect() as conn:
         version = _version(conn, shown)
         refuse_newer(version, shown)
-        _changed_outside(conn, version, shown)
+        version = _changed_outside(conn, version, shown)
     if version is None:
         raise BadInput(f"database {shown} holds no kvbench schema yet (run 'kvbench run' first)")
     refuse_newer(version, shown)
