@@ -96,7 +96,7 @@ def test_launch_two_ranks_each_serve_and_measure_the_other(tmp_path):
 
     port = free_port()
     common = [sys.executable, "-m", "kvbench.launch", "--port", str(port), "--block-size", "64KiB", "--batch", "8",
-              "--timeout", "30"]
+              "--timeout", "120"]  # bounds a hang only: on the CI box at a load of 30, rank 0 took over 30 s to start
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "WORLD_SIZE": "2"}
     run_args = ["--", "--bench", "net.write", "--bench", "net.read", "--db", f"sqlite:///{tmp_path / 'k.sqlite'}",
                 "--json", str(tmp_path / "run{rank}.json")]
