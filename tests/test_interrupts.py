@@ -33,3 +33,14 @@ def test_a_sighup_not_ignored_ends_the_run():
         assert ended.value.exit_code == 128 + signal.SIGHUP
     finally:
         signal.signal(signal.SIGHUP, before)
+
+
+def test_processes_the_tests_start_take_sigint_even_when_the_test_run_was_started_in_the_background():
+    """tests/conftest.py undoes the SIGINT a background job inherits ignored; without that, the tests
+    that send a kvbench run SIGINT saw it ignored and the run go on to its end."""
+    import subprocess
+    import sys
+
+    probe = "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=60).stdout.strip() == "False"
