@@ -27,6 +27,13 @@ DEFAULT_TIMEOUT_S = float(os.environ.get("KVBENCH_NIXL_TIMEOUT_S", "60"))
 # What NIXL's GDS plugins link against: their RUNPATH searches only NIXL's own folder, so the CUDA
 # runtime and cuFile that pip installed (nvidia/*/lib) must be loaded before a GDS backend starts.
 GDS_LIBRARIES = (("libcudart.so.13", "libcudart.so.12"), ("libcufile.so.0",))
+# The longest an agent's progress thread sleeps in poll() on its UCX workers' event fds, in µs (NIXL
+# rounds it up to whole ms). Any event wakes it at once, so transfers are not slowed by it; NIXL's
+# Python API fixes it at 0, which makes poll() return at once and every agent spin a whole core
+# while idle (seen: 5.0 s of CPU in 5 s for one idle peer; 0.15 s at 1000 µs). A serving peer then
+# takes a core from the transfer it serves, and on a 2-core box from everything else.
+# KVBENCH_NIXL_PROGRESS_POLL_US=0 restores NIXL's busy polling.
+PROGRESS_POLL_US = int(os.environ.get("KVBENCH_NIXL_PROGRESS_POLL_US", "1000"))
 
 
 def _remove_ucx_logs() -> None:
@@ -74,10 +81,35 @@ def nixl_api() -> ModuleType | None:
         atexit.register(_remove_ucx_logs)
     for name in ("nixl._api", "nixl_cu13._api", "nixl_cu12._api"):
         try:
-            return importlib.import_module(name)
+            api = importlib.import_module(name)
         except ImportError:
             continue
+        _bound_progress_polling(api)
+        return api
     return None
+
+
+def _bound_progress_polling(api: ModuleType) -> None:
+    """Make `api.nixl_agent` give its agents a progress-thread poll timeout of PROGRESS_POLL_US
+    instead of the 0 it writes into the C++ config (see PROGRESS_POLL_US). The constructor reads the
+    bindings through its module's `nixlBind`, so that name gets a copy of the bindings whose config
+    class turns that 0 into the bound; nothing else changes."""
+    bindings = getattr(api, "nixlBind", None)
+    if bindings is None or getattr(bindings, "kvbench_progress_poll_us", None) is not None:
+        return
+    poll_us = PROGRESS_POLL_US
+
+    class AgentConfig(bindings.nixlAgentConfig):
+        def __setattr__(self, name: str, value) -> None:
+            if name == "pthrDelay" and value == 0:
+                value = poll_us
+            super().__setattr__(name, value)
+
+    shim = ModuleType(bindings.__name__, bindings.__doc__)
+    shim.__dict__.update({k: v for k, v in vars(bindings).items() if k not in ("__name__", "__doc__")})
+    shim.nixlAgentConfig = AgentConfig
+    shim.kvbench_progress_poll_us = poll_us
+    api.nixlBind = shim
 
 
 def nixl_version() -> str | None:

@@ -21,7 +21,7 @@ import numpy as np
 from kvbench.backends.nixl import desc_array, make_agent
 from kvbench.memory.kinds import allocate
 from kvbench.memory.nixl_regions import nixl_memory
-from kvbench.peers.protocol import fill_region, on_free_port, region_crc, wait_for_metadata
+from kvbench.peers.protocol import fetch_metadata, fill_region, on_free_port, region_crc, wait_for_metadata
 
 
 def connect_rail(agent, peer, timeout_s: float) -> None:
@@ -31,14 +31,8 @@ def connect_rail(agent, peer, timeout_s: float) -> None:
         agent.add_remote_agent(peer.agent.get_agent_metadata())
         return
     address, port = peer.address
-    deadline = time.monotonic() + timeout_s
-    while not agent.check_remote_metadata(peer.name):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"rail agent {agent.name} got no metadata from '{peer.name}' within {timeout_s:.0f} s")
-        agent.fetch_remote_metadata(peer.name, address, port)
-        wait_until = time.monotonic() + 0.5
-        while time.monotonic() < wait_until and not agent.check_remote_metadata(peer.name):
-            time.sleep(0.01)
+    if not fetch_metadata(agent, peer.name, address, port, time.monotonic() + timeout_s, retry_s=0.5):
+        raise RuntimeError(f"rail agent {agent.name} got no metadata from '{peer.name}' within {timeout_s:.0f} s")
 
 
 class InprocPeer:
@@ -161,14 +155,8 @@ class RemotePeer(ProcessPeer):
         self.address = (address, port)
         # The peer may still be starting (launchers start ranks together): ask again until it answers.
         deadline = time.monotonic() + timeout_s
-        while not initiator.check_remote_metadata(name):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"peer '{name}' at {address}:{port} did not answer within {timeout_s:.0f} s")
-            initiator.fetch_remote_metadata(name, address, port)
-            initiator.send_local_metadata(address, port)
-            wait_until = time.monotonic() + 1.0
-            while time.monotonic() < wait_until and not initiator.check_remote_metadata(name):
-                time.sleep(0.01)
+        if not fetch_metadata(initiator, name, address, port, deadline, send_own=True):
+            raise RuntimeError(f"peer '{name}' at {address}:{port} did not answer within {timeout_s:.0f} s")
         # The peer serves whoever says OPEN (several initiators at once in an incast); it answers once
         # it holds this side's metadata, which may arrive after the OPEN.
         initiator.send_notif(name, f"OPEN:{size}".encode() if ask else b"OPEN")
@@ -187,14 +175,9 @@ class RemotePeer(ProcessPeer):
         # answers as soon as its agent exists): fetch again until it names the peer's buffer.
         region = initiator.get_xfer_descs(desc_array(np.array([self.base]), np.array([self.size]), self.device),
                                           mem_type)
-        while not initiator.check_remote_metadata(name, region):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"peer '{name}' at {address}:{port} never published its buffer's metadata "
-                                   f"within {timeout_s:.0f} s")
-            initiator.fetch_remote_metadata(name, address, port)
-            wait_until = time.monotonic() + 0.5
-            while time.monotonic() < wait_until and not initiator.check_remote_metadata(name, region):
-                time.sleep(0.01)
+        if not fetch_metadata(initiator, name, address, port, deadline, region=region, retry_s=0.5):
+            raise RuntimeError(f"peer '{name}' at {address}:{port} never published its buffer's metadata "
+                               f"within {timeout_s:.0f} s")
 
     def describe(self) -> dict:
         return {"peer": "remote", "address": f"{self.address[0]}:{self.address[1]}", "size_bytes": self.size,

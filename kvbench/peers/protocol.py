@@ -48,6 +48,29 @@ def wait_for_metadata(agent, remote: str, timeout_s: float) -> None:
         time.sleep(0.01)
 
 
+def fetch_metadata(agent, remote: str, address: str, port: int, deadline: float, *, region=None,
+                   send_own: bool = False, retry_s: float = 1.0, give_up: Callable[[], bool] = lambda: False) -> bool:
+    """Ask `remote`'s NIXL listener at address:port for its metadata (with `send_own`, send this
+    agent's too) until this agent holds it, and with `region` (descriptors from get_xfer_descs) until
+    it names that region: True then, False once `deadline` (time.monotonic() seconds) has passed or
+    `give_up()` says so. Each ask waits `retry_s` for its answer before the next, because a peer that
+    is still starting must be asked again, but asking in a tight loop floods its listener (a test that
+    did so waited forever on a busy CI box)."""
+    def held() -> bool:
+        return bool(agent.check_remote_metadata(remote) if region is None else agent.check_remote_metadata(remote, region))
+
+    while not held():
+        if time.monotonic() > deadline or give_up():
+            return False
+        agent.fetch_remote_metadata(remote, address, port)
+        if send_own:
+            agent.send_local_metadata(address, port)
+        wait_until = min(time.monotonic() + retry_s, deadline)
+        while time.monotonic() < wait_until and not held():
+            time.sleep(0.01)
+    return True
+
+
 def free_port() -> int:
     """A TCP port nobody listens on now, for a NIXL listener (127.0.0.1)."""
     with socket.socket() as s:

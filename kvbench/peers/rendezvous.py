@@ -15,6 +15,8 @@ import queue
 import threading
 import time
 
+from kvbench.peers.protocol import fetch_metadata, on_free_port
+
 COORDINATOR = "kvbench-target-r0"  # rank 0's target agent, which holds the rendezvous
 HEARTBEAT_S = 1.0
 
@@ -77,7 +79,6 @@ class Rendezvous:
     def _loop(self) -> None:
         from kvbench.backends.nixl import make_agent
         from kvbench.backends.ucx_protocols import hold_log
-        from kvbench.peers.protocol import on_free_port
 
         try:
             # NIXL answers a metadata fetch only to an agent that listens itself
@@ -107,15 +108,10 @@ class Rendezvous:
     def _connect(self, agent) -> None:
         """Rank 0's metadata in, this side's out; rank 0 may still be starting (launchers start
         ranks together), so ask again until it answers, within the timeout."""
-        deadline = time.monotonic() + self.timeout_s
-        while not agent.check_remote_metadata(COORDINATOR):
-            if time.monotonic() > deadline or self._stop.is_set():
-                raise RendezvousLost(f"rank 0 at {self.address}:{self.port} did not answer within "
-                                     f"{self.timeout_s:.0f} s")
-            agent.fetch_remote_metadata(COORDINATOR, self.address, self.port)
-            wait_until = time.monotonic() + 1.0
-            while time.monotonic() < wait_until and not agent.check_remote_metadata(COORDINATOR):
-                time.sleep(0.01)
+        if not fetch_metadata(agent, COORDINATOR, self.address, self.port, time.monotonic() + self.timeout_s,
+                              give_up=self._stop.is_set):
+            raise RendezvousLost(f"rank 0 at {self.address}:{self.port} did not answer within "
+                                 f"{self.timeout_s:.0f} s")
         agent.send_local_metadata(self.address, self.port)
         with self._cond:
             self._heard = time.monotonic()

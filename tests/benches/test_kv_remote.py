@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from kvbench.measure import Settings
 from kvbench.memory.kinds import allocate
 from kvbench.memory.pattern import fill_pattern
 from kvbench.peers.initiator import RemotePeer
-from kvbench.peers.protocol import PATTERN_SEED, expected_crc, fill_region, free_port
+from kvbench.peers.protocol import PATTERN_SEED, expected_crc, fetch_metadata, fill_region, free_port
 from kvbench.plan.cases import Case
 from kvbench.runner import run_case
 
@@ -76,10 +77,7 @@ def test_a_malformed_open_is_refused_with_the_reason(target):
     agent = make_agent("kvbench-test-bad-open", ["UCX"], listen_port=free_port())
     peer = RemotePeer.__new__(RemotePeer)  # the handshake by hand, to send what RemotePeer never would
     peer.initiator, peer.timeout_s, peer.name, peer.process, peer._inbox = agent, 60, "kvbench-target", None, []
-    while not agent.check_remote_metadata("kvbench-target"):
-        agent.fetch_remote_metadata("kvbench-target", "127.0.0.1", target)
-        agent.send_local_metadata("127.0.0.1", target)
-        peer._inbox.extend(agent.get_new_notifs().get("kvbench-target", []))
+    assert fetch_metadata(agent, "kvbench-target", "127.0.0.1", target, time.monotonic() + 60, send_own=True)
     agent.send_notif("kvbench-target", b"OPEN:lots")
     answer = peer._wait(lambda m: m.startswith((b"BASE:", b"REFUSED:")))
     agent.send_notif("kvbench-target", b"BYE")
