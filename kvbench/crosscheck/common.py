@@ -3,8 +3,10 @@ the way `kvbench run` runs it (the same engine, checks and peaks)."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kvbench.benches.registry import get_bench
@@ -49,6 +51,11 @@ def tool_failed(proc: Any) -> str:
     (a tool that fails silently, as ucx_perftest does when its transports cannot connect, says so)."""
     said = [line.strip() for line in f"{proc.stderr or ''}\n{proc.stdout or ''}".splitlines() if line.strip()]
     return f"failed: exit status {proc.returncode}; " + (said[-1][:160] if said else "it printed nothing")
+
+
+def tool_timed_out(exc: subprocess.TimeoutExpired) -> str:
+    """Why a peer tool that ran past its bound gave no figure: its name and the bound (it was killed)."""
+    return f"failed: {Path(str(exc.cmd[0])).name} did not finish within {exc.timeout:g} s (killed)"
 
 
 def crosscheck_verdict(figures: tuple[Figure, list[Figure]], goal: float | None, goal_max: float | None = None,

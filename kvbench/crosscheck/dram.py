@@ -9,13 +9,14 @@ import subprocess
 
 import numpy as np
 
-from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed
+from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed, tool_timed_out
 from kvbench.errors import IntegrityError
 from kvbench.measure.engine import Pair, Settings, Workload
 from kvbench.memory.host import check_fits
 from kvbench.memory.pattern import POISON, pattern_bytes
 from kvbench.metadata import PAIRED
 
+MBW_TIMEOUT_S = 600  # per mbw test: a bound on a hung tool, not a timing
 _MBW_AVG = re.compile(r"^AVG\s+Method:\s+(\w+).*Copy:\s+([\d.]+)\s+MiB/s", re.M)
 
 
@@ -27,8 +28,12 @@ def mbw(size_bytes: int, repeats: int) -> list[Figure]:
     mib = max(1, size_bytes >> 20)
     figures = []
     for test, method in (("0", "MEMCPY"), ("2", "MCBLOCK")):
-        proc = subprocess.run([exe, "-q", "-n", str(repeats), f"-t{test}", str(mib)], capture_output=True, text=True,
-                              timeout=600)
+        try:
+            proc = subprocess.run([exe, "-q", "-n", str(repeats), f"-t{test}", str(mib)], capture_output=True,
+                                  text=True, timeout=MBW_TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            figures.append(Figure(f"mbw {method}", None, tool_timed_out(exc), comparable=method == "MEMCPY"))
+            continue
         match = _MBW_AVG.search(proc.stdout)
         # Debian's mbw 1.2.2 MCBLOCK loop advances only the destination: every 256 KiB block
         # is copied from the same, cache-resident, source block (seen in its disassembly), so

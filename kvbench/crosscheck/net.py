@@ -15,10 +15,11 @@ import shutil
 import subprocess
 import time
 
-from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed
+from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed, tool_timed_out
 from kvbench.measure.engine import Settings
 from kvbench.peers.protocol import free_port
 
+PERFTEST_TIMEOUT_S = 120  # the client's bound: a server it cannot reach can leave it waiting for ever
 _FINAL = re.compile(r"^Final:\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
 
 
@@ -31,7 +32,10 @@ def ucx_perftest_put(size_bytes: int, iterations: int, env: dict[str, str]) -> F
     try:
         time.sleep(0.5)
         client = subprocess.run([exe, "127.0.0.1", "-p", str(port), "-t", "ucp_put_bw", "-s", str(size_bytes),
-                                 "-n", str(iterations)], capture_output=True, text=True, timeout=120, env=env)
+                                 "-n", str(iterations)], capture_output=True, text=True, timeout=PERFTEST_TIMEOUT_S,
+                                env=env)
+    except subprocess.TimeoutExpired as exc:
+        return Figure("ucx_perftest ucp_put_bw", None, tool_timed_out(exc))
     finally:
         server.kill()
         server.wait(timeout=10)

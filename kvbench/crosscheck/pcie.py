@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 
-from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed
+from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed, tool_timed_out
 from kvbench.measure.engine import Settings
 from kvbench.metadata import DIRECTIONS_GBPS
 
@@ -17,6 +17,7 @@ TESTS = {"pcie.h2d": "host_to_device_memcpy_ce", "pcie.d2h": "device_to_host_mem
 # per-direction figures, under contention for the whole window, are the comparable ones.
 BIDIR_TESTS = {"h2d": "host_to_device_bidirectional_memcpy_ce", "d2h": "device_to_host_bidirectional_memcpy_ce"}
 SIZE_MIB = 256
+NVBANDWIDTH_TIMEOUT_S = 300  # one test on one GPU takes seconds: a bound on a hung tool, not a timing
 
 
 def gpu0_gbps(stdout: str) -> float | None:
@@ -36,8 +37,11 @@ def nvbandwidth(test: str) -> Figure:
     exe = shutil.which("nvbandwidth")
     if exe is None:
         return Figure(f"nvbandwidth {test}", None, "skipped — no nvbandwidth binary on PATH")
-    proc = subprocess.run([exe, "-t", test, "--bufferSize", str(SIZE_MIB)], capture_output=True, text=True,
-                          timeout=300)
+    try:
+        proc = subprocess.run([exe, "-t", test, "--bufferSize", str(SIZE_MIB)], capture_output=True, text=True,
+                              timeout=NVBANDWIDTH_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        return Figure(f"nvbandwidth {test}", None, tool_timed_out(exc))
     gbps = gpu0_gbps(proc.stdout)
     if gbps is None:
         return Figure(f"nvbandwidth {test}", None, tool_failed(proc))

@@ -9,10 +9,11 @@ import shutil
 import subprocess
 import tempfile
 
-from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed
+from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed, tool_timed_out
 from kvbench.interrupts import signals_deferred
 from kvbench.measure.engine import Settings
 
+FIO_GRACE_S = 120  # fio runs `seconds`; past that plus this it is taken for hung and killed
 FIO_ENGINES = {"aio": "libaio", "uring": "io_uring"}
 
 
@@ -34,7 +35,10 @@ def fio_read(directory: str, file_bytes: int, io_size: int, depth: int, engine: 
                  f"--iodepth_batch_submit={depth}", f"--iodepth_batch_complete_min={depth}", f"--size={file_bytes}",
                  f"--runtime={seconds}", "--time_based", "--invalidate=1", "--output-format=json"],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        stdout, stderr = fio.communicate(timeout=seconds + 120)
+        try:
+            stdout, stderr = fio.communicate(timeout=seconds + FIO_GRACE_S)
+        except subprocess.TimeoutExpired as exc:
+            return Figure("fio read", None, tool_timed_out(exc))  # killed below
         if fio.returncode != 0:
             return Figure("fio read", None, tool_failed(subprocess.CompletedProcess(fio.args, fio.returncode, stdout,
                                                                                     stderr)))

@@ -58,3 +58,37 @@ def test_the_pcie_crosscheck_pairs_each_direction_and_both_with_nvbandwidth_s_te
         ("kvbench pcie.bidir d2h", "nvbandwidth device_to_host_bidirectional_memcpy_ce")]
     assert all(ours.gbps is None and "no CUDA device" in ours.note for ours, _ in pairs)  # skipped, never made up
     assert all(peer.gbps is None and "no nvbandwidth binary" in peer.note for _, (peer,) in pairs)
+
+
+@pytest.fixture
+def hung_tools(tmp_path, monkeypatch):
+    """Every peer tool on PATH is one that never finishes (a tool stuck on a dead device or peer)."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name in ("nvbandwidth", "mbw", "fio", "ucx_perftest"):
+        (tools / name).write_text("#!/bin/sh\nexec sleep 600\n")
+        (tools / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
+    return tmp_path
+
+
+def test_a_peer_tool_that_never_finishes_gives_no_figure_and_says_so(hung_tools, monkeypatch):
+    """A hung tool is killed at its bound and its figure says so in one line, instead of a traceback
+    (subprocess.TimeoutExpired) ending the crosscheck."""
+    import kvbench.crosscheck.dram as dram
+    import kvbench.crosscheck.net as net
+    import kvbench.crosscheck.pcie as pcie
+    import kvbench.crosscheck.storage as storage
+
+    for module, name in ((pcie, "NVBANDWIDTH_TIMEOUT_S"), (dram, "MBW_TIMEOUT_S"), (storage, "FIO_GRACE_S"),
+                         (net, "PERFTEST_TIMEOUT_S")):
+        monkeypatch.setattr(module, name, 1)
+    work = hung_tools / "files"
+    work.mkdir()
+    figures = [pcie.nvbandwidth("host_to_device_memcpy_ce"), *dram.mbw(1 << 20, 1),
+               storage.fio_read(str(work), 8 << 20, 1 << 20, 4, seconds=1), net.ucx_perftest_put(64 << 10, 10, {})]
+    for figure, tool, bound in zip(figures, ("nvbandwidth", "mbw", "mbw", "fio", "ucx_perftest"), (1, 1, 1, 2, 1),
+                                   strict=True):
+        assert figure.gbps is None
+        assert figure.note == f"failed: {tool} did not finish within {bound} s (killed)"
+    assert list(work.iterdir()) == []  # fio's file is removed all the same
