@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvbench.backends.nixl import PreparedTransfer, desc_array, nixl_unavailable_reason
+from kvbench.backends.nixl import DEFAULT_TIMEOUT_S, PreparedTransfer, desc_array, nixl_unavailable_reason
 from kvbench.executors.base import Executor
 from kvbench.executors.registry import register
 from kvbench.kv.descriptors import DescriptorList
@@ -24,13 +24,16 @@ IN_FLIGHT = 4  # requests posted before waiting: the POSIX plugin holds 65,536 I
 class NixlSource:
     """Where the fragments come from: `agent` (this side's, with the destination registered),
     the remote side's `mem_type` and agent name (this agent's own for a file), the `backends` to
-    use, and `rows(descriptors)` → the remote (address or file offset, length, device or fd) rows."""
+    use, `rows(descriptors)` → the remote (address or file offset, length, device or fd) rows, and
+    `timeout_s`: how long a request may stay unfinished before it fails (a peer's: the case's
+    `timeout_s`, as net.read and net.write wait)."""
 
     agent: object
     mem_type: str
     remote_agent: str
     backends: tuple[str, ...]
     rows: Callable[[DescriptorList], np.ndarray]
+    timeout_s: float = DEFAULT_TIMEOUT_S
 
 
 class NixlRun:
@@ -77,7 +80,7 @@ class NixlExecutor(Executor):
             for start in range(0, len(descriptors), REQUEST_ROWS):
                 part = slice(start, start + REQUEST_ROWS)
                 transfers.append(PreparedTransfer(src.agent, "READ", local[part], mem_type, remote[part], src.mem_type,
-                                                  src.remote_agent, list(src.backends)))
+                                                  src.remote_agent, list(src.backends), timeout_s=src.timeout_s))
         except BaseException:
             NixlRun(transfers).close()
             raise

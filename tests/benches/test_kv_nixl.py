@@ -53,3 +53,20 @@ def test_per_block_files_need_a_block_contiguous_layout(facts):
 def test_nixl_strategy_needs_a_nixl_tier():
     with pytest.raises(BadInput, match="nixl restores from src=file or src=remote"):
         plan([BenchSweep(id="kv.restore", params={"strategy": "nixl", "tokens": 64, "src": "pageable"})])
+
+
+@pytest.mark.parametrize("params", [{}, {"strategy": "host", "via": "pageable", "chunk": "2MiB"}])
+def test_a_request_the_peer_never_completes_fails_the_case_after_its_timeout(facts, monkeypatch, params):
+    """A pool's peer that never completes a request (a hung or vanished peer: NIXL says PROC for ever)
+    fails the case after the case's `timeout_s`, the peer's wait, as net.read and net.write do, not
+    after NIXL's own default (60 s, KVBENCH_NIXL_TIMEOUT_S); the direct read and the two-hop one alike."""
+    from kvbench.backends.nixl import nixl_api
+
+    agent = nixl_api().nixl_agent
+    posted = agent.transfer
+    monkeypatch.setattr(agent, "transfer", lambda self, handle, *args, **kwargs: posted(self, handle, *args, **kwargs)
+                        and "PROC")
+    monkeypatch.setattr(agent, "check_xfer_state", lambda self, handle: "PROC")
+    result = run_case(case(src="remote", timeout_s=1, **params), facts, FAST)
+    assert result.status == "failed"
+    assert "NIXL transfer did not finish within 1 s" in result.reason

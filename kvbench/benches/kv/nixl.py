@@ -150,4 +150,5 @@ def peer_source(case: KVCase, expected: np.ndarray, stack: ExitStack, register_d
     def rows(descriptors: DescriptorList) -> np.ndarray:
         return desc_array(peer.base + descriptors.src_offset, descriptors.length, peer.device)
 
-    return NixlSource(agent, peer.mem_type, peer.name, ("UCX",), rows), {"buffers": {"src": peer.describe()}}
+    return (NixlSource(agent, peer.mem_type, peer.name, ("UCX",), rows, timeout_s=params["timeout_s"]),
+            {"buffers": {"src": peer.describe()}})

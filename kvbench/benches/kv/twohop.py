@@ -128,7 +128,7 @@ def prepare(case: KVCase) -> Prepared:
         for k, part in enumerate(block_reads):
             rows = desc_array(bases[k % STAGES] + part.dst_offset, part.length, 0)
             reads.append(PreparedTransfer(source.agent, "READ", rows, mem_type, source.rows(part), source.mem_type,
-                                          source.remote_agent, list(source.backends)))
+                                          source.remote_agent, list(source.backends), timeout_s=source.timeout_s))
         executor = get_executor(params["strategy"])
         scatters = [executor.bind(stages[k % STAGES], dst, scatter_descriptors(case, c), params["concurrency"])
                     for k, c in enumerate(chunks)]
