@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,42 @@ def tiny_suite() -> Path:
 # their processes as a terminal's foreground job does: SIGINT handled here, so it is the default in a child.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _children(pid: str = "self") -> set[int]:
+    """The child processes of process `pid` (of every one of its threads), by pid."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            found.update(int(child) for child in task.read_text().split())
+    return found
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and every process below it, read before any is killed (a killed parent's children move away)."""
+    below = [pid]
+    for child in _children(str(pid)):
+        below += _tree(child)
+    return below
+
+
+@pytest.fixture(autouse=True)
+def no_process_outlives_its_test():
+    """A process a test started and left running (an assertion failed before its kill, a
+    `communicate(timeout=...)` raised) is killed, with every process it started, when the test ends:
+    otherwise it holds its ports, CPUs and the rest of the suite (a test's child outlives a failure
+    in most tests that start one). Processes of fixtures wider than a test started before this one."""
+    before = _children()
+    yield
+    left = [pid for child in _children() - before for pid in _tree(child)]
+    running = []
+    for pid in left:
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":  # not just unreaped
+                running.append(Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ").strip()[:120])
+            os.kill(pid, signal.SIGKILL)
+    if running:
+        warnings.warn(f"killed {len(running)} process(es) the test left running: {'; '.join(running)}", stacklevel=1)
 
 
 def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

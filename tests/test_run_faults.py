@@ -116,7 +116,9 @@ def test_sigterm_during_crosscheck_storage_leaves_no_file(tmp_path, phase):
         deadline = time.monotonic() + 300
         while not any(n.startswith(phase) and (phase == "kvbench-fio-") == n.startswith("kvbench-fio-")
                       for n in os.listdir(tmp_path)):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()  # one still running past the deadline: its output then, not after it ends
+                pytest.fail(f"the crosscheck never reached {phase}*: {proc.communicate(timeout=60)[1]}")
             time.sleep(0.02)
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=120)
