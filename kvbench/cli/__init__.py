@@ -129,6 +129,11 @@ def _database_exit(exc: BaseException) -> None:
     for any other database error, which the caller raises."""
     text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     lower, statement = text.lower(), (getattr(exc, "statement", None) or "").lstrip().upper()
+    from kvbench.store.connect import LOCK_WAIT_S, locked_out
+
+    if locked_out(exc):  # another session held a lock this command needed for longer than the wait allows
+        _exit(f"the database stayed locked by another session for {LOCK_WAIT_S:g} s ({redact(text)}): try again "
+              "once it is free")
     if any(s in lower for s in _REFUSED_WRITE):
         needs = "read" if statement.startswith(("SELECT", "WITH")) else "write"
         _exit(f"the database refused the {'query' if needs == 'read' else 'change'} ({redact(text)}): this command "

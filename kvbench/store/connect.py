@@ -153,6 +153,30 @@ def check_sqlite_file(path: Path, shown: str) -> bool:
     return True
 
 
+# How long a statement waits for a lock another session holds (the schema's advisory lock, a run's row)
+# before it fails: SQLite's busy timeout, and PostgreSQL's lock_timeout where the server or the URL
+# set none (PostgreSQL's default, 0, waits for ever: a kvbench stopped while it held the schema lock,
+# or a session a partition left open on the server, held every later kvbench of the fleet).
+LOCK_WAIT_S = 60.0
+
+
+def _postgres_lock_wait(dbapi_connection, _record) -> None:
+    autocommit = dbapi_connection.autocommit
+    dbapi_connection.autocommit = True  # a SET inside a transaction that is rolled back would not last
+    try:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('lock_timeout', %s, false) WHERE current_setting('lock_timeout') = '0'",
+                           (f"{LOCK_WAIT_S * 1000:.0f}ms",))
+    finally:
+        dbapi_connection.autocommit = autocommit
+
+
+def locked_out(exc: BaseException) -> bool:
+    """True when `exc` is a lock wait that ran out (SQLite: database is locked; PostgreSQL: lock_timeout)."""
+    text = str(getattr(exc, "orig", exc)).lower()
+    return "database is locked" in text or "lock timeout" in text
+
+
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -216,7 +240,7 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
             except OSError as exc:
                 raise BadInput(f"cannot create the database folder for '{shown}': {exc.strerror}") from None
     if backend == "sqlite":
-        connect_args["timeout"] = 60
+        connect_args["timeout"] = LOCK_WAIT_S
     elif backend == "postgresql":
         connect_args["connect_timeout"] = 5
     try:
@@ -232,6 +256,7 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
         sa.event.listen(engine, "connect", _sqlite_pragmas)
     if backend == "postgresql":
         sa.event.listen(engine, "do_connect", _connect_waiting_for_a_slot)
+        sa.event.listen(engine, "connect", _postgres_lock_wait)
     store = Store(engine, shown, read_only)
     try:
         if read_only:
@@ -252,6 +277,10 @@ def open_store(url: str | None = None, read_only: bool = False, existing: bool =
                     folder.rmdir()
             if full:
                 raise BadInput(f"cannot create database '{shown}': the filesystem holding it is full") from None
+        if locked_out(exc):
+            raise BadInput(f"database '{shown}' stayed locked by another session for {LOCK_WAIT_S:g} s (another "
+                           f"kvbench making or upgrading its schema, stopped or hung?): try again once it is free") \
+                from None
         if "readonly database" in str(exc).lower():  # a file this user may read but not write
             raise BadInput(f"the database '{shown}' refused the change ({redact(_one_line(exc))}): this command "
                            "needs write access to it") from None

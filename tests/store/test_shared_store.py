@@ -219,3 +219,29 @@ def test_a_postgresql_database_with_another_program_s_tables_is_left_as_it_is(pg
         with engine.begin() as conn:
             conn.execute(sa.text("DROP TABLE run"))
         engine.dispose()
+
+
+def test_a_lock_another_session_holds_fails_the_command_after_the_lock_wait_not_never(pg_url, monkeypatch):
+    """PostgreSQL waits for a lock for ever by default (lock_timeout 0): a kvbench stopped while it held the
+    schema lock, or a run's row, held every later kvbench. Now a lock is waited for LOCK_WAIT_S (SQLite's
+    busy timeout), then the command fails in one line naming the wait."""
+    from kvbench.store import connect
+    from kvbench.store.migrate import PG_SCHEMA_LOCK
+    from tests.inproc import run_in_process
+
+    subprocess.run([sys.executable, "-c", WRITER, pg_url], cwd=REPO, check=True, timeout=300)  # run 1, complete
+    monkeypatch.setattr(connect, "LOCK_WAIT_S", 1)
+    holder = sa.create_engine(pg_url)
+    try:
+        with holder.begin() as conn:  # a writer making the schema, stopped
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_SCHEMA_LOCK})
+            with pytest.raises(BadInput, match=r"database '.*' stayed locked by another session for 1 s "):
+                open_store(pg_url)
+        with holder.begin() as conn:  # a `kvbench tag` of run 1, stopped
+            conn.execute(sa.text("UPDATE run SET status = status WHERE id = 1"))
+            tagged = run_in_process("tag", "1", "k", "v", "--db", pg_url)
+        assert tagged.returncode == 2
+        assert tagged.stderr.startswith("kvbench: error: the database stayed locked by another session for 1 s (")
+        assert len(tagged.stderr.strip().splitlines()) == 1 and "Traceback" not in tagged.stderr
+    finally:
+        holder.dispose()
