@@ -68,3 +68,18 @@ def test_a_rehearsal_leaves_exactly_its_files_with_the_run_read_back_from_the_da
     # one line as each case starts and as it ends, so a hang is located from the log
     assert "[1/13] start hbm.read" in log and "[13/13] kv.handoff" in log
     assert "== done: every step passed" in log
+
+
+def test_a_hung_nvidia_smi_stops_it_non_zero_and_says_why(tmp_path):
+    """nvidia-smi hangs on a GPU or driver that stopped answering: the check is bounded and says so,
+    instead of waiting for ever before its first step."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "nvidia-smi").write_text("#!/bin/sh\nexec sleep 600\n")
+    (tools / "nvidia-smi").chmod(0o755)
+    proc = gpu_check(tmp_path / "out", "--stage", "smoke", env={"PATH": f"{tools}:{os.environ['PATH']}"})
+    assert proc.returncode == 3, proc.stdout
+    assert "cannot measure here, stopping: nvidia-smi did not answer within 30 s" in proc.stdout
+    extra = subprocess.run([str(REPO / "scripts" / "cuda-extra")], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"})
+    assert extra.returncode == 0 and extra.stdout == ""  # no extra: setup goes on without CUDA's
