@@ -26,7 +26,7 @@ HBM_BYTES = 256 << 20
 GEMM_N = 4096
 ALONE_LAUNCHES = 20
 IN_FLIGHT = 4
-HANG_S = 600.0  # pause/resume wait at most this long for the load's thread: a bound on a hang, not a timing
+HANG_S = 600.0  # pause/resume/stop wait at most this long for the load's thread: a bound on a hang, not a timing
 
 
 class GpuLoad:
@@ -152,8 +152,11 @@ class GpuLoad:
         if self._thread is not None:
             self._stop.set()
             self._go.set()
-            self._thread.join()
-            self._thread = None
+            self._thread.join(HANG_S)  # it ends once its launches in flight have: a kernel that never does holds it
+            alive, self._thread = self._thread.is_alive(), None
+            if alive:
+                raise RuntimeError(f"the {self.kind} load did not stop within {HANG_S:g} s: a launch of it never "
+                                   "finished")
         if self._error is not None:
             raise RuntimeError(f"the {self.kind} load failed: {self._error}") from self._error
         alone = float(np.median(self.alone_ms))

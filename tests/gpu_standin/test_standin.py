@@ -424,3 +424,21 @@ def test_eight_gpus_and_peer_copies_for_the_gpu_to_gpu_paths():
             with pytest.raises(cp.cuda.runtime.CUDARuntimeError, match="not device 0"):
                 cp.cuda.runtime.memcpyPeerAsync(dst.data.ptr, 7, dst.data.ptr, 0, 64, stream.ptr)
         assert (0, 7) in machine.peer_access
+
+
+def test_a_load_whose_launch_never_finishes_fails_the_case_instead_of_holding_it(standin, monkeypatch):
+    """A load kernel that never completes holds the load's thread: pausing it and stopping it are both
+    bounded (gpu_load.HANG_S), so the case fails with the reason instead of waiting for ever."""
+    import threading
+
+    from kvbench.backends import gpu_load
+
+    monkeypatch.setattr(gpu_load, "HBM_BYTES", 1 << 20)
+    monkeypatch.setattr(gpu_load, "HANG_S", 0.5)
+    released = threading.Event()
+    monkeypatch.setattr(gpu_load.GpuLoad, "_finished", lambda self, start, end: released.wait())
+    try:
+        result = run("pcie.h2d", size="1MiB", load="hbm")
+    finally:
+        released.set()  # the load's thread ends
+    assert result.status == "failed" and "the hbm load did not pause" in result.reason, result.reason
