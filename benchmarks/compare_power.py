@@ -55,8 +55,10 @@ def kvbench(*args: str) -> subprocess.CompletedProcess:
 
 
 def start_hog(count: int) -> list[subprocess.Popen]:
-    """`count` processes spinning a CPU each: the neighbour a shared CI runner has."""
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    """`count` processes spinning a CPU each: the neighbour a shared CI runner has. Each stops by itself
+    once this process is gone (killed outright, `finally` never runs), instead of spinning for ever."""
+    spin = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    for _ in range(1_000_000): pass"
+    return [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(count)]
 
 
 def stop(procs: list[subprocess.Popen]) -> None:
