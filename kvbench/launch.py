@@ -161,14 +161,24 @@ def _run_share(request, json_out: str | None, entry: dict, address: str, port: i
     """Join the rendezvous, then run this rank's share of `pattern` (kvbench/cluster.py); say DONE to
     rank 0 when it ran to its end (a rank stopped by a signal stays silent, so its pairs are
     recorded failed by the others)."""
+    from kvbench.peers.rendezvous import Rendezvous
+
+    rendezvous = Rendezvous(entry, address, port, timeout_s)
+    try:
+        return _share(rendezvous, request, json_out, entry, timeout_s, pattern, world, target)
+    finally:
+        rendezvous.close()  # whatever ended the share: the thread is out of NIXL before the process exits
+
+
+def _share(rendezvous, request, json_out: str | None, entry: dict, timeout_s: float, pattern, world: int,
+           target: subprocess.Popen) -> int:
     import typer
 
     from kvbench.cli.run import run_and_show
     from kvbench.cluster import RankShare
-    from kvbench.peers.rendezvous import Rendezvous, RendezvousLost
+    from kvbench.peers.rendezvous import RendezvousLost
     from kvbench.peers.schedule import schedule
 
-    rendezvous = Rendezvous(entry, address, port, timeout_s)
     try:
         roster = rendezvous.join()
     except RendezvousLost as exc:

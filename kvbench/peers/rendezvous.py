@@ -19,6 +19,7 @@ from kvbench.peers.protocol import fetch_metadata, on_free_port
 
 COORDINATOR = "kvbench-target-r0"  # rank 0's target agent, which holds the rendezvous
 HEARTBEAT_S = 1.0
+CLOSE_S = 60.0  # the longest close() waits for the thread (it may be building its agent); bounds a hang only
 
 
 class RendezvousLost(RuntimeError):
@@ -59,8 +60,20 @@ class Rendezvous:
         self._outbox.put(b"DONE")
         deadline = time.monotonic() + 5
         while not self._outbox.empty() and time.monotonic() < deadline:
-            time.sleep(0.05)  # the thread sends it; a daemon thread dies with the process
+            time.sleep(0.05)  # the thread sends it
+        self.close()
+
+    def close(self) -> None:
+        """Stop the thread and wait for it (at most CLOSE_S seconds); a signal meanwhile is raised
+        after. The process must not exit while the thread is inside NIXL (building its agent, asking
+        for metadata): Python 3.11 ends a daemon thread that wakes during finalization with
+        pthread_exit, and its unwinding through NIXL's C++ frames aborts the process ("terminate
+        called without an active exception", status 134 instead of the signal's 128 + N)."""
+        from kvbench.interrupts import signals_deferred
+
         self._stop.set()
+        with signals_deferred():
+            self._thread.join(CLOSE_S)
 
     def _wait(self, ready, what: str):
         with self._cond:
