@@ -40,6 +40,12 @@ def positive_int(text: str) -> int:
     return _checked(text, int, "number", "a whole number of at least 1", lambda v: v >= 1, "at least 1")
 
 
+def samples(text: str) -> int:
+    """Samples per case, 5 to 10,000: what `kvbench run --samples` takes (p10/p90 need 5; more is a typo)."""
+    return _checked(text, int, "samples", "a whole number from 5 to 10000", lambda v: 5 <= v <= 10_000,
+                    "from 5 to 10000")
+
+
 def seconds(text: str) -> float:
     """A finite, positive number of seconds."""
     return _checked(text, float, "seconds", "a number such as 120", lambda v: math.isfinite(v) and v > 0,

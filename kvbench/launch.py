@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 
-from kvbench.argparse_oneline import Parser, port, positive_int, seconds
+from kvbench.argparse_oneline import Parser, port, positive_int, samples, seconds
 from kvbench.errors import BadInput, CheckFailed, one_line
 from kvbench.redact import redact
 from kvbench.units import parse_size
@@ -99,7 +99,7 @@ def _run_parser() -> Parser:
     parser.add_argument("--db")
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--tag", action="append", default=[])
-    parser.add_argument("--samples", type=int)
+    parser.add_argument("--samples", type=samples)
     return parser
 
 

@@ -188,6 +188,13 @@ def test_commands_that_change_stored_runs_create_no_database(tmp_path):
     (["--timeout", "nan"], {"RANK": "0"}, "must be a finite number above 0"),
     (["--peer-addr", "127.0.0.1", "--", "--set", "bogus"], {"RANK": "1"}, "bad --set 'bogus'"),
     (["--", "--bench", "dram.copy"], {"RANK": "1"}, "none of the selected benchmarks runs against a peer"),
+    # kvbench run's limits on --samples (5 to 10,000): fewer was a ValueError traceback, 0 silently the suite's
+    (["--peer-addr", "127.0.0.1", "--", "--samples", "1"], {"RANK": "1", "WORLD_SIZE": "2"},
+     "argument --samples: bad samples 1: must be from 5 to 10000"),
+    (["--peer-addr", "127.0.0.1", "--", "--samples", "0"], {"RANK": "1", "WORLD_SIZE": "2"},
+     "argument --samples: bad samples 0: must be from 5 to 10000"),
+    (["--peer-addr", "127.0.0.1", "--", "--samples", "20000"], {"RANK": "1", "WORLD_SIZE": "2"},
+     "argument --samples: bad samples 20000: must be from 5 to 10000"),
     # a rank beyond the world was taken as a second measuring side (both then failed: "peer did not answer")
     (["--peer-addr", "127.0.0.1"], {"RANK": "2", "WORLD_SIZE": "2"}, "bad RANK 2: WORLD_SIZE=2 gives ranks 0 to 1"),
     (["--peer-addr", "127.0.0.1"], {"RANK": "2"}, "RANK is set but WORLD_SIZE is not"),
