@@ -49,6 +49,7 @@ def _main(argv: list[str]) -> int:
     from kvbench.launchers import local_rank, own_address, rank0_host, rank_and_world
     from kvbench.memory.kinds import parse_kind
     from kvbench.peers.schedule import parse_pattern
+    from kvbench.store import open_store
 
     own, run_args = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = Parser(prog="python -m kvbench.launch", description=" ".join(__doc__.split("\n\n")[0].split()))
@@ -74,6 +75,7 @@ def _main(argv: list[str]) -> int:
     label, value = rank0_host(args.peer_addr)
     address = resolve_address(value, f"{label} '{value}'")
     json_out = request_json.replace("{rank}", str(rank)) if (request_json := _json_of(run_args)) else None
+    open_store(request.db).dispose()  # a database this rank cannot open or write: refused before it waits for anyone
     listen = args.port + (local_rank() if rank else 0)
     entry = {"rank": rank, "addr": own_address(address, args.port), "port": listen, "host": socket.gethostname(),
              "local_rank": local_rank()}

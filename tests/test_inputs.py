@@ -188,6 +188,10 @@ def test_commands_that_change_stored_runs_create_no_database(tmp_path):
     (["--timeout", "nan"], {"RANK": "0"}, "must be a finite number above 0"),
     (["--peer-addr", "127.0.0.1", "--", "--set", "bogus"], {"RANK": "1"}, "bad --set 'bogus'"),
     (["--", "--bench", "dram.copy"], {"RANK": "1"}, "none of the selected benchmarks runs against a peer"),
+    # a database this rank cannot open: refused before the roster wait (it joined, waited for the others, then
+    # failed, and the others waited --timeout for it)
+    (["--peer-addr", "127.0.0.1", "--timeout", "900", "--", "--db", "sqlite:////proc/kvbench-none.sqlite"],
+     {"RANK": "1", "WORLD_SIZE": "2"}, "cannot reach database 'sqlite:////proc/kvbench-none.sqlite'"),
     # kvbench run's limits on --samples (5 to 10,000): fewer was a ValueError traceback, 0 silently the suite's
     (["--peer-addr", "127.0.0.1", "--", "--samples", "1"], {"RANK": "1", "WORLD_SIZE": "2"},
      "argument --samples: bad samples 1: must be from 5 to 10000"),
