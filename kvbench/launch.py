@@ -78,7 +78,7 @@ def _main(argv: list[str]) -> int:
     open_store(request.db).dispose()  # a database this rank cannot open or write: refused before it waits for anyone
     listen = args.port + (local_rank() if rank else 0)
     entry = {"rank": rank, "addr": own_address(address, args.port), "port": listen, "host": socket.gethostname(),
-             "local_rank": local_rank()}
+             "local_rank": local_rank(), "world": world}
     target = _start_target(rank, listen, size, args.memory, args.timeout, world)
     finished = False
     try:

@@ -8,6 +8,8 @@ listener already holds: no other service. Messages are NIXL notifications, text:
                     ALIVE          a heartbeat, about once a second, from the rank's rendezvous thread
                     DONE           the rank passed the last barrier and is leaving
     rank 0 → rank   OK             the answer to ALIVE: rank 0 lives
+                    REFUSED:<why>  a JOIN from a rank already held by another process, or from a rank
+                                   started with another world size than rank 0's (it ends, exit 2)
                     ROSTER:{"ranks": [entry or null, …], "dead": [r, …]}
                     GO:<k>:{dead rank: the last barrier it reached}
 
@@ -45,8 +47,9 @@ class Coordinator:
         if text.startswith("JOIN:"):
             entry = json.loads(text[5:])
             rank = int(entry["rank"])
-            if not 0 <= rank < self.world:
-                return []
+            refused = self._refusal(agent, entry, rank)
+            if refused:
+                return [(agent, f"REFUSED:{refused}".encode())]
             self.agents[rank], self.entries[rank], self.last_seen[rank] = agent, entry, now
             if self.roster_sent:  # a late or repeated join: the roster as it stands (a late rank is dead in it)
                 return [(agent, self._roster())]
@@ -67,6 +70,18 @@ class Coordinator:
         elif text == "ALIVE":
             return [(agent, b"OK")]  # so a rank waiting at a barrier knows rank 0 still lives
         return []
+
+    def _refusal(self, agent: str, entry: dict, rank: int) -> str | None:
+        """Why a JOIN cannot be taken (None: it can): a world size other than rank 0's (the schedules would
+        differ), or a rank another process already holds (a launcher that started it twice)."""
+        world = int(entry.get("world", self.world))
+        if world != self.world or not 0 <= rank < self.world:
+            return (f"rank 0 runs a world of {self.world} ranks; this rank ({rank}) was started with a world of "
+                    f"{world}: start every rank with the same world size")
+        if self.agents.get(rank, agent) != agent:
+            return (f"rank {rank} is already taken by a process on {self.entries[rank].get('host', '?')}: "
+                    "start each rank once")
+        return None
 
     def tick(self, now: float) -> Outgoing:
         """Ranks silent too long become dead; the roster and barriers that no longer wait go out."""

@@ -4,7 +4,8 @@ roster, wait at the barriers between rounds, and beat a heart so rank 0 knows th
 One thread owns this side's NIXL agent (NIXL agents are not shared between threads): it sends
 what the main thread queues, a heartbeat about once a second whatever the main thread does (a
 long case, a peer that is slow to answer), and hands rank 0's answers back. Every wait is
-bounded: rank 0 silent for `timeout_s` raises `RendezvousLost`.
+bounded: rank 0 silent for `timeout_s` raises `RendezvousLost`; rank 0 refusing this rank (started
+twice, or with another world size) raises `BadInput`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import queue
 import threading
 import time
 
+from kvbench.errors import BadInput
 from kvbench.peers.protocol import fetch_metadata, on_free_port
 
 COORDINATOR = "kvbench-target-r0"  # rank 0's target agent, which holds the rendezvous
@@ -40,6 +42,7 @@ class Rendezvous:
         self._roster: dict | None = None
         self._go: dict[int, dict[int, int]] = {}
         self._error: str | None = None
+        self._refused: str | None = None  # rank 0's REFUSED:<why>
         self._heard = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kvbench-rendezvous", daemon=True)
@@ -81,6 +84,8 @@ class Rendezvous:
                 value = ready()
                 if value is not None:
                     return value
+                if self._refused:
+                    raise BadInput(f"rank 0 refused this rank: {self._refused}")
                 if self._error:
                     raise RendezvousLost(self._error)
                 if time.monotonic() - self._heard > self.timeout_s:
@@ -134,6 +139,8 @@ class Rendezvous:
             self._heard = time.monotonic()
             if text.startswith("ROSTER:"):
                 self._roster = json.loads(text[7:])
+            elif text.startswith("REFUSED:"):
+                self._refused = text[8:]
             elif text.startswith("GO:"):
                 k, dead = text[3:].split(":", 1)
                 self._go[int(k)] = {int(r): v for r, v in json.loads(dead).items()}

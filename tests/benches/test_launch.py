@@ -23,10 +23,11 @@ pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                 reason=f"{backend_unavailable_reason('UCX')}")
 
 
-def launch(rank: int, port: int, *args: str, **popen) -> subprocess.Popen:
+def launch(rank: int, port: int, *args: str, world: int = 2, local_rank: int | None = None,
+           **popen) -> subprocess.Popen:
     # as a launcher starts it: without the UCX_LOG_FILE this test process was given when it loaded NIXL
     env = {**{k: v for k, v in os.environ.items() if k != "UCX_LOG_FILE"}, "MASTER_ADDR": "127.0.0.1",
-           "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank)}
+           "RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank if local_rank is None else local_rank)}
     return subprocess.Popen([sys.executable, "-m", "kvbench.launch", "--port", str(port), *args], env=env, cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
@@ -143,3 +144,35 @@ def test_rank_0_killed_while_it_waits_leaves_no_ucx_log(signum, tmp_path):
     finally:
         target.kill()
         target.wait(timeout=30)
+
+
+@pytest.mark.parametrize("rank,world", [(1, 3), (2, 3), (1, 2)])
+def test_a_rank_with_another_world_size_or_started_twice_is_refused_in_one_line(rank, world, tmp_path):
+    """Rank 0 of 2 and rank 1 measuring; then a process started with WORLD_SIZE=3 (rank 1: an IndexError
+    traceback before; rank 2: it waited for a roster that never came and blamed rank 0), or a second rank 1
+    (both measured the same pairs, the later one's failing): rank 0 refuses it in one line, exit 2."""
+    port, db = free_port(), tmp_path / "k.sqlite"
+    args = ("--block-size", "64KiB", "--batch", "8", "--timeout", "120", "--", "--bench", "net.write", "--samples",
+            "10000", "--db", f"sqlite:///{db}")
+    ranks = [launch(0, port, *args), launch(1, port, *args)]
+    try:
+        def both_runs_begun() -> bool:  # each rank begins its run once rank 0 sent the roster: rank 1 holds its rank
+            try:
+                with sqlite3.connect(db) as con:
+                    return con.execute("SELECT count(*) FROM run").fetchone()[0] >= 2
+            except sqlite3.Error:
+                return False
+
+        wait_until(lambda: db.exists() and both_runs_begun(), 240, "both ranks' runs beginning")
+        odd = launch(rank, port, *args, world=world, local_rank=3)  # a port of its own on this host
+        status, err = ended(odd, 240)
+        assert status == 2 and "Traceback" not in err, err[-2000:]
+        why = (f"rank 0 runs a world of 2 ranks; this rank ({rank}) was started with a world of {world}" if world != 2
+               else "rank 1 is already taken by a process on")
+        assert err.strip().splitlines()[-1].startswith(f"python -m kvbench.launch: error: rank 0 refused this rank: "
+                                                       f"{why}"), err[-2000:]
+        assert all(proc.poll() is None for proc in ranks)  # the two it belongs with measure on
+    finally:
+        for proc in ranks:
+            proc.kill()
+            proc.wait(timeout=30)

@@ -90,3 +90,23 @@ def test_a_rank_that_never_joins_is_dead_in_the_roster():
     out = c.tick(now=10.5)
     roster = json.loads(out[0][1][7:])
     assert roster["dead"] == [2] and roster["ranks"][2] is None
+
+
+def test_a_rank_started_twice_is_refused_and_the_first_keeps_it():
+    c = Coordinator(2, timeout_s=10, now=0)
+    c.on_message("a0", ("JOIN:" + json.dumps({"rank": 0, "world": 2})).encode(), now=1)
+    assert c.on_message("a1", ("JOIN:" + json.dumps({"rank": 1, "world": 2, "host": "h1"})).encode(), now=1)
+    out = c.on_message("b1", ("JOIN:" + json.dumps({"rank": 1, "world": 2, "host": "h2"})).encode(), now=2)
+    assert out == [("b1", b"REFUSED:rank 1 is already taken by a process on h1: start each rank once")]
+    assert json.loads(c.on_message("a1", ("JOIN:" + json.dumps({"rank": 1})).encode(), now=3)[0][1][7:])["dead"] == []
+
+
+@pytest.mark.parametrize("rank,world", [(1, 3), (2, 3)])  # inside rank 0's world of 2, and beyond it
+def test_a_rank_started_with_another_world_size_is_refused_naming_both(rank, world):
+    """Its schedule would differ from everyone's (it failed with an IndexError traceback, or waited for a
+    roster that never came and blamed rank 0 for going silent)."""
+    c = Coordinator(2, timeout_s=10, now=0)
+    out = c.on_message("x", ("JOIN:" + json.dumps({"rank": rank, "world": world})).encode(), now=1)
+    assert out == [("x", f"REFUSED:rank 0 runs a world of 2 ranks; this rank ({rank}) was started with a world of "
+                         f"{world}: start every rank with the same world size".encode())]
+    assert c.agents == {}
