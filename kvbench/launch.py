@@ -182,12 +182,12 @@ def _share(rendezvous, request, json_out: str | None, entry: dict, timeout_s: fl
     from kvbench.peers.schedule import schedule
 
     try:
-        roster = rendezvous.join()
+        roster = rendezvous.join(alive=lambda: target.poll() is None)  # a target that ended is news at once
     except RendezvousLost as exc:
         if target.poll() is not None:  # this rank's own target could not start: that is the news
             tail = (target.stderr.read() or "").strip().splitlines()[-1:]
-            raise CheckFailed(f"this rank's target exited with status {target.returncode}"
-                              f"{': ' + tail[0] if tail else ''}") from None
+            said = f"this rank's target exited with status {target.returncode}{': ' + tail[0] if tail else ''}"
+            raise (BadInput if target.returncode == 2 else CheckFailed)(said) from None  # 2: its input (a taken --port)
         raise CheckFailed(str(exc)) from None
     if entry["rank"] in roster["dead"]:
         raise CheckFailed(f"rank 0 gave up waiting for rank {entry['rank']} (--timeout {timeout_s:g} s)")

@@ -15,6 +15,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable
 
 from kvbench.errors import BadInput
 from kvbench.peers.protocol import fetch_metadata, on_free_port
@@ -49,9 +50,9 @@ class Rendezvous:
         self._thread.start()
 
     # the main thread's side
-    def join(self) -> dict:
+    def join(self, alive: Callable[[], bool] = lambda: True) -> dict:
         """The roster: {"ranks": [entry or None per rank], "dead": [ranks]}."""
-        return self._wait(lambda: self._roster, "the roster")
+        return self._wait(lambda: self._roster, "the roster", alive)
 
     def barrier(self, k: int) -> dict[int, int]:
         """Wait at barrier `k` until rank 0 releases it; the ranks it holds dead, each with the last
@@ -78,7 +79,7 @@ class Rendezvous:
         with signals_deferred():
             self._thread.join(CLOSE_S)
 
-    def _wait(self, ready, what: str):
+    def _wait(self, ready, what: str, alive: Callable[[], bool] = lambda: True):
         with self._cond:
             while True:
                 value = ready()
@@ -88,6 +89,8 @@ class Rendezvous:
                     raise BadInput(f"rank 0 refused this rank: {self._refused}")
                 if self._error:
                     raise RendezvousLost(self._error)
+                if not alive():
+                    raise RendezvousLost(f"stopped waiting for {what}")
                 if time.monotonic() - self._heard > self.timeout_s:
                     raise RendezvousLost(f"rank 0 at {self.address}:{self.port} went silent for "
                                          f"{self.timeout_s:.0f} s while this rank waited for {what}")

@@ -176,3 +176,24 @@ def test_a_rank_with_another_world_size_or_started_twice_is_refused_in_one_line(
         for proc in ranks:
             proc.kill()
             proc.wait(timeout=30)
+
+
+def test_a_port_taken_on_this_host_is_said_at_once_in_one_line_exit_2(tmp_path):
+    """Rank 0's target cannot listen on a --port something else holds: the rank said so only after its
+    whole --timeout (waiting for a roster its own target would never hold), with exit 1."""
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("0.0.0.0", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        proc = launch(0, port, "--timeout", "900", "--", "--db", f"sqlite:///{tmp_path / 'k.sqlite'}")
+        try:
+            status, err = ended(proc, 240)  # a bound on a hang, far below --timeout
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert status == 2 and "Traceback" not in err, err[-2000:]
+    assert err.strip().splitlines()[-1] == (f"python -m kvbench.launch: error: this rank's target exited with status 2: "
+                                            f"python -m kvbench.peer: error: port {port} is taken on this host (NIXL "
+                                            "could not listen on it): give another --port"), err[-2000:]

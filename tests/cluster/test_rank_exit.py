@@ -36,10 +36,10 @@ delay = float(sys.argv[1])
 launch._start_target = lambda *a, **k: subprocess.Popen(["sleep", "60"], stderr=subprocess.PIPE, text=True)
 joined = rendezvous.Rendezvous.join
 
-def join(self):
+def join(self, *args, **kwargs):
     time.sleep(delay)
     os.kill(os.getpid(), signal.SIGINT)
-    return joined(self)
+    return joined(self, *args, **kwargs)
 
 rendezvous.Rendezvous.join = join
 sys.exit(launch.main(sys.argv[2:]))
