@@ -73,12 +73,13 @@ def _main(argv: list[str]) -> int:
     rank, world = rank_and_world()
     pattern = parse_pattern(args.pattern, world)
     label, value = rank0_host(args.peer_addr)
-    address = resolve_address(value, f"{label} '{value}'")
+    address = resolve_address(value, named := f"{label} '{value}'")
+    addr = own_address(address, args.port, named)  # this host's interface toward rank 0 (no route: refused)
     json_out = request_json.replace("{rank}", str(rank)) if (request_json := _json_of(run_args)) else None
     open_store(request.db).dispose()  # a database this rank cannot open or write: refused before it waits for anyone
     listen = args.port + (local_rank() if rank else 0)
-    entry = {"rank": rank, "addr": own_address(address, args.port), "port": listen, "host": socket.gethostname(),
-             "local_rank": local_rank(), "world": world}
+    entry = {"rank": rank, "addr": addr, "port": listen, "host": socket.gethostname(), "local_rank": local_rank(),
+             "world": world}
     target = _start_target(rank, listen, size, args.memory, args.timeout, world)
     finished = False
     try:

@@ -89,10 +89,13 @@ def rank0_host(given: str | None) -> tuple[str, str]:
                    "SLURM_JOB_NODELIST)")
 
 
-def own_address(toward: str, port: int) -> str:
+def own_address(toward: str, port: int, named: str = "rank 0's address") -> str:
     """The address of this host's interface that reaches `toward` (what the kernel's routes choose);
-    no packet is sent."""
+    no packet is sent. No route there is refused in one line naming `named` (what gave `toward`)."""
     family = socket.AF_INET6 if ":" in toward else socket.AF_INET
     with socket.socket(family, socket.SOCK_DGRAM) as probe:
-        probe.connect((toward, port))
+        try:
+            probe.connect((toward, port))
+        except OSError as exc:
+            raise BadInput(f"bad {named}: this host has no route to {toward} ({exc.strerror})") from None
         return probe.getsockname()[0]

@@ -110,3 +110,34 @@ def test_a_rank_started_with_another_world_size_is_refused_naming_both(rank, wor
     assert out == [("x", f"REFUSED:rank 0 runs a world of 2 ranks; this rank ({rank}) was started with a world of "
                          f"{world}: start every rank with the same world size".encode())]
     assert c.agents == {}
+
+
+def test_rank_0_s_host_with_no_route_from_this_host_is_refused_in_one_line(tmp_path):
+    """In a network namespace of this test's own with only its loopback up, no address but 127.0.0.0/8
+    is routed: the rank named MASTER_ADDR in one line, exit 2 (it ended in an OSError traceback)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    if shutil.which("ip") is None:
+        pytest.skip("iproute2 (ip) is not installed")
+    ns = f"kvb{os.getpid()}route"
+    made = subprocess.run(["ip", "netns", "add", ns], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"a network namespace cannot be made here: {made.stderr.strip()[:120]}")
+    try:
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE", "MASTER_"))},
+               "RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "10.231.9.9", "PYTHONPATH": str(REPO)}
+        proc = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m", "kvbench.launch", "--timeout", "900",
+                               "--", "--db", f"sqlite:///{tmp_path / 'k.sqlite'}"],
+                              env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    finally:
+        subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.strip() == ("python -m kvbench.launch: error: bad MASTER_ADDR '10.231.9.9': this host has no "
+                                   "route to 10.231.9.9 (Network is unreachable)")
+    assert not (tmp_path / "k.sqlite").exists()  # refused before the database was made
