@@ -130,14 +130,17 @@ def _start_target(rank: int, listen: int, size: int, memory: str, timeout_s: flo
     """This rank's target (python -m kvbench.peer), serving every initiator that comes; rank 0's also
     holds the rendezvous. Started with signals held, so a signal cannot leave it unknown."""
     from kvbench.interrupts import signals_deferred
+    from kvbench.peers.protocol import stderr_file
     from kvbench.peers.rendezvous import target_name
 
     cmd = [sys.executable, "-m", "kvbench.peer", "--name", target_name(rank), "--port", str(listen), "--size", str(size),
            "--memory", memory, "--timeout", str(timeout_s), *(["--world", str(world)] if rank == 0 else ["--stay"])]
     env = {k: v for k, v in os.environ.items() if k != "UCX_PROTO_INFO"}  # its tables would fill the pipe
     with signals_deferred():
-        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                env={**env, "NIXL_LOG_LEVEL": "WARN"})
+        target = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=(log := stderr_file()),
+                                  env={**env, "NIXL_LOG_LEVEL": "WARN"})
+    target.log = log  # read once it has exited; a pipe would fill over a long run and stop it
+    return target
 
 
 def _stop_target(target: subprocess.Popen, wait: bool, timeout_s: float) -> None:
@@ -155,8 +158,7 @@ def _stop_target(target: subprocess.Popen, wait: bool, timeout_s: float) -> None
         except subprocess.TimeoutExpired:
             target.kill()
             target.wait(timeout=10)
-    if target.stderr:
-        target.stderr.close()
+    target.log.close()
 
 
 def _run_share(request, json_out: str | None, entry: dict, address: str, port: int, timeout_s: float, pattern,
@@ -179,6 +181,7 @@ def _share(rendezvous, request, json_out: str | None, entry: dict, timeout_s: fl
 
     from kvbench.cli.run import run_and_show
     from kvbench.cluster import RankShare
+    from kvbench.peers.protocol import last_line
     from kvbench.peers.rendezvous import RendezvousLost
     from kvbench.peers.schedule import schedule
 
@@ -186,8 +189,8 @@ def _share(rendezvous, request, json_out: str | None, entry: dict, timeout_s: fl
         roster = rendezvous.join(alive=lambda: target.poll() is None)  # a target that ended is news at once
     except RendezvousLost as exc:
         if target.poll() is not None:  # this rank's own target could not start: that is the news
-            tail = (target.stderr.read() or "").strip().splitlines()[-1:]
-            said = f"this rank's target exited with status {target.returncode}{': ' + tail[0] if tail else ''}"
+            tail = last_line(target.log)
+            said = f"this rank's target exited with status {target.returncode}{': ' + tail if tail else ''}"
             raise (BadInput if target.returncode == 2 else CheckFailed)(said) from None  # 2: its input (a taken --port)
         raise CheckFailed(str(exc)) from None
     if entry["rank"] in roster["dead"]:

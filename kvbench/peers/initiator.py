@@ -21,7 +21,15 @@ import numpy as np
 from kvbench.backends.nixl import desc_array, make_agent
 from kvbench.memory.kinds import allocate
 from kvbench.memory.nixl_regions import nixl_memory
-from kvbench.peers.protocol import fetch_metadata, fill_region, on_free_port, region_crc, wait_for_metadata
+from kvbench.peers.protocol import (
+    fetch_metadata,
+    fill_region,
+    last_line,
+    on_free_port,
+    region_crc,
+    stderr_file,
+    wait_for_metadata,
+)
 
 
 def connect_rail(agent, peer, timeout_s: float) -> None:
@@ -76,7 +84,8 @@ class ProcessPeer:
                    "--initiator-addr", "127.0.0.1", "--initiator-port", str(listen_port), "--size", str(size),
                    "--memory", memory, "--seed", str(seed), "--timeout", str(timeout_s)]
             env = {k: v for k, v in os.environ.items() if k != "UCX_PROTO_INFO"}  # its tables would fill the pipe
-            self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            self.stderr = stderr_file()
+            self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.stderr,
                                             env={**env, "NIXL_LOG_LEVEL": "WARN"})
             try:
                 return self._wait(lambda m: m.startswith(b"BASE:")).decode().split(":")[1:]
@@ -101,9 +110,9 @@ class ProcessPeer:
                     return message
             self._inbox.extend(self.initiator.get_new_notifs().get(self.name, []))
             if self.process is not None and self.process.poll() is not None:
-                tail = (self.process.stderr.read() or b"").decode(errors="replace").strip().splitlines()[-1:]
+                tail = last_line(self.stderr)
                 raise RuntimeError(f"peer process exited with status {self.process.returncode}"
-                                   f"{': ' + tail[0] if tail else ''}")
+                                   f"{': ' + tail if tail else ''}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"peer '{self.name}' did not answer within {self.timeout_s:.0f} s")
             time.sleep(0.001)
@@ -127,8 +136,7 @@ class ProcessPeer:
             except Exception:
                 self.process.kill()
                 self.process.wait(timeout=5)
-        if self.process.stderr:
-            self.process.stderr.close()
+        self.stderr.close()
         # The peer inherited UCX_LOG_FILE (kvbench-ucx-<our pid>-%p.log in the temp folder): its own log goes too.
         template = os.environ.get("UCX_LOG_FILE", "")
         if "%p" in template and template.startswith(tempfile.gettempdir()):

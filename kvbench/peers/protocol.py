@@ -5,10 +5,11 @@ it was taken before the listener bound it)."""
 from __future__ import annotations
 
 import socket
+import tempfile
 import time
 import zlib
 from collections.abc import Callable
-from typing import TypeVar
+from typing import IO, TypeVar
 
 import numpy as np
 
@@ -69,6 +70,20 @@ def fetch_metadata(agent, remote: str, address: str, port: int, deadline: float,
         while time.monotonic() < wait_until and not held():
             time.sleep(0.01)
     return True
+
+
+def stderr_file() -> IO[bytes]:
+    """Where a child process (a peer, a rank's target) writes its standard error: an unnamed temporary
+    file, read once it has exited. A pipe nobody reads while the child runs fills (64 KiB) and stops
+    the child inside its next write, so it answers nobody any more."""
+    return tempfile.TemporaryFile(prefix="kvbench-stderr-")
+
+
+def last_line(stderr: IO[bytes]) -> str:
+    """The last line a child wrote to its `stderr_file()`, "" if none."""
+    stderr.seek(0)
+    lines = stderr.read().decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else ""
 
 
 def free_port() -> int:

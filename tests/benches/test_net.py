@@ -45,6 +45,25 @@ def test_a_peer_that_never_answers_times_out_and_is_killed(facts, monkeypatch):
     assert result.status == "failed" and "did not answer within 2 s" in result.reason
 
 
+# A peer that writes more to its standard error than a pipe holds (64 KiB; NIXL's warnings over a long
+# run), then serves as `python -m kvbench.peer` does, or fails with one last line.
+CHATTY = ("import runpy, sys; sys.stderr.write('warning\\n' * (1 << 17)); sys.stderr.flush(); "
+          "sys.argv[0] = 'kvbench.peer'; {then}")
+
+
+@pytest.mark.parametrize("then,reason", [("runpy.run_module('kvbench.peer', run_name='__main__')", None),
+                                         ("sys.exit('the last word')", "exited with status 1: the last word")])
+def test_a_peer_that_writes_much_to_its_stderr_is_not_stopped_by_it(facts, monkeypatch, then, reason):
+    """The peer's standard error goes to a file, not a pipe nobody reads while it runs: a full pipe
+    stopped the peer inside its next write, and the case failed with 'did not answer' after timeout_s."""
+    monkeypatch.setattr(ProcessPeer, "command", [sys.executable, "-c", CHATTY.format(then=then)])
+    result = run_case(case("net.write", peer="local", timeout_s=60), facts, FAST)
+    if reason is None:
+        assert result.status == "ok", result.reason
+    else:
+        assert result.status == "failed" and f"peer process {reason}" in result.reason, result.reason
+
+
 def test_a_peer_that_dies_mid_run_fails_the_case():
     """Every wait here is event-driven (a NIXL notification, a transfer's state); `timeout_s` only
     bounds a hang, so it is generous: a busy box once took over 5 s to start the peer process."""
