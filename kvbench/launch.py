@@ -139,7 +139,7 @@ def _start_target(rank: int, listen: int, size: int, memory: str, timeout_s: flo
     with signals_deferred():
         target = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=(log := stderr_file()),
                                   env={**env, "NIXL_LOG_LEVEL": "WARN"})
-    target.log = log  # read once it has exited; a pipe would fill over a long run and stop it
+    target.stderr = log  # read once it has exited; a pipe would fill over a long run and stop it
     return target
 
 
@@ -158,7 +158,8 @@ def _stop_target(target: subprocess.Popen, wait: bool, timeout_s: float) -> None
         except subprocess.TimeoutExpired:
             target.kill()
             target.wait(timeout=10)
-    target.log.close()
+    if target.stderr:
+        target.stderr.close()
 
 
 def _run_share(request, json_out: str | None, entry: dict, address: str, port: int, timeout_s: float, pattern,
@@ -189,7 +190,7 @@ def _share(rendezvous, request, json_out: str | None, entry: dict, timeout_s: fl
         roster = rendezvous.join(alive=lambda: target.poll() is None)  # a target that ended is news at once
     except RendezvousLost as exc:
         if target.poll() is not None:  # this rank's own target could not start: that is the news
-            tail = last_line(target.log)
+            tail = last_line(target.stderr)
             said = f"this rank's target exited with status {target.returncode}{': ' + tail if tail else ''}"
             raise (BadInput if target.returncode == 2 else CheckFailed)(said) from None  # 2: its input (a taken --port)
         raise CheckFailed(str(exc)) from None
