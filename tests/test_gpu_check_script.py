@@ -23,13 +23,13 @@ def gpu_check(out, *args, env=None, timeout=300):
 
 
 @pytest.mark.skipif(cuda_unavailable_reason() is None, reason="a CUDA device is present")
-def test_without_cuda_it_stops_within_a_minute_non_zero_and_says_why(tmp_path):
-    started = time.monotonic()
+def test_without_cuda_it_stops_before_its_first_step_non_zero_and_says_why(tmp_path):
+    """Its promise, to stop within a minute without a usable GPU, is kept by stopping before any step
+    (a test times nothing: a busy box could make any bound red): only its log is written."""
     proc = gpu_check(tmp_path / "out", "--stage", "smoke")
-    assert time.monotonic() - started < 60
     assert proc.returncode == 3, proc.stdout
     assert "cannot measure here, stopping: no CUDA device" in proc.stdout
-    assert set(os.listdir(tmp_path / "out")) <= FILES
+    assert set(os.listdir(tmp_path / "out")) == {"gpu-check.log"}
 
 
 @pytest.mark.parametrize("args", [["--help"], ["-h"], ["--stage", "full", "--help"]])
