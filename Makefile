@@ -57,7 +57,8 @@ test: setup-test
 # small fleet database filled through the store API with the fleet commands timed on it
 # (benchmarks/fleet_scale.py: nothing lost, exactly the planted hosts flagged), plan's interpolation
 # against restores it did not see (benchmarks/plan_interpolation.py), and two-hop restores against
-# their legs (benchmarks/two_hop.py), and compare's false alarms over identical runs (quiet and beside a
+# their legs (benchmarks/two_hop.py), the CPU an idle NIXL agent uses (benchmarks/idle_agents.py: under
+# 10 % of a core), and compare's false alarms over identical runs (quiet and beside a
 # 2-process CPU hog) and its detection of known drops (benchmarks/compare_power.py: 5 runs of a 6-case
 # CPU suite per condition; minutes on a busy 2-core box). Every one runs; then `make bench` exits 1 if a printed goal was
 # missed, else 3 if one could not measure (its reason printed), else 0.
@@ -69,6 +70,7 @@ bench: setup-test
 	$(BIN)/python benchmarks/fleet_scale.py --db sqlite:///$(FLEET_DB) --hosts 100 --runs 5 --cases 40 --writers 4; note $$?; \
 	$(BIN)/python benchmarks/plan_interpolation.py; note $$?; \
 	$(BIN)/python benchmarks/two_hop.py; note $$?; \
+	$(BIN)/python benchmarks/idle_agents.py; note $$?; \
 	$(BIN)/python benchmarks/compare_power.py --runs 5; note $$?; \
 	rm -f $(FLEET_DB) $(FLEET_DB)-wal $(FLEET_DB)-shm; \
 	echo "make bench: $$([ $$status -eq 0 ] && echo PASS || { [ $$status -eq 1 ] && echo FAIL: a printed goal was missed || echo INCOMPLETE: a benchmark could not measure; })"; \

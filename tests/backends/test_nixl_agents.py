@@ -1,13 +1,13 @@
 """NIXL agents made by kvbench sleep while idle: their progress thread waits in poll() on its UCX
 workers' event fds (up to PROGRESS_POLL_US) instead of spinning a core, as NIXL's Python API would
-make it (its config says 0). Every network test transfers between such agents."""
+make it (its config says 0). Every network test transfers between such agents; the CPU an idle one
+uses is a figure of `make bench` (benchmarks/idle_agents.py), not asserted here."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -23,25 +23,6 @@ def test_the_progress_poll_timeout_nixl_writes_as_0_becomes_the_bound():
     assert config.pthrDelay == PROGRESS_POLL_US > 0
     config.pthrDelay = 7  # any other value is kept
     assert config.pthrDelay == 7
-
-
-IDLE_AGENT = textwrap.dedent("""
-    import time
-    from kvbench.backends.nixl import make_agent
-    from kvbench.peers.protocol import free_port
-    agent = make_agent("kvbench-idle", ["UCX"], listen_port=free_port())
-    start = time.process_time()
-    time.sleep(2)
-    print(time.process_time() - start)
-""")
-
-
-def test_an_idle_listening_agent_uses_almost_no_cpu():
-    """CPU time, not wall time: a neighbour can only lower it. A spinning progress thread takes
-    about the whole 2 s (5.0 s of CPU in 5 s measured with NIXL's 0); a sleeping one ~0.06 s."""
-    done = subprocess.run([sys.executable, "-c", IDLE_AGENT], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert float(done.stdout) < 0.5, f"an idle agent used {float(done.stdout):.2f} s of CPU in 2 s"
 
 
 def test_busy_polling_comes_back_on_request():
