@@ -41,9 +41,11 @@ def positive_int(text: str) -> int:
 
 
 def samples(text: str) -> int:
-    """Samples per case, 5 to 10,000: what `kvbench run --samples` takes (p10/p90 need 5; more is a typo)."""
-    return _checked(text, int, "samples", "a whole number from 5 to 10000", lambda v: 5 <= v <= 10_000,
-                    "from 5 to 10000")
+    """Samples per case, 5 to 10,000: what a suite and `kvbench run --samples` take."""
+    from kvbench.plan.suite import MAX_SAMPLES, MIN_SAMPLES
+
+    return _checked(text, int, "samples", f"a whole number from {MIN_SAMPLES} to {MAX_SAMPLES}",
+                    lambda v: MIN_SAMPLES <= v <= MAX_SAMPLES, f"from {MIN_SAMPLES} to {MAX_SAMPLES}")
 
 
 def seconds(text: str) -> float:

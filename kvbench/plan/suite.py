@@ -17,12 +17,13 @@ from kvbench.resources import suites_dir
 Scalar = int | float | str | bool
 
 
+MIN_SAMPLES = 5  # p10 and p90 need five
 MAX_SAMPLES = 10_000  # beyond these a suite would run for days: a typo, not a plan
 
 
 class SuiteSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    samples: int = Field(7, ge=5, le=MAX_SAMPLES)
+    samples: int = Field(7, ge=MIN_SAMPLES, le=MAX_SAMPLES)
     min_sample_s: float = Field(0.02, gt=0, le=60)
     warmup_s: float = Field(0.05, ge=0, le=600)
     precision: float = Field(0.01, gt=0, lt=1)  # the median's 95 % CI within ± this fraction of it
