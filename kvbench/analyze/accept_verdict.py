@@ -11,12 +11,13 @@ Every reason for INCOMPLETE is one function in `INCOMPLETE_WHEN`: adding one is 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kvbench.analyze.accept import NO_CASE, Verdict
 from kvbench.analyze.inventory import INVENTORY
 from kvbench.analyze.profile import Profile
+from kvbench.benches.describe import describe_params
 from kvbench.overall import INCOMPLETE, Overall, decide
 
 LABEL = {"gpu": "GPU", "multi-gpu": "multi-GPU", "nic": "network", INVENTORY: "inventory"}
@@ -99,9 +100,40 @@ INCOMPLETE_WHEN: list[Callable[[list[Verdict], dict[str, str]], list[str]]] = [
     _nothing_judged, _expected_but_skipped, _host_rule_without_its_case, _failed_only_while_contended]
 
 
-def accept_overall(verdicts: list[Verdict], expected: dict[str, str], failed_cases: str | None = None) -> Overall:
-    """The acceptance's one word and why; `failed_cases`: the run's own failure (a case that broke),
-    which fails it even where no rule covers that case."""
+WHOLE_RUN = ("complete", "failed")  # ended by itself with every case (a failed run: some of them failed)
+NAMED = 3  # failed cases named in the last line; the rest counted
+
+
+def run_failed_cases(run: dict[str, Any]) -> list[str]:
+    """The judged run's failed cases, in words: each fails the acceptance, whether or not a rule
+    covers it (a failed net.write beside one passing rule is no PASS)."""
+    failed = [r for r in run.get("results") or [] if r.get("status") == "failed"]
+    if not failed:
+        return []
+    named = [f"{r['bench']} {describe_params(r['bench'], r.get('params') or {})} "
+             f"({r.get('reason') or 'no reason recorded'})" for r in failed[:NAMED]]
+    more = f", and {len(failed) - NAMED} more" if len(failed) > NAMED else ""
+    return [f"run {run['run'].get('id')}: {len(failed)} case(s) failed: {', '.join(named)}{more}"]
+
+
+def run_not_whole(run: dict[str, Any]) -> list[str]:
+    """Why the judged run is not whole (aborted, crashed, still running, short of its cases): what it
+    holds is judged, but it is no acceptance of the box ([] for a whole run)."""
+    info = run.get("run") or {}
+    status, partial = info.get("status"), info.get("partial")
+    if status in WHOLE_RUN and not partial:
+        return []
+    reason = info.get("reason")
+    why = partial or (f"{status} ({reason})" if reason else status)
+    return [f"run {info.get('id')} is not whole, only its cases so far were judged: {why}"]
+
+
+def accept_overall(verdicts: list[Verdict], expected: dict[str, str], failed_cases: str | None = None,
+                   runs: Sequence[dict[str, Any]] = ()) -> Overall:
+    """The acceptance's one word and why. `runs`: the run documents judged, however it was reached (run
+    here, by id, `latest`, an export): any failed case of it fails the acceptance, named, even where no
+    rule covers it, and a run that is not whole (aborted, crashed, running) is INCOMPLETE at best, its
+    status said. `failed_cases`: a failure said another way (a run's own line)."""
     failed = [v for v in verdicts if v.verdict == "FAIL"]
     fails = []
     if failed:
@@ -109,7 +141,11 @@ def accept_overall(verdicts: list[Verdict], expected: dict[str, str], failed_cas
         fails.append(f"{len(failed)} case(s) failed {len(rules)} acceptance rule(s): {', '.join(rules)}")
     if failed_cases:
         fails.append(failed_cases)
-    incomplete = [reason for when in INCOMPLETE_WHEN for reason in when(verdicts, expected)]
+    incomplete = []
+    for run in runs:
+        fails += run_failed_cases(run)
+        incomplete += run_not_whole(run)
+    incomplete += [reason for when in INCOMPLETE_WHEN for reason in when(verdicts, expected)]
     passed = len({v.rule for v in verdicts if v.verdict == "PASS"})
     skipped = len({v.rule for v in verdicts if v.verdict == "SKIP"})
     summary = [f"{passed} rule(s) passed" + (f"; {skipped} skipped, not expected on this host" if skipped else "")]

@@ -66,14 +66,13 @@ def accept(
     host_profile = load_profile(wanted) if wanted else None
     check_writable(junit, "--junit", db, [run_ref] if run_ref else [])
     check_writable(json_out, "--json", db, [run_ref] if run_ref else [])
-    cases_failed = None
     measured_here = run_ref is None
     if run_ref is None:
         try:
             run_ref = str(run_and_show(RunRequest(suite=suite, tags={"purpose": "acceptance"}, db=db), None,
                                        quiet=json_out == "-"))  # --json -: standard output holds the JSON alone
-        except Concluded as exc:  # still judged and written out: a failed case is a FAIL of its rule
-            cases_failed, run_ref = (str(exc) if exc.overall.word == FAIL else None), "latest"
+        except Concluded:  # still judged and written out: its failed cases fail it (accept_overall)
+            run_ref = "latest"
     (doc,) = documents([run_ref], db)
     facts = (doc.get("host") or {}).get("facts")
     rules_files = rules_files or rules_for_host(gpus_to_match(facts, host_profile))
@@ -84,7 +83,8 @@ def accept(
     verdicts = fail_closed(verdicts, host_profile, rules_files)
     if host_profile is not None:
         verdicts = inventory_verdicts(host_profile, facts) + verdicts
-    overall = accept_overall(verdicts, expected_here(facts, host_profile), cases_failed)
+    # the run's own failed cases and status count however it reached here (run now, id, latest, export)
+    overall = accept_overall(verdicts, expected_here(facts, host_profile), runs=[doc])
     if json_out:
         from kvbench.report.json_docs import accept_doc
 
