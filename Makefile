@@ -60,7 +60,8 @@ test: setup-test
 # their legs (benchmarks/two_hop.py), the CPU an idle NIXL agent uses (benchmarks/idle_agents.py: under
 # 10 % of a core), and compare's false alarms over identical runs (quiet and beside a
 # 2-process CPU hog) and its detection of known drops (benchmarks/compare_power.py: 5 runs of a 6-case
-# CPU suite per condition; minutes on a busy 2-core box). Every one runs; then `make bench` exits 1 if a printed goal was
+# CPU suite per condition; minutes on a busy 2-core box), and how fast kvbench answers (benchmarks/startup.py:
+# each read-only command < 0.4 s, report < 5 s, the quick suite < 30 s). Every one runs; then `make bench` exits 1 if a printed goal was
 # missed, else 3 if one could not measure (its reason printed), else 0.
 FLEET_DB ?= $(or $(TMPDIR),/tmp)/kvbench-fleet-bench.sqlite
 bench: setup-test
@@ -72,6 +73,7 @@ bench: setup-test
 	$(BIN)/python benchmarks/two_hop.py; note $$?; \
 	$(BIN)/python benchmarks/idle_agents.py; note $$?; \
 	$(BIN)/python benchmarks/compare_power.py --runs 5; note $$?; \
+	$(BIN)/python benchmarks/startup.py; note $$?; \
 	rm -f $(FLEET_DB) $(FLEET_DB)-wal $(FLEET_DB)-shm; \
 	echo "make bench: $$([ $$status -eq 0 ] && echo PASS || { [ $$status -eq 1 ] && echo FAIL: a printed goal was missed || echo INCOMPLETE: a benchmark could not measure; })"; \
 	exit $$status

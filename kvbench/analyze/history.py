@@ -8,11 +8,10 @@ kept simple). Each run is also judged against the run before it by `compare`'s o
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 from typing import Any
-
-import numpy as np
 
 from kvbench.analyze.compare import Comparison, compare_case
 from kvbench.records import ResultRecord
@@ -44,7 +43,7 @@ def segments(values: list[float], threshold: float = THRESHOLD, confirm: int = 2
     start = 0
     i = 1
     while i < len(values):
-        level = float(np.median(values[start:i]))
+        level = float(statistics.median(values[start:i]))
         side = _off(values[i], level, threshold)
         window = values[i : i + confirm]
         if side and len(window) == confirm and all(_off(v, level, threshold) == side for v in window):
@@ -52,7 +51,7 @@ def segments(values: list[float], threshold: float = THRESHOLD, confirm: int = 2
             start = i
         i += 1
     cuts.append(len(values))
-    return [Segment(a, b, float(np.median(values[a:b]))) for a, b in zip(cuts, cuts[1:], strict=False)]
+    return [Segment(a, b, float(statistics.median(values[a:b]))) for a, b in zip(cuts, cuts[1:], strict=False)]
 
 
 def run_verdicts(series: list[dict[str, Any]], threshold: float = THRESHOLD) -> list[Comparison | None]:

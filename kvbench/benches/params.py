@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvbench.errors import BadInput
-from kvbench.memory.kinds import parse_kind
 from kvbench.units import parse_size
 
 
@@ -64,6 +63,8 @@ class Param:
         elif self.kind == "address":
             return resolve_address(str(value), f"{name}={value!r}")
         elif self.kind == "memory":
+            from kvbench.memory.kinds import parse_kind  # here: the memory package loads numpy and CUDA's probes
+
             return str(parse_kind(str(value)))
         elif self.kind == "choice":
             out = str(value)

@@ -114,10 +114,10 @@ def check_writable(target: str | None, option: str, db: str | None = None, input
     """Refuse, before any work, an output file that cannot be written (`-` is standard output), or
     that is the database `db`, one of the command's `inputs`, or any SQLite database: an output
     must never overwrite what it was made from."""
-    from kvbench.store.connect import SQLITE_MAGIC, default_url, sqlite_path
-
     if target is None or target == "-":
         return
+    from kvbench.store.connect import SQLITE_MAGIC, default_url, sqlite_path  # SQLAlchemy: only for a file
+
     if not target.strip():
         raise BadInput(f"bad {option} '': give a file name, or - for standard output")
     path = Path(target)

@@ -3,10 +3,13 @@ stacks can be compared (they should agree within 3 %). Copy engine only; pinned 
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from typing import Any
 
 import numpy as np
 
+from kvbench.backends.cuda import driver_missing_reason
 from kvbench.benches.base import Prepared
 from kvbench.errors import IntegrityError
 from kvbench.measure.engine import Workload
@@ -16,6 +19,12 @@ from kvbench.memory.pattern import POISON, fill_pattern
 
 
 def torch_unavailable_reason() -> str | None:
+    # Asked by `kvbench list` and every plan: importing torch takes seconds, so a host where it is not
+    # installed, or without an NVIDIA driver (whose CUDA torch could not see), is told without it.
+    if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
+        return "backend=torch: torch is not installed"
+    if driver_missing_reason() is not None:
+        return "backend=torch: torch sees no CUDA device"
     try:
         import torch
     except ImportError:
