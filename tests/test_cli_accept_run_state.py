@@ -193,3 +193,38 @@ def test_accept_interrupted_while_it_measures_gives_no_verdict(monkeypatch, tmp_
     assert "marked aborted" in proc.stderr and "PASS" not in proc.stderr
     proc = cli("accept", "--run", "1", "--rules", rules, "--db", db)
     assert proc.returncode == 3 and "run 1 is not whole" in last_line(proc) and "aborted" in last_line(proc)
+
+
+# --- 43.4: every [expect] key of the profile is judged, whatever rule file is in use --------------------
+
+@pytest.mark.parametrize("own_rules", [True, False])
+def test_a_profile_promising_only_nvlink_fails_a_box_without_gpus_by_every_way_to_accept(
+        own_rules, monkeypatch, tmp_path, stored_runs, rules):
+    profile = tmp_path / "nvlink.toml"
+    profile.write_text('name = "nvlink only"\n[expect]\nnvlink = true\n')
+    chosen = ("--rules", rules) if own_rules else ()
+    live_db = f"sqlite:///{tmp_path / 'live.sqlite'}"
+    db = stored_runs("tests/fixtures/tiny.toml", 1)
+    ways = {"live": ("--suite", "tests/fixtures/tiny.toml", "--db", live_db), "id": ("--run", "1", "--db", db),
+            "latest": ("--run", "latest", "--db", db), "export": ("--run", _export(db, "1", tmp_path))}
+    for way, args in ways.items():
+        proc = cli("accept", *args, *chosen, "--profile", str(profile), "--allow-incomplete", "--json",
+                   str(tmp_path / "a.json"))
+        assert proc.returncode == 1, (way, proc.stderr)
+        assert last_line(proc).startswith("FAIL: ") and "inventory-nvlink" in last_line(proc), (way, last_line(proc))
+        nvlink = [v for v in json.loads((tmp_path / "a.json").read_text())["verdicts"] if v["rule"] == "inventory-nvlink"]
+        assert [v["verdict"] for v in nvlink] == ["FAIL"] and "no pair to join" in nvlink[0]["measured"], way
+
+
+def test_a_promised_fact_the_run_did_not_record_is_incomplete_beside_a_passing_rule_stored_or_exported(
+        tmp_path, stored_runs, rules):
+    """issue 44.5: the profile's dram_channels, unread (no dmidecode), beside the passing floor rule."""
+    profile = tmp_path / "channels.toml"
+    profile.write_text('name = "eight channels"\n[expect]\ndram_channels = 8\n')
+    db = stored_runs("tests/fixtures/tiny.toml", 1)
+    _sql(db, "UPDATE host SET facts = json_set(facts, '$.dram', json('{\"reason\": \"dmidecode is not installed\"}'))")
+    for ref in ("1", "latest", _export(db, "1", tmp_path)):
+        proc = cli("accept", "--run", ref, "--rules", rules, "--db", db, "--profile", str(profile))
+        assert proc.returncode == 3, proc.stderr
+        assert "floor" in proc.stdout and last_line(proc).startswith("INCOMPLETE: ")
+        assert "inventory-dram_channels (dmidecode is not installed)" in last_line(proc), last_line(proc)

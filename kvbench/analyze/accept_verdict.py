@@ -34,7 +34,7 @@ def expected_here(facts: dict[str, Any] | None, profile: Profile | None) -> dict
     is given, else from the host's own inventory; without either, nothing beyond the host rules."""
     if profile is not None:
         e, name = profile.expect, f"profile '{profile.name}'"
-        out = {INVENTORY: f"{name} expects it"}
+        out = {}  # its inventory rules' SKIPs: _profile_key_not_judged, whatever `expected` says
         if profile.expects_gpu():
             out["gpu"] = f"{name} expects {e.gpus if e.gpus is not None else 'a'} {e.gpu_model or ''} GPU(s)".replace("  ", " ")
         if (e.gpus or 0) >= 2:
@@ -66,13 +66,24 @@ def _expected_but_skipped(verdicts: list[Verdict], expected: dict[str, str]) -> 
     for need, why in expected.items():
         by_reason: dict[str, list[str]] = {}  # rules skipped for one reason are named together
         for v in verdicts:
-            if v.verdict == "SKIP" and need in v.needs and v.rule not in sum(by_reason.values(), []):
+            if v.verdict == "SKIP" and need in v.needs and need != INVENTORY and v.rule not in sum(by_reason.values(), []):
                 by_reason.setdefault(v.why, []).append(v.rule)
         if by_reason:
             listed = "; ".join(f"{', '.join(rules)} ({reason})" for reason, rules in by_reason.items())
             count = sum(len(rules) for rules in by_reason.values())
             out.append(f"{count} {LABEL.get(need, need)} rule(s) not judged although {why}: {listed}")
     return out
+
+
+def _profile_key_not_judged(verdicts: list[Verdict], expected: dict[str, str]) -> list[str]:
+    """A profile's `[expect]` key the run recorded no fact for (an `inventory-*` SKIP): the profile
+    promised it, so it is not judged whatever else passed (whether or not `expected` says so)."""
+    skipped = [v for v in verdicts if v.verdict == "SKIP" and (INVENTORY in v.needs or v.rule.startswith("inventory-"))]
+    rules = list(dict.fromkeys(v.rule for v in skipped))
+    if not rules:
+        return []
+    listed = "; ".join(f"{v.rule} ({v.why})" for v in skipped)
+    return [f"{len(rules)} profile expectation(s) not judged, the run recorded no such fact: {listed}"]
 
 
 def _failed_only_while_contended(verdicts: list[Verdict], expected: dict[str, str]) -> list[str]:
@@ -97,7 +108,8 @@ def _host_rule_without_its_case(verdicts: list[Verdict], expected: dict[str, str
 
 # Each: (verdicts, expected) → reasons the acceptance is INCOMPLETE (none: it is not, for that reason).
 INCOMPLETE_WHEN: list[Callable[[list[Verdict], dict[str, str]], list[str]]] = [
-    _nothing_judged, _expected_but_skipped, _host_rule_without_its_case, _failed_only_while_contended]
+    _nothing_judged, _expected_but_skipped, _profile_key_not_judged, _host_rule_without_its_case,
+    _failed_only_while_contended]
 
 
 WHOLE_RUN = ("complete", "failed")  # ended by itself with every case (a failed run: some of them failed)

@@ -1,6 +1,8 @@
 """A host profile's expectations judged against the host facts a run recorded: one acceptance
 verdict per `[expect]` key (rule `inventory-<key>`), PASS, or FAIL with what was found; SKIP where
-the run recorded no such fact (which makes the overall verdict INCOMPLETE, never PASS)."""
+the run recorded no such fact (which makes the overall verdict INCOMPLETE, never PASS, whatever else
+passed: accept_verdict.py). Every key is judged here whatever rule file is in use: `nvlink` from the
+links the run's gpu.p2p cases recorded (a SKU rule file's NVLink rule judges their rates besides)."""
 
 from __future__ import annotations
 
@@ -70,8 +72,38 @@ def _dram(want: float, facts: dict[str, Any]) -> Verdict:
     return _verdict("dram_gb", abs(total / 1e9 - want) <= DRAM_TOLERANCE * want, f"{total / 1e9:.0f} GB", threshold)
 
 
-def inventory_verdicts(profile: Profile, facts: dict[str, Any] | None) -> list[Verdict]:
-    """One verdict per expectation the profile gives, against `facts` (a run's host facts)."""
+def _nvlink(facts: dict[str, Any], results: list[dict[str, Any]], want_gpus: int | None) -> Verdict:
+    """Every ordered pair of the host's GPUs joined by NVLink, as the run's gpu.p2p cases recorded the
+    pair's link (NVML, kvbench/hardware/nvlink.py): FAIL on a pair of another kind or fewer than two
+    GPUs, SKIP where no case recorded a pair's link (not judged: INCOMPLETE)."""
+    threshold = "NVLink between every ordered pair of GPUs"
+    gpus = len(facts.get("gpus") or [])
+    if gpus < 2:
+        found = f"{gpus} GPU(s)" + ("" if gpus else f" ({facts.get('gpu_reason') or 'none found'})")
+        return _verdict("nvlink", False, found + ": no pair to join", threshold)
+    links: dict[str, dict[str, Any]] = {}
+    for r in results:
+        link = (r.get("metadata") or {}).get("peer_link")
+        if r.get("bench") == "gpu.p2p" and link and r.get("params", {}).get("pair"):
+            links.setdefault(str(r["params"]["pair"]), link)
+    other = {pair: link for pair, link in links.items() if link.get("kind") not in ("nvlink", "unknown")}
+    if other:
+        named = ", ".join(f"{pair} {link.get('kind')}" for pair, link in sorted(other.items()))
+        return _verdict("nvlink", False, f"pair(s) without NVLink: {named}", threshold)
+    count = max(gpus, want_gpus or 0)
+    pairs = [f"{a}-{b}" for a in range(count) for b in range(count) if a != b]
+    unread = [p for p in pairs if (links.get(p) or {}).get("kind") != "nvlink"]
+    if unread:
+        shown = ", ".join(unread[:8]) + (f", … ({len(unread)} in all)" if len(unread) > 8 else "")
+        return _verdict("nvlink", None, "unknown", threshold,
+                        f"the run recorded no NVLink reading for pair(s) {shown} (run gpu.p2p on every pair)")
+    return _verdict("nvlink", True, f"NVLink on all {len(pairs)} ordered pairs", threshold)
+
+
+def inventory_verdicts(profile: Profile, facts: dict[str, Any] | None,
+                       results: list[dict[str, Any]] | None = None) -> list[Verdict]:
+    """One verdict per expectation the profile gives, against `facts` (a run's host facts) and, for
+    what only a case can read (NVLink between GPUs), the run's `results`."""
     e = profile.expect
     checks: list[tuple[str, Any, Callable[[dict[str, Any]], Verdict]]] = [
         ("gpus", e.gpus, lambda f: _gpus(e.gpus, f)),
@@ -87,6 +119,8 @@ def inventory_verdicts(profile: Profile, facts: dict[str, Any] | None) -> list[V
             "dram_channels", e.dram_channels, (f.get("dram") or {}).get("channels"), "channel(s)", exact=True,
             why_unknown=(f.get("dram") or {}).get("reason") or "the DIMMs' locators do not say")),
     ]
+    if e.nvlink:  # `nvlink = false` asks for nothing
+        checks.append(("nvlink", e.nvlink, lambda f: _nvlink(f, results or [], e.gpus)))
     if e.nic_gbps is not None and e.nics is None:
         checks.append(("nic_gbps", e.nic_gbps, lambda f: _nics(1, f, e.nic_gbps, "nic_gbps")))
     out = []

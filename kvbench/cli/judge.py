@@ -82,7 +82,7 @@ def accept(
     verdicts = incomplete_on_contention(verdicts, doc)
     verdicts = fail_closed(verdicts, host_profile, rules_files)
     if host_profile is not None:
-        verdicts = inventory_verdicts(host_profile, facts) + verdicts
+        verdicts = inventory_verdicts(host_profile, facts, doc["results"]) + verdicts
     # the run's own failed cases and status count however it reached here (run now, id, latest, export)
     overall = accept_overall(verdicts, expected_here(facts, host_profile), runs=[doc])
     if json_out:

@@ -157,7 +157,7 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     rules = rules_for_host(gpus_to_match(facts, profile))
     content.verdicts = fail_closed(incomplete_on_contention(judge(judged, rules), judged), profile, rules)
     if profile is not None:
-        content.verdicts = inventory_verdicts(profile, facts) + content.verdicts
+        content.verdicts = inventory_verdicts(profile, facts, results) + content.verdicts
     content.overall = accept_overall(content.verdicts, expected_here(facts, profile), runs=docs)
     content.title = f"{content.overall.word} — {content.title}"  # the first heading says the verdict first
     if baseline is not None:

@@ -1,0 +1,75 @@
+"""Every `[expect]` key of a host profile is judged by an inventory rule of its own, whatever rule file
+is in use (issue 43.4: `nvlink = true` was dropped unless a SKU rule file with an NVLink rule was
+selected), and a key the run recorded no fact for is INCOMPLETE whatever else passed (issue 44.5)."""
+
+import pytest
+
+from kvbench.analyze.accept import Verdict
+from kvbench.analyze.accept_verdict import accept_overall, expected_here
+from kvbench.analyze.inventory import inventory_verdicts
+from kvbench.analyze.profile import Expect, Profile
+
+H200 = {"index": 0, "name": "NVIDIA H200", "bus_id": "0000:17:00.0",
+        "link": {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16}}
+TWO = {"gpus": [H200, {**H200, "index": 1, "bus_id": "0000:18:00.0"}]}
+PASSED = Verdict("dram-copy", "dram.copy", "all", "PASS", "9 GB/s", "≥ 1 MB/s", "")
+# one value each key can take: a test that a new key without a check fails here
+VALUES = {"gpus": 2, "gpu_model": "H200", "pcie_gen": 5, "pcie_width": 16, "nics": 1, "nic_gbps": 100.0, "nvme": 1,
+          "numa_nodes": 1, "dram_gb": 100.0, "dram_channels": 8, "nvlink": True}
+
+
+def p2p(pair: str, kind: str | None) -> dict:
+    meta = {"peer_link": {"kind": kind}} if kind else {}
+    return {"bench": "gpu.p2p", "params": {"pair": pair}, "status": "ok", "metadata": meta, "case": f"c{pair}"}
+
+
+def test_every_expect_key_has_its_inventory_rule():
+    assert set(VALUES) == set(Expect.model_fields), "a new [expect] key needs a value here and a check in inventory.py"
+    for key, value in VALUES.items():
+        profile = Profile.model_validate({"expect": {key: value}})
+        assert [v.rule for v in inventory_verdicts(profile, TWO, [])] == [f"inventory-{key}"], key
+
+
+@pytest.mark.parametrize("facts", [{"gpus": []}, {"gpus": [H200]}, {"gpu_reason": "no NVIDIA driver"}])
+def test_nvlink_promised_on_a_box_with_fewer_than_two_gpus_fails_without_any_rule_file(facts):
+    (verdict,) = inventory_verdicts(Profile.model_validate({"expect": {"nvlink": True}}), facts, [])
+    assert verdict.verdict == "FAIL" and "no pair to join" in verdict.measured
+    assert accept_overall([PASSED, verdict], expected_here(facts, None)).word == "FAIL"
+
+
+def test_nvlink_is_judged_from_the_links_the_run_recorded():
+    profile = Profile.model_validate({"expect": {"nvlink": True}})
+    (ok,) = inventory_verdicts(profile, TWO, [p2p("0-1", "nvlink"), p2p("1-0", "nvlink")])
+    assert ok.verdict == "PASS" and "2 ordered pairs" in ok.measured
+    (bad,) = inventory_verdicts(profile, TWO, [p2p("0-1", "nvlink"), p2p("1-0", "pcie")])
+    assert bad.verdict == "FAIL" and "1-0 pcie" in bad.measured
+    for results in ([], [p2p("0-1", "nvlink")], [p2p("0-1", None), p2p("1-0", None)]):
+        (unread,) = inventory_verdicts(profile, TWO, results)
+        assert unread.verdict == "SKIP" and "run gpu.p2p" in unread.why
+        assert accept_overall([PASSED, unread], expected_here(TWO, profile)).word == "INCOMPLETE"
+    # a profile that promises 4 GPUs: the pairs of the GPUs that went missing are not judged either
+    *_, missing = inventory_verdicts(Profile.model_validate({"expect": {"nvlink": True, "gpus": 4}}), TWO,
+                                     [p2p("0-1", "nvlink"), p2p("1-0", "nvlink")])
+    assert missing.verdict == "SKIP" and "0-2" in missing.why
+    assert inventory_verdicts(Profile.model_validate({"expect": {"nvlink": False}}), TWO, []) == []
+
+
+UNRECORDED = {  # a key, and host facts that do not record what it needs
+    "dram_channels": {"dram": {"reason": "dmidecode is not installed"}},
+    "dram_gb": {"dram": {}, "numa": []},
+    "numa_nodes": {"numa": []},
+    "pcie_gen": {"gpus": [{**H200, "link": {}}]},
+    "nvlink": TWO,
+}
+
+
+@pytest.mark.parametrize("key", list(UNRECORDED))
+def test_a_promised_fact_the_run_did_not_record_is_incomplete_beside_a_passing_rule(key):
+    profile = Profile.model_validate({"expect": {key: VALUES[key]}})
+    for facts in (UNRECORDED[key], None):
+        (skipped,) = inventory_verdicts(profile, facts, [])
+        assert skipped.verdict == "SKIP"
+        for expected in (expected_here(facts, profile), {}):  # whatever the expectations computed say
+            overall = accept_overall([PASSED, skipped], expected)
+            assert overall.word == "INCOMPLETE" and f"inventory-{key}" in overall.line, overall.line
+            assert accept_overall([PASSED, PASSED, skipped], expected).exit_status() == 3
