@@ -110,18 +110,30 @@ def _failed_cases(rule: Rule, doc: RunDocument) -> list[dict[str, Any]]:
 
 def judge_rule(rule: Rule, doc: RunDocument) -> list[Verdict]:
     """The rule's verdicts; whatever its kind, every failed case it covers is a FAIL of its own
-    (an integrity failure beside passing cases must not vanish into a PASS or a SKIP)."""
+    (an integrity failure beside passing cases must not vanish into a PASS or a SKIP), and one case
+    has one verdict: a failed case's SKIP or PASS from its kind's path (a link rule's "no NVLink", a
+    planted slip) becomes its FAIL, never a second row beside it."""
     out = _judge_kind(rule, doc)
-    named = {v.case for v in out if v.verdict == "FAIL"} | {v.why.split(" failed: ")[0] for v in out
-                                                             if v.verdict == "FAIL" and " failed: " in v.why}
+    named = {v.why.split(" failed: ")[0] for v in out if v.verdict == "FAIL" and " failed: " in v.why}
     for r in _failed_cases(rule, doc):
         case = _case(r["bench"], r["params"])
         case = case if r["bench"] == rule.bench else f"{r['bench']} {case}"
-        if case not in named:
-            named.add(case)
-            threshold = out[0].threshold if out else ""
-            out.append(Verdict(rule.id, rule.bench, case, "FAIL", "-", threshold,
-                               f"failed: {r.get('reason') or 'no reason recorded'}", cases=_ids(r)))
+        ids = _ids(r)
+        failed = Verdict(rule.id, rule.bench, case, "FAIL", "-", out[0].threshold if out else "",
+                         f"failed: {r.get('reason') or 'no reason recorded'}", cases=ids)
+        # the verdicts on this case alone: by its id, or by its name where a verdict recorded no id
+        mine = [i for i, v in enumerate(out) if (set(ids) & set(v.cases) and set(v.cases) <= set(ids))
+                or (v.case == case and not v.cases)]
+        if not mine:
+            if case not in named:
+                named.add(case)
+                out.append(failed)
+            continue
+        keep = next((i for i in mine if out[i].verdict == "FAIL"), mine[0])
+        if out[keep].verdict != "FAIL":
+            out[keep] = replace(out[keep], verdict="FAIL", measured="-", why=failed.why, cases=ids or out[keep].cases)
+        out = [v for i, v in enumerate(out) if i == keep or i not in mine]
+        named.add(case)
     return out
 
 
