@@ -31,7 +31,7 @@ from kvbench.measure.engine import Pair, Workload
 from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
-from kvbench.memory.pattern import POISON, fill_pattern, poison
+from kvbench.memory.pattern import fill_pattern, first_difference, first_poison_byte, poison
 from kvbench.memory.region import Region
 from kvbench.units import format_size
 
@@ -71,11 +71,10 @@ def host_copy_workload(src: Region, dst: GuardedRegion, run: Callable[[], None],
     """
     def check() -> None:
         got = dst.region.host_array
-        if not np.array_equal(got, expected):
-            bad = int(np.argmax(got != expected))
+        if (bad := first_difference(got, expected)) is not None:
             raise IntegrityError(f"destination differs from the source first at byte {bad}")
-        if (expected == POISON).any():
-            raise IntegrityError(f"the source holds the poison at byte {int(np.argmax(expected == POISON))}: it was "
+        if (bad := first_poison_byte(expected)) is not None:
+            raise IntegrityError(f"the source holds the poison at byte {bad}: it was "
                                  "never filled, or a copy ran backwards over it")
         dst.check()
 
