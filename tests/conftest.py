@@ -162,3 +162,26 @@ def stored_runs(_run_templates, tmp_path):
         return f"sqlite:///{target}"
 
     return make
+
+
+@pytest.fixture(scope="session")
+def mooncake_env(tmp_path_factory) -> dict[str, str]:
+    """The environment of a child process in which Mooncake's Transfer Engine loads (the test-only
+    stand-in driver on its loader path; tests/mooncake_driver.py); skipped with the reason where the
+    wheel is not installed or the stand-in cannot be built."""
+    from tests.mooncake_driver import build_stub, child_env, mooncake_reason_in
+
+    try:
+        import mooncake  # noqa: F401
+    except ImportError:
+        pytest.skip("Mooncake Transfer Engine is not installed (the test extra installs mooncake-transfer-engine)")
+    folder = tmp_path_factory.mktemp("libcuda-stub")
+    try:
+        build_stub(folder)
+    except (RuntimeError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"the test-only libcuda.so.1 cannot be built here: {exc}")
+    env = child_env(folder, MC_LOG_LEVEL="WARNING")
+    reason = mooncake_reason_in(env)
+    if reason:
+        pytest.skip(f"Mooncake does not load even with the test-only driver: {reason}")
+    return env

@@ -1,4 +1,6 @@
-"""`net.write` / `net.read`: local memory ↔ a remote NIXL agent's memory over UCX.
+"""`net.write` / `net.read`: local memory ↔ a remote NIXL agent's memory over UCX, or over
+Mooncake's Transfer Engine (`transport=mooncake`; `both` times one against the other:
+kvbench/benches/transport.py).
 
 Each operation is one NIXL request of `batch` descriptors of `block_size` bytes. The far side
 is a second agent in this process (`peer=inproc`) or `python -m kvbench.peer` in another
@@ -34,11 +36,20 @@ from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.params import Param
 from kvbench.benches.peer_params import PAIR_HOSTS, REMOTE_PEER
 from kvbench.benches.registry import register
+from kvbench.benches.transport import (
+    AGAINST_NIXL,
+    TRANSPORT,
+    mooncake_batch,
+    transport_unavailable_reason,
+    uses_mooncake,
+    uses_nixl_data,
+    validate_transport,
+)
 from kvbench.benches.rails import COUNTER_NOTE, rail_bytes, rail_devices
 from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.nic_counters import counter_deltas, read_counters
 from kvbench.hardware.path import Segment
-from kvbench.measure.engine import Workload
+from kvbench.measure.engine import Pair, Workload
 from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate, kind_unavailable_reason, parse_kind
 from kvbench.memory.nixl_regions import nixl_memory
@@ -126,10 +137,11 @@ class _Net(Benchmark):
         "net_devices": Param("text", "", "the devices UCX may use (UCX_NET_DEVICES), e.g. mlx5_0:1,mlx5_1:1; "
                              "with rails=N, the devices it spreads over", added=True),
         **PAIR_HOSTS,
+        **TRANSPORT,
     }
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
-        reason = backend_unavailable_reason("UCX")
+        reason = backend_unavailable_reason("UCX") or transport_unavailable_reason(params)
         if reason:
             return reason
         for key in ("local", "remote"):
@@ -147,6 +159,10 @@ class _Net(Benchmark):
             raise BadInput(f"bad rails={params['rails']}: give at least 1 rail, or the devices (mlx5_0:1,mlx5_1:1)")
         if own_rails(params) and _names(params["net_devices"]):
             raise BadInput("rails=a,b names the devices already: give net_devices only with rails=N")
+        validate_transport(params)
+        if uses_mooncake(params) and (params["rails"].strip() or params["net_devices"].strip()):
+            raise BadInput(f"rails and net_devices are UCX's (NIXL's) settings: with transport={params['transport']} "
+                           "give mooncake_device")
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
         rails = own_rails(params) or _names(params["net_devices"])
@@ -183,7 +199,7 @@ class _Net(Benchmark):
         offsets = np.arange(params["batch"], dtype=np.uint64) * np.uint64(params["block_size"])
         lengths = np.full(params["batch"], params["block_size"])
         transfers = []
-        for i, agent in enumerate(agents):
+        for i, agent in enumerate(agents if uses_nixl_data(params) else []):
             if i:
                 connect_rail(agent, peer, params["timeout_s"])
             agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
@@ -193,7 +209,9 @@ class _Net(Benchmark):
                 desc_array(peer.base + offsets[mine], lengths[mine], peer.device), peer.mem_type, peer.name,
                 ["UCX"], timeout_s=params["timeout_s"]))
             stack.callback(transfers[-1].release)
-        return agents, region, peer, transfers
+        mooncake = (mooncake_batch(params, self.operation, region, peer, [int(o) for o in offsets],
+                                   [int(n) for n in lengths], stack) if uses_mooncake(params) else None)
+        return agents, region, peer, transfers, mooncake
 
     def prepare(self, params: dict[str, Any]) -> Prepared:
         size = params["block_size"] * params["batch"]
@@ -201,15 +219,17 @@ class _Net(Benchmark):
         with ExitStack() as stack:
             # UCX logs which protocol, transport and device it picks; rails=N lets it spread over devices
             with proto_info_enabled(), _ucx_env(ucx_rails(params)):
-                agents, region, peer, transfers = self._connect(params, size, stack)
+                agents, region, peer, transfers, mooncake = self._connect(params, size, stack)
 
-            def run() -> None:
+            def run_nixl() -> None:
                 for t in transfers:
                     t.post()
                 for t in transfers:
                     t.wait()
 
-            run()  # the first transfer makes UCX choose, and log, its protocols
+            if transfers:
+                run_nixl()  # the first transfer makes UCX choose, and log, its protocols
+            run = mooncake[0].run if mooncake else run_nixl
             cleanup = stack.pop_all()
         protocols = parse_protocols(ucx_log_since(offset))
         def local_bytes() -> np.ndarray:
@@ -241,7 +261,9 @@ class _Net(Benchmark):
                     raise IntegrityError("the local buffer does not hold the peer's bytes (crc32 differs)")
 
         metadata = {
-            "nixl_backend": transfers[0].backend, "nixl_version": nixl_version(),
+            "transport": params["transport"],
+            **({"mooncake": mooncake[1]} if mooncake else {}),
+            "nixl_backend": transfers[0].backend if transfers else None, "nixl_version": nixl_version(),
             "ucx_env": {**ucx_settings(), **ucx_rails(params)},  # what the agents started with
             "rails": own_rails(params) or _names(params["net_devices"]),
             "ucx_protocols": protocols, "ucx_devices": ucx_devices(protocols),
@@ -261,7 +283,10 @@ class _Net(Benchmark):
                                           "note": COUNTER_NOTE}
             return extra
 
-        return Prepared(Workload(size, run, reset, check), metadata, cleanup.close, derive)
+        workload = Workload(size, run, reset, check)
+        if mooncake and transfers:  # transport=both: NIXL on the same buffers, timed interleaved with Mooncake
+            workload.pair = Pair(AGAINST_NIXL, Workload(size, run_nixl, reset, check))
+        return Prepared(workload, metadata, cleanup.close, derive)
 
 
 @register

@@ -21,6 +21,9 @@ import numpy as np
 from kvbench.backends.nixl import desc_array, make_agent
 from kvbench.memory.kinds import allocate
 from kvbench.memory.nixl_regions import nixl_memory
+from kvbench.peers.mooncake_target import ANSWER as MOONCAKE_ANSWER
+from kvbench.peers.mooncake_target import REFUSAL as MOONCAKE_REFUSAL
+from kvbench.peers.mooncake_target import MooncakeTargets, segment_from
 from kvbench.peers.protocol import (
     fetch_metadata,
     fill_region,
@@ -54,8 +57,14 @@ class InprocPeer:
         initiator.add_remote_agent(self.agent.get_agent_metadata())
         self.base, self.size, self.device, self.mem_type = base, size, device, mem_type
 
+        self._mooncake = MooncakeTargets()
+
     def crc(self) -> int:
         return region_crc(self.region)
+
+    def mooncake_segment(self, ask: bytes) -> str:
+        """The segment of a Mooncake engine in this process that serves this peer's buffer."""
+        return segment_from(self._mooncake.answer(self.region, ask), self.name)
 
     def poison(self) -> None:
         self.region.poison()
@@ -64,6 +73,7 @@ class InprocPeer:
         return {"peer": "inproc", **self.region.describe()}
 
     def close(self) -> None:
+        self._mooncake.close()
         self.region.close()
 
 
@@ -124,6 +134,11 @@ class ProcessPeer:
     def poison(self) -> None:
         self.initiator.send_notif(self.name, b"POISON")
         self._wait(lambda m: m == b"POISONED")
+
+    def mooncake_segment(self, ask: bytes) -> str:
+        """The segment of the peer's Mooncake engine over its buffer (started on this ask)."""
+        self.initiator.send_notif(self.name, ask)
+        return segment_from(self._wait(lambda m: m.startswith((MOONCAKE_ANSWER, MOONCAKE_REFUSAL))), self.name)
 
     def describe(self) -> dict:
         return {"peer": "local", "kind": self.memory, "pid": self.process.pid, "size_bytes": self.size}

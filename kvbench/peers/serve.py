@@ -5,7 +5,9 @@ messages as NIXL notifications — `OPEN` from an initiator started elsewhere (p
 `OPEN:<bytes>` for a buffer of that size (a KV pool, kv.restore src=remote), then
 `BASE:<address>:<bytes>:<device>:<mem type>` once (or `REFUSED:<reason>` when that size cannot be
 allocated here, and the session ends there), then
-`CRC?` → `CRC:<crc32>`, `POISON` → `POISONED` (the reset), `BYE` to end. No other socket is opened.
+`CRC?` → `CRC:<crc32>`, `POISON` → `POISONED` (the reset), `MOONCAKE?…` → `MOONCAKE:<segment>` (the
+same buffer served over Mooncake's Transfer Engine too, kvbench/peers/mooncake_target.py), `BYE` to end.
+No other socket is opened (but the Transfer Engine's own, once an initiator asks for it).
 Started as `python -m kvbench.peer` (kvbench/peer.py) or by `python -m kvbench.launch`.
 """
 
@@ -21,9 +23,13 @@ from kvbench.errors import BadInput, one_line
 from kvbench.memory.kinds import allocate
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.peers.coordinator import Coordinator
+from kvbench.peers.mooncake_target import ASK as MOONCAKE_ASK
+from kvbench.peers.mooncake_target import MooncakeTargets
 from kvbench.peers.protocol import fill_region, region_crc, wait_for_metadata
 
 IDLE_LIMIT_S = 900.0  # a peer whose initiator vanished does not linger
+# the Transfer Engines this serving process starts when an initiator asks for transport=mooncake
+MOONCAKE = MooncakeTargets()
 
 
 def serve(name: str, port: int, initiator: str | None, initiator_addr: str | None, initiator_port: int | None,
@@ -60,6 +66,7 @@ def serve(name: str, port: int, initiator: str | None, initiator_addr: str | Non
         agent.send_notif(initiator, f"BASE:{base}:{size}:{device}:{mem_type}".encode())
         return _session(agent, initiator, region)
     finally:
+        MOONCAKE.close()
         region.close()
 
 
@@ -122,6 +129,7 @@ def _serve_many(agent, first, memory: str, seed: int, timeout_s: float, world: i
                 return 3
             time.sleep(0.001)
     finally:
+        MOONCAKE.close()
         for region, *_ in sessions.values():
             if region is not None:
                 region.close()
@@ -179,6 +187,7 @@ def _close(agent, initiator: str, session: tuple, spare: list, size: int, seed: 
     agent.deregister_memory(reg)
     _forget(agent, initiator)
     if region.size_bytes != size:
+        MOONCAKE.forget(region)
         region.close()
         return
     fill_region(region, seed)
@@ -205,4 +214,6 @@ def _answer(agent, initiator: str, region, message: bytes) -> bool:
     elif message == b"POISON":
         region.poison()  # returns when a GPU buffer's fill has finished, before the next write lands
         agent.send_notif(initiator, b"POISONED")
+    elif message.startswith(MOONCAKE_ASK):
+        agent.send_notif(initiator, MOONCAKE.answer(region, message))
     return message == b"BYE"

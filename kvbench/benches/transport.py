@@ -1,0 +1,87 @@
+"""Which data plane a network benchmark moves its bytes with — NIXL (UCX), Mooncake's Transfer
+Engine, or both side by side — declared once for net.write, net.read and the remote KV restore,
+and the Mooncake side of such a case: an engine on this side, the peer's buffer served by one on
+the far side, one prepared batch.
+
+Everything else is the same for both transports: the buffers, their patterns, the poison, the byte
+checks before and after timing, the peer and its control messages (NIXL notifications), the
+timeout. `transport=both` times Mooncake (the case) and NIXL (its pair) interleaved, A B / B A, and
+stores the ratio Mooncake / NIXL per pair of samples (metadata `paired`).
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Any
+
+from kvbench.backends.mooncake import (
+    P2P,
+    PROTOCOLS,
+    Engine,
+    MooncakeTransfer,
+    check_metadata,
+    local_address_towards,
+    mooncake_unavailable_reason,
+    mooncake_version,
+)
+from kvbench.benches.params import Param
+from kvbench.errors import BadInput
+from kvbench.memory.nixl_regions import nixl_memory
+from kvbench.peers.mooncake_target import ask
+
+TRANSPORT = {
+    "transport": Param("choice", "nixl", "the data plane: nixl (UCX) | mooncake (Mooncake's Transfer Engine) | both "
+                       "(Mooncake timed against NIXL, interleaved; stores the ratio)",
+                       choices=("nixl", "mooncake", "both"), added=True),
+    "mooncake_metadata": Param("text", P2P, "transport=mooncake: how engines find each other: P2PHANDSHAKE, "
+                               "etcd://HOST:PORT, http://HOST:PORT/PATH or redis://HOST:PORT", added=True),
+    "mooncake_protocol": Param("choice", "tcp", "transport=mooncake: the engine's protocol: tcp | rdma",
+                               choices=PROTOCOLS, added=True),
+    "mooncake_device": Param("text", "", "transport=mooncake, protocol rdma: the NIC(s), e.g. mlx5_0 (empty: the "
+                             "engine discovers them)", added=True),
+}
+AGAINST_NIXL = {"transport": "nixl"}  # the pair of transport=both
+
+
+def uses_mooncake(params: dict[str, Any]) -> bool:
+    return params.get("transport", "nixl") in ("mooncake", "both")
+
+
+def uses_nixl_data(params: dict[str, Any]) -> bool:
+    return params.get("transport", "nixl") in ("nixl", "both")
+
+
+def transport_unavailable_reason(params: dict[str, Any]) -> str | None:
+    """Why this case's transport cannot run here (None: it can)."""
+    if not uses_mooncake(params):
+        return None
+    reason = mooncake_unavailable_reason()
+    return f"transport={params['transport']}: {reason}" if reason else None
+
+
+def validate_transport(params: dict[str, Any]) -> None:
+    if not uses_mooncake(params):
+        for name in ("mooncake_metadata", "mooncake_protocol", "mooncake_device"):
+            if params.get(name) != TRANSPORT[name].parse(name, TRANSPORT[name].default):
+                raise BadInput(f"{name}={params[name]} needs transport=mooncake or transport=both")
+        return
+    check_metadata(params["mooncake_metadata"])
+    if params["mooncake_device"] and params["mooncake_protocol"] != "rdma":
+        raise BadInput(f"mooncake_device={params['mooncake_device']} names a NIC: it needs mooncake_protocol=rdma")
+
+
+def mooncake_batch(params: dict[str, Any], operation: str, region, peer, offsets: list[int], lengths: list[int],
+                   stack: ExitStack) -> tuple[MooncakeTransfer, dict[str, Any]]:
+    """(the batch `offsets`/`lengths` of `region` to or from the same offsets of `peer`'s buffer over
+    Mooncake, what the result records of it). The engines close with `stack`."""
+    address = getattr(peer, "address", ("127.0.0.1", 0))[0]
+    engine = Engine(local_address_towards(address), params["mooncake_metadata"], params["mooncake_protocol"],
+                    params["mooncake_device"], params["timeout_s"])
+    stack.callback(engine.close)
+    segment = peer.mooncake_segment(ask(address, params["mooncake_metadata"], params["mooncake_protocol"],
+                                        params["mooncake_device"], params["timeout_s"]))
+    _, base, _ = nixl_memory(region)
+    engine.register(base, region.size_bytes)
+    transfer = MooncakeTransfer(engine, operation, segment, [base + o for o in offsets],
+                                [peer.base + o for o in offsets], lengths, params["timeout_s"])
+    return transfer, {"version": mooncake_version(), **engine.describe(), "peer_segment": segment}
