@@ -93,3 +93,27 @@ def test_kvbench_never_reaches_the_gpu_stand_in():
         if "gpu_standin" in path.read_text() or "GPU_STANDIN" in path.read_text():
             wrong.append(f"{path.relative_to(PACKAGE)} names the stand-in")
     assert not wrong, "\n".join(wrong)
+
+
+def test_kvbench_never_loads_a_stand_in_driver():
+    """The test-only libcuda.so.1 (tests/fixtures/libcuda_stub) is never part of kvbench: the package
+    ships no shared library and names neither the stand-in nor the tests' folder, and a kvbench
+    process that asks for Mooncake maps no libcuda but the host's own (none on a CPU host), while
+    this test process, which runs the Mooncake tests in children, maps none from a test folder."""
+    import subprocess
+    import sys
+
+    assert not [p for p in PACKAGE.rglob("*.so*")]
+    named = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+             if any(word in p.read_text() for word in ("libcuda_stub", "libcuda-stub", "tests/fixtures"))]
+    assert not named
+    probe = ("from kvbench.backends.mooncake import mooncake_unavailable_reason as r; r(); "
+             "print('\\n'.join(sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcuda.so' in l})))")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "LD_LIBRARY_PATH"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for path in done.stdout.split():
+        assert "stub" not in path and "/tests/" not in path and not path.startswith("/tmp"), path
+    with open("/proc/self/maps") as maps:
+        own = {line.split()[-1] for line in maps if "libcuda.so" in line}
+    assert not [p for p in own if "stub" in p or "/tests/" in p], own

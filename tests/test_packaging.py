@@ -40,3 +40,15 @@ def test_git_tracks_no_database_and_ignores_no_source_named_run():
     probe = subprocess.run(["git", "check-ignore", "--no-index", "run", ".ci/run", "kvbench/run", "kvbench/cli/run.py",
                             "misc.sqlite"], capture_output=True, text=True, cwd=REPO)
     assert probe.stdout.split() == ["misc.sqlite"]
+
+
+def test_the_test_extra_pulls_no_gpu_build():
+    """Mooncake's wheel and the CUDA runtime it links are the test extra's only CUDA packages: both
+    install on a CPU host; no GPU build of anything (a CUDA torch, cupy, a driver) comes with them."""
+    import tomllib
+
+    test = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    names = {r.split(";")[0].split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip().lower() for r in test}
+    assert {"mooncake-transfer-engine", "nvidia-cuda-runtime-cu12"} <= names
+    cuda = {n for n in names if n.startswith(("nvidia-", "cupy", "torch", "mooncake", "nixl"))}
+    assert cuda == {"mooncake-transfer-engine", "nvidia-cuda-runtime-cu12"}, cuda

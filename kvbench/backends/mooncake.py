@@ -5,7 +5,7 @@ The wheel (`pip install mooncake-transfer-engine`, or `-cuda13` on CUDA 13 hosts
 runtime (libcudart, from pip's nvidia-cuda-runtime package, loaded here when it is there) and the
 CUDA driver (libcuda.so.1), which only a GPU host has: elsewhere the engine does not import and
 every Mooncake case is skipped with that reason. kvbench never ships or loads a stand-in driver
-(the tests bring their own, tests/fixtures/libcuda_stub).
+(the tests bring their own, and give it only to their child processes).
 
 An engine is started with a metadata mode — `P2PHANDSHAKE` (the peers exchange segment
 descriptors directly; the default), `etcd://host:port`, `http://host:port/metadata` or

@@ -91,22 +91,29 @@ def policy_cmd(
     db: DbOption = None,
 ) -> None:
     """Which KV strategy to use at which fragment size: the fastest over each range of swept sizes,
-    per path, with its GB/s, α and β (from this host's kv.restore block-size sweeps)."""
+    per path, with its GB/s, α and β (from this host's kv.restore block-size sweeps); and which
+    transport, Mooncake or NIXL, wins at each size (from transport=both cases' paired ratios)."""
     from kvbench.analyze.policy import policies
-    from kvbench.report.analysis_tables import policy_table
+    from kvbench.analyze.transport_choice import BENCHES as TRANSPORT_BENCHES
+    from kvbench.analyze.transport_choice import transport_choices
+    from kvbench.report.analysis_tables import policy_table, transport_table
     from kvbench.store import open_store
 
     check_writable(json_out, "--json", db)
     store = open_store(db, read_only=True)
     mine = this_host_ids(store)
     found = policies(store.host_results(mine, "kv.restore") + store.host_results(mine, "kv.handoff"))
-    if not found:
-        raise BadInput(f"no kv.restore results with fragment sizes for this host in {store.url}; run "
-                       "'kvbench run --suite kv-restore' first")
+    choices = transport_choices([r for bench in TRANSPORT_BENCHES for r in store.host_results(mine, bench)])
+    if not found and not choices:
+        raise BadInput(f"no kv.restore results with fragment sizes, and no transport=both results, for this host in "
+                       f"{store.url}; run 'kvbench run --suite kv-restore' (or --set transport=both) first")
     if json_out:
         from kvbench.report.json_docs import policy_doc
 
-        write_json(policy_doc(found), json_out)
+        write_json(policy_doc(found, choices), json_out)
         if json_out == "-":
             return
-    out.print(policy_table(found))
+    if found:
+        out.print(policy_table(found))
+    if choices:
+        out.print(transport_table(choices))

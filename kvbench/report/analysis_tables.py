@@ -86,6 +86,19 @@ def policy_table(found: list[Any]) -> FittedTable:
                        optional=("runs", "β GB/s", "α µs/fragment"))
 
 
+def transport_table(choices: list[Any]) -> FittedTable:
+    """Mooncake or NIXL at each size, from transport=both cases (ratio Mooncake / NIXL, paired)."""
+    rows = [[escape(c) for c in [x.bench, x.between, format_size(x.size_bytes), x.winner,
+                                 f"{x.ratio:.2f}× ({x.p10:.2f}–{x.p90:.2f})",
+                                 format_gbps(x.mooncake_gbps) if x.mooncake_gbps else "-",
+                                 format_gbps(x.nixl_gbps) if x.nixl_gbps else "-", str(x.run or "-")]]
+            for x in choices]
+    return FittedTable("which transport wins where (transport=both: Mooncake / NIXL per pair of samples, p10–p90)",
+                       [("bench", "id"), ("between", "text"), ("block", "id"), ("wins", "id"),
+                        ("Mooncake / NIXL", "number"), ("Mooncake GB/s", "number"), ("NIXL GB/s", "number"),
+                        ("run", "text")], rows, optional=("run",))
+
+
 def history_table(bench: str, series: list[dict[str, Any]], segments: list[Any],
                   verdicts: list[Any] | None = None) -> FittedTable:
     """One case over its runs (oldest first), each run labelled with its level segment and with

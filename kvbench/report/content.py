@@ -20,6 +20,7 @@ from kvbench.analyze.profile import Profile, gpus_to_match
 from kvbench.analyze.recompute import compute_rate
 from kvbench.analyze.restore_plan import TierPlan, decide, restore_plan
 from kvbench.analyze.runs import RunDocument
+from kvbench.analyze.transport_choice import TransportChoice, transport_choices
 from kvbench.kv.geometry import get_model
 from kvbench.overall import Overall
 from kvbench.records import result_row
@@ -61,6 +62,7 @@ class ReportContent:
     plan_recompute: list[str] = field(default_factory=list)  # what recomputing the same tokens costs, in words
     under_load: list[dict[str, Any]] = field(default_factory=list)  # copies with a kernel beside them: both sides
     two_hop: list[dict[str, Any]] = field(default_factory=list)  # staged restores: rate, legs, overlap
+    transports: list[TransportChoice] = field(default_factory=list)  # transport=both: Mooncake / NIXL, paired
     verdicts: list[Verdict] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
     baseline: str | None = None
@@ -142,6 +144,7 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     content.fits = fit_results(stored_rows)
     content.under_load = [r for r in results if r["status"] == "ok" and (r.get("metadata") or {}).get("load")]
     content.two_hop = [r for r in results if r["status"] == "ok" and (r.get("metadata") or {}).get("legs")]
+    content.transports = transport_choices(results)
     geometry = get_model(model)
     hosts = {d["run"]["id"]: d["run"].get("host_id") for d in docs}
     plan_rows = [{**result_row(r), "run_id": r["run_id"], "host_id": hosts.get(r["run_id"])} for r in results]

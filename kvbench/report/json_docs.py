@@ -85,9 +85,12 @@ def plan_doc(answer: Any) -> dict[str, Any]:
                        "request_ms": t.request_ms, "runs": list(t.runs), "note": t.note} for t in answer.tiers]}
 
 
-def policy_doc(found: list[Any]) -> dict[str, Any]:
+def policy_doc(found: list[Any], choices: list[Any] = ()) -> dict[str, Any]:
     """`policy --json`: {"policies": [{"path", "fragment_bytes": [lo, hi], "strategy", "gbps", "alpha_us",
-    "beta_gbps", "tie_with", "sizes", "model", "layout", "host", "runs"}]} — gbps the strategy's lowest
-    median over the range; one policy per path, model, layout and host; runs its figures came from."""
+    "beta_gbps", "tie_with", "sizes", "model", "layout", "host", "runs"}], "transports": [{"bench",
+    "size_bytes", "between", "winner", "ratio", "p10", "p90", "mooncake_gbps", "nixl_gbps", "pairs", "run"}]}
+    — gbps the strategy's lowest median over the range; one policy per path, model, layout and host; runs
+    its figures came from; a transport's ratio is Mooncake / NIXL per pair of samples of one case."""
     return {"policies": [{**dataclasses.asdict(p), "fragment_bytes": list(p.fragment_bytes), "runs": list(p.runs)}
-                         for p in found]}
+                         for p in found],
+            "transports": [dataclasses.asdict(c) for c in choices]}

@@ -48,13 +48,35 @@ def test_a_dead_or_hung_peer_fails_the_transfer(mooncake_env, how):
     assert result["error"] and "Mooncake transfer failed" in result["error"], result
 
 
-def test_both_times_mooncake_against_nixl_and_stores_the_paired_ratio(mooncake_env):
-    result = run_case_in_child(mooncake_env, "net.write", {**SMALL, "peer": "local", "transport": "both"})
-    assert result["status"] == "ok", result["reason"]
-    paired = result["paired"]
+def test_both_times_mooncake_against_nixl_and_policy_and_report_show_the_paired_ratio(mooncake_env, tmp_path):
+    """`kvbench run --set transport=both` as a user types it; then `policy` and `report` read the
+    stored ratio (Mooncake / NIXL, per pair of samples) back without the driver."""
+    import json
+
+    from tests.conftest import run_cli
+
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    ran = run_cli("run", "--bench", "net.write", "--set", "transport=both", "--set", "peer=local", "--set",
+                  "block_size=64KiB", "--set", "batch=16", "--samples", "5", "--max-time", "2", "--db", db,
+                  "--json", str(tmp_path / "run.json"), env=mooncake_env, timeout=400)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    (result,) = json.loads((tmp_path / "run.json").read_text())["results"]
+    assert result["status"] == "ok" and result["verified"]
+    paired = result["metadata"]["paired"]
     assert paired["against"] == {"transport": "nixl"} and paired["pairs"] >= 5
     assert paired["p10"] <= paired["median"] <= paired["p90"]
     assert result["metadata"]["nixl_backend"] == "UCX" and result["metadata"]["mooncake"]["protocol"] == "tcp"
+    policy = run_cli("policy", "--db", db, "--json", "-")
+    assert policy.returncode == 0, policy.stderr[-2000:]
+    (choice,) = json.loads(policy.stdout)["transports"]
+    assert (choice["bench"], choice["size_bytes"], choice["between"]) == ("net.write", 65536, "local")
+    assert choice["ratio"] == paired["median"] and choice["winner"] in ("mooncake", "nixl", "within noise")
+    shown = run_cli("policy", "--db", db)
+    assert shown.returncode == 0 and "which transport wins where" in shown.stdout, shown.stderr[-2000:]
+    report = run_cli("report", "--db", db, "-o", str(tmp_path / "r.md"), "--format", "markdown")
+    assert report.returncode == 0, report.stderr[-2000:]
+    text = (tmp_path / "r.md").read_text()
+    assert "Mooncake or NIXL: which transport wins where" in text and f"{paired['median']:.2f}" in text
 
 
 def test_without_the_driver_a_mooncake_case_is_skipped_with_the_reason(facts):
