@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from kvbench.errors import CheckFailed
 
 PASS, FAIL, INCOMPLETE = "PASS", "FAIL", "INCOMPLETE"
-EXIT_STATUS = {PASS: 0, FAIL: 1, INCOMPLETE: 3}
+# a check with no goal (crosscheck net) cannot fail, so it never says PASS: it shows its figure, exit 0
+# only where both sides ran (a side that could not run is INCOMPLETE)
+SHOWN = "SHOWN"
+EXIT_STATUS = {PASS: 0, FAIL: 1, INCOMPLETE: 3, SHOWN: 0}
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,11 @@ def run_overall(statuses: Sequence[str], failed: int, label: str) -> Overall:
 
 def combine(parts: Sequence[Overall]) -> Overall:
     """One verdict of several (a crosscheck's sizes or directions): FAIL if any failed, else
-    INCOMPLETE if any was not judged, else PASS; every part's reasons kept."""
-    by = {word: [r for p in parts if p.word == word for r in p.reasons] for word in (PASS, FAIL, INCOMPLETE)}
+    INCOMPLETE if any was not judged, else PASS where any part was judged and passed, else SHOWN (every
+    part only shown: no goal to pass); every part's reasons kept."""
+    by = {word: [r for p in parts if p.word == word for r in p.reasons] for word in (PASS, FAIL, INCOMPLETE, SHOWN)}
     if not parts:
         return Overall(INCOMPLETE, ("nothing was judged",))
-    return decide(by[FAIL], by[INCOMPLETE], by[PASS])
+    if not by[FAIL] and not by[INCOMPLETE] and all(p.word == SHOWN for p in parts):
+        return Overall(SHOWN, tuple(by[SHOWN]))
+    return decide(by[FAIL], by[INCOMPLETE], by[PASS] + by[SHOWN])

@@ -1,6 +1,7 @@
 """`kvbench crosscheck dram|storage|pcie|net`: kvbench beside a peer tool, with their ratio, ending in one
 verdict: PASS (exit 0) within the printed goal, FAIL (1) outside it, INCOMPLETE (3) with the reason when
-kvbench's case or the peer tool could not run. A signal (Ctrl-C, SIGTERM, SIGHUP) ends a crosscheck as
+kvbench's case or the peer tool could not run; a crosscheck with no goal (net) says SHOWN (exit 0), never
+PASS. A signal (Ctrl-C, SIGTERM, SIGHUP) ends a crosscheck as
 it ends a run: its files and peer processes are removed on the way out, and the status is the shell's
 for that signal."""
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from kvbench.benches.registry import get_bench
 from kvbench.measure.engine import Pair, Settings
-from kvbench.overall import FAIL, INCOMPLETE, PASS, Overall
+from kvbench.overall import FAIL, INCOMPLETE, PASS, SHOWN, Overall
 from kvbench.plan.cases import Case
 from kvbench.result import Result
 from kvbench.runner import run_case
@@ -62,7 +62,7 @@ def crosscheck_verdict(figures: tuple[Figure, list[Figure]], goal: float | None,
                        label: str = "") -> Overall:
     """kvbench over the best comparable peer, judged against the printed goal: PASS within it, FAIL
     outside it, INCOMPLETE (exit 3) with the reason where kvbench's case or every comparable peer
-    tool could not run. Without a goal the ratio is shown, not judged (PASS)."""
+    tool could not run. Without a goal the ratio is shown, not judged: SHOWN (exit 0), never PASS."""
     ours, peers = figures
     head = f"{label}: " if label else ""
     if not ours.gbps:
@@ -74,7 +74,7 @@ def crosscheck_verdict(figures: tuple[Figure, list[Figure]], goal: float | None,
         return Overall(INCOMPLETE, (f"{head}no peer tool could run ({why})",))
     ratio = best.ratio_to(ours)  # paired where both were timed in one case, as the table prints it
     if goal is None:
-        return Overall(PASS, (f"{head}kvbench / {best.name} {ratio:.2f} (shown, no goal)",))
+        return Overall(SHOWN, (f"{head}kvbench / {best.name} {ratio:.2f} (shown, not judged: no goal)",))
     within = ratio >= goal and (goal_max is None or ratio <= goal_max)
     wanted = f"≥ {goal:.2f}" if goal_max is None else f"{goal:.2f}–{goal_max:.2f}"
     return Overall(PASS if within else FAIL,

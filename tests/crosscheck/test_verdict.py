@@ -18,7 +18,9 @@ def test_a_ratio_under_the_goal_fails_and_one_within_passes():
     assert met.word == "PASS" and "mbw MEMCPY 0.97" in met.line  # the non-comparable peer never counts
     bounded = crosscheck_verdict((Figure("k", 21.0, ""), [MBW]), 0.97, 1.03)
     assert bounded.word == "FAIL" and "1.05 misses the goal 0.97–1.03" in bounded.line
-    assert crosscheck_verdict((OURS, [MBW]), None).word == "PASS"  # shown, no goal
+    shown = crosscheck_verdict((OURS, [MBW]), None)  # no goal: shown, never PASS (issue 43.5: 0.17x said PASS)
+    assert shown.word == "SHOWN" and shown.exit_status() == 0 and shown.line.startswith("SHOWN: ")
+    assert "PASS" not in shown.line and "0.76 (shown, not judged: no goal)" in shown.line
 
 
 def test_a_side_that_could_not_run_is_incomplete_with_the_reason():
@@ -34,10 +36,13 @@ def test_a_side_that_could_not_run_is_incomplete_with_the_reason():
 
 def test_several_parts_fail_if_one_fails_and_are_incomplete_if_one_could_not_run():
     fail, incomplete = crosscheck_verdict((OURS, [MBW]), 0.95), crosscheck_verdict((OURS, []), 0.95)
-    passed = crosscheck_verdict((OURS, [MBW]), None)
-    assert combine([passed, incomplete]).word == "INCOMPLETE"
-    assert combine([passed, incomplete, fail]).word == "FAIL"
+    passed, shown = crosscheck_verdict((OURS, [MBW]), 0.5), crosscheck_verdict((OURS, [MBW]), None)
+    for part in (passed, shown):
+        assert combine([part, incomplete]).word == "INCOMPLETE"
+        assert combine([part, incomplete, fail]).word == "FAIL"
     assert combine([passed]).word == "PASS" and combine([]).word == "INCOMPLETE"
+    assert combine([shown, shown]).word == "SHOWN" and combine([shown, shown]).exit_status() == 0
+    assert combine([shown, passed]).word == "PASS"  # a part judged and passed, the other shown beside it
 
 
 def test_a_tool_that_fails_silently_still_gets_a_reason():
