@@ -1,0 +1,69 @@
+"""The fleet's query is answered through the index on (host, case, run): the database groups the
+newest result of each host and case by walking the index and joins each back by it, on SQLite and on
+PostgreSQL, so `fleet --outliers` never sorts or scans a fleet's whole result table by hand. Checked on
+the statements `latest_ok_results` really sends (captured as they execute), by EXPLAIN."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from kvbench.store import open_store
+
+INDEX = "ix_result_host_case_run"
+
+
+def _fill(store, hosts: int = 6, runs: int = 3, cases: int = 4) -> None:
+    for h in range(hosts):
+        store.ensure_host(f"h{h}", f"node{h}", {"hostname": f"node{h}", "gpus": [], "cpu_model": "x", "sockets": 1})
+    store.ensure_context("c", {})
+    for r in range(runs):
+        for h in range(hosts):
+            run_id = store.begin_run(host_id=f"h{h}", context_id="c", suite=None, suite_hash=None,
+                                     kvbench_version="t", git_sha=None, git_dirty=None, tags={}, system_state={})
+            store.add_results(run_id, [({"bench": "dram.copy", "params": {"case": c}, "case_hash": f"case{c}",
+                                         "gbps_median": 10.0 + r, "verified": True, "status": "ok", "warnings": [],
+                                         "extra": {}}, [1e-3] * 5) for c in range(cases)])
+            store.finish_run(run_id, "complete")
+
+
+def _fleet_statement(store) -> tuple[str, object]:
+    """The SELECT that picks each host's and case's newest ok result, as latest_ok_results sent it."""
+    sent: list[tuple[str, object]] = []
+
+    def capture(conn, cursor, statement, parameters, context, executemany):
+        sent.append((statement, parameters))
+
+    sa.event.listen(store.engine, "before_cursor_execute", capture)
+    try:
+        rows = store.latest_ok_results()
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", capture)
+    assert len(rows) == 6 * 4 and {r["gbps_median"] for r in rows} == {12.0}  # the newest run's, per host and case
+    (query,) = [(s, p) for s, p in sent if "max(" in s.lower() and "group by" in s.lower()]
+    return query
+
+
+def test_the_newest_result_of_each_host_and_case_is_found_through_the_index(db_url):
+    store = open_store(db_url)
+    _fill(store)
+    statement, parameters = _fleet_statement(store)
+    with store.engine.connect() as conn:
+        if store.engine.dialect.name == "sqlite":
+            plan = [row[-1] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)]
+            # the grouping walks the index in order (no temporary B-tree to sort), the join-back seeks it
+            assert any(f"SCAN result USING INDEX {INDEX}" in p or f"USING COVERING INDEX {INDEX}" in p
+                       for p in plan), plan
+            assert any(f"SEARCH result USING INDEX {INDEX} (host_id=? AND case_hash=? AND run_id=?)" in p
+                       for p in plan), plan
+            assert not any("TEMP B-TREE" in p for p in plan), plan
+            assert not any(p.strip() == "SCAN result" for p in plan), plan
+        else:
+            # a small table is cheaper to scan, so PostgreSQL's planner is asked whether indexes can serve
+            # the query at all: with sequential scans priced out, the grouping walks the (host, case, run)
+            # index in its order (no sort) and the join-back seeks an index too
+            conn.exec_driver_sql("ANALYZE result")
+            conn.exec_driver_sql("SET enable_seqscan = off")
+            plan = "\n".join(row[0] for row in conn.exec_driver_sql(f"EXPLAIN {statement}", parameters))
+            assert f"Index Scan using {INDEX}" in plan or f"Index Only Scan using {INDEX}" in plan, plan
+            assert "Seq Scan on result" not in plan and "Sort" not in plan, plan
+    store.dispose()
