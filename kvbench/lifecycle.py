@@ -7,9 +7,14 @@ to the database (run, tag, host merge) marks such runs `crashed` and removes the
 they left (their names carry the pid that made them):
 
 * where the run's pid means the same process as here (the same boot id and pid namespace: a
-  hostname proves nothing, containers share one), by that process being gone;
+  hostname proves nothing, containers share one), by that process being gone, or the pid now naming
+  another process (its start time differs from the one the run recorded);
 * on this box after a reboot (its host id and machine, another boot id);
-* anywhere, by a heartbeat older than STALE_AFTER_S (a container that was killed, another box).
+* anywhere, by a heartbeat older than STALE_AFTER_S (a container that was killed, another box),
+  whatever its pid says: fresh containers on one host reuse the pid-namespace id and start kvbench
+  at the same small pid, so a dead run's pid can name the very kvbench that looks at it. A pid equal
+  to the caller's own never counts as alive (only its recorded start time can say it is the caller).
+  A run that was only suspended past the limit gets its status back when it finishes.
 """
 
 from __future__ import annotations
@@ -50,13 +55,26 @@ def pid_namespace() -> str | None:
         return None
 
 
+def process_start(pid: int | str = "self") -> int | None:
+    """When process `pid` started, in clock ticks since boot (/proc/PID/stat field 22): with the pid,
+    the boot id and the pid namespace it names one process, a reused pid another."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat.rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def owner() -> dict[str, Any]:
     """This process, as a run records its owner."""
     return {"pid": os.getpid(), "boot_id": boot_id(), "machine": socket.gethostname()}
 
 
-def alive(pid: int) -> bool:
-    """A process `pid` runs here and is a kvbench (a reused pid of another program is not)."""
+def alive(pid: int, started: int | None = None) -> bool:
+    """A process `pid` runs here and is a kvbench (a reused pid of another program is not), and, where
+    the run recorded when its process started (`started`, `process_start`), that very process."""
+    if started is not None and process_start(pid) not in (None, started):
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -84,13 +102,18 @@ def gone(run: dict[str, Any], me: dict[str, Any], my_host_ids: list[str] | None 
     """Why `run` (status running) can no longer be running, None if it may be.
 
     Its pid is judged only where it means the same process as here (`same_process_space`); a
-    reboot only on this box (its host id and machine); any other run by its heartbeat alone."""
+    reboot only on this box (its host id and machine); and every run by its heartbeat, which a
+    live-looking pid never outweighs (a container's kvbench can hold a dead run's pid)."""
+    started = (run.get("system_state") or {}).get("pid_start")
     if run.get("pid") is not None and same_process_space(run, me):
-        if run["pid"] != me["pid"] and not alive(run["pid"]):
+        mine = run["pid"] == me["pid"]
+        if mine and started is not None and me.get("pid_start") is not None and started != me["pid_start"]:
+            return (f"its process {run['pid']} is gone: that pid is now this kvbench's own, started later "
+                    "(a container's pid reused; found by a later kvbench)")
+        if not mine and not alive(run["pid"], started):
             return (f"its process {run['pid']} is gone: killed (SIGKILL or the out-of-memory killer), or it "
                     "could not write to the database (found by a later kvbench)")
-        return None
-    if _rebooted_here(run, me, my_host_ids):
+    elif _rebooted_here(run, me, my_host_ids):
         return "the machine rebooted while it ran (found by a later kvbench)"
     beat = run.get("heartbeat_at")
     if beat is not None:
@@ -150,7 +173,7 @@ def sweep_temp_files(directories: set[str], pids: set[int]) -> list[str]:
 def reap(store, my_host_ids: list[str] | None = None) -> list[int]:
     """Mark the runs whose owner is gone `crashed`, sweep the temporary files of those that ran here;
     the runs. `my_host_ids`: the ids this box's runs are stored under (see `gone`)."""
-    me = {**owner(), "pid_namespace": pid_namespace()}
+    me = {**owner(), "pid_namespace": pid_namespace(), "pid_start": process_start()}
     crashed: list[int] = []
     pids: set[int] = set()
     dirs = {tempfile.gettempdir()}
@@ -162,7 +185,7 @@ def reap(store, my_host_ids: list[str] | None = None) -> list[int]:
             # its files carry its pid: swept where that pid was this space's (not another namespace's)
             # (never a pid a live kvbench holds now: after a reboot the number may name another run's files)
             if run["pid"] is not None and (same_process_space(run, me) or _rebooted_here(run, me, my_host_ids)) \
-                    and not alive(run["pid"]):
+                    and not alive(run["pid"]) and run["pid"] != me["pid"]:
                 pids.add(run["pid"])
             dirs.update((run.get("system_state") or {}).get("temp_dirs") or [])
     if pids:

@@ -24,7 +24,7 @@ from kvbench.hardware.facts import HostFacts
 from kvbench.hardware.path import PathPeak, links_under_load, path_peak
 from kvbench.hosts import adopt_older_ids, stored_id
 from kvbench.interrupts import Interrupted
-from kvbench.lifecycle import heartbeat, owner, pid_namespace, reap
+from kvbench.lifecycle import heartbeat, owner, pid_namespace, process_start, reap
 from kvbench.measure.engine import Pair, Settings, measure
 from kvbench.metadata import CONTENTION
 from kvbench.plan.cases import Case
@@ -180,7 +180,8 @@ def _begin(cases: list[Case], store: Store, facts: HostFacts, info: RunInfo, pla
     return store.begin_run(
         host_id=host_id, context_id=ctx_id, suite=info.suite, suite_hash=info.suite_hash,
         kvbench_version=__version__, git_sha=sha, git_dirty=dirty, tags=info.tags,
-        system_state={**fingerprint.system_state(facts), "temp_dirs": temp_dirs, "pid_namespace": pid_namespace()},
+        system_state={**fingerprint.system_state(facts), "temp_dirs": temp_dirs, "pid_namespace": pid_namespace(),
+                      "pid_start": process_start()},
         cases_planned=planned, owner=owner(),
     )
 

@@ -51,18 +51,82 @@ def test_a_run_elsewhere_is_crashed_by_its_silent_heartbeat_alone(namespace, boo
     assert "no heartbeat for" in gone({**run, "heartbeat_at": stale}, ME, ["mine"], now=now)
 
 
-def test_a_live_process_here_is_never_crashed_by_a_late_heartbeat():
+def _live_kvbench() -> subprocess.Popen:
+    """A process here whose command line names kvbench, as a container's fresh kvbench's does."""
     live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "kvbench"], stdin=subprocess.PIPE)
-    try:  # a run stalled past the bound whose process still runs (suspended, a busy box) is left alone
-        deadline = time.monotonic() + 60
-        while b"kvbench" not in open(f"/proc/{live.pid}/cmdline", "rb").read():  # until its exec shows
-            assert live.poll() is None and time.monotonic() < deadline
-            time.sleep(0.01)
-        run = {"pid": live.pid, "boot_id": "boot-a", "machine": "node1", "host_id": "mine",
-               "system_state": {"pid_namespace": "pid:[1]"}, "heartbeat_at": datetime.now(UTC) - timedelta(days=1)}
-        assert gone(run, ME, ["mine"]) is None
+    deadline = time.monotonic() + 60  # bounds a hang only: the exec must show in cmdline first
+    while b"kvbench" not in open(f"/proc/{live.pid}/cmdline", "rb").read():
+        assert live.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    return live
+
+
+def test_a_silent_heartbeat_crashes_a_run_whatever_its_pid_says():
+    """Issue 43.6: fresh containers on one host reuse the pid-namespace id and start kvbench at the same
+    small pid, so a SIGKILLed run's pid names a live kvbench (another container's, or the caller itself):
+    after 33 min without a heartbeat it is crashed all the same. A run merely suspended past the limit
+    gets its status back when it finishes (finish_run writes it)."""
+    live = _live_kvbench()
+    try:
+        now = datetime.now(UTC)
+        for pid in (live.pid, ME["pid"]):  # another live kvbench, and the caller's own pid
+            run = {"pid": pid, "boot_id": "boot-a", "machine": "node1", "host_id": "mine",
+                   "system_state": {"pid_namespace": "pid:[1]"}}
+            stale = gone({**run, "heartbeat_at": now - timedelta(minutes=33)}, {**ME, "pid": ME["pid"]}, ["mine"],
+                         now=now)
+            assert stale is not None and "no heartbeat for 33 min" in stale, pid
+            assert gone({**run, "heartbeat_at": now - timedelta(seconds=STALE_AFTER_S / 2)}, ME, ["mine"],
+                        now=now) is None  # within the limit: a live pid is taken at its word
     finally:
         live.communicate(b"", timeout=60)
+
+
+def test_a_pid_that_now_names_another_process_is_gone_at_once():
+    """Where the run recorded when its process started, a pid reused by a later process (a live kvbench,
+    or the caller itself) is no proof of life even with a fresh heartbeat."""
+    from kvbench.lifecycle import process_start
+
+    live = _live_kvbench()
+    try:
+        now = datetime.now(UTC)
+        run = {"boot_id": "boot-a", "machine": "node1", "host_id": "mine", "heartbeat_at": now}
+        for pid, me in ((live.pid, ME), (os.getpid(), {**ME, "pid": os.getpid(), "pid_start": process_start()})):
+            started = process_start(pid)
+            same = {**run, "pid": pid, "system_state": {"pid_namespace": "pid:[1]", "pid_start": started}}
+            assert gone(same, me, ["mine"], now=now) is None  # that very process: alive
+            earlier = {**same, "system_state": {"pid_namespace": "pid:[1]", "pid_start": started - 1}}
+            assert f"process {pid} is gone" in gone(earlier, me, ["mine"], now=now)
+    finally:
+        live.communicate(b"", timeout=60)
+
+
+def test_reap_crashes_a_silent_run_that_holds_the_caller_s_own_pid(tmp_path):
+    """End to end: the dead run's pid is this process's (a container restarted at the same pid)."""
+    from kvbench.lifecycle import owner, pid_namespace, reap
+    from kvbench.store import open_store
+
+    store = open_store(f"sqlite:///{tmp_path / 'k.sqlite'}")
+    store.ensure_host("h" * 64, "box", {"cpu": "x"})
+    store.ensure_context("c" * 64, {"numpy": "2"})
+    kept = tmp_path / f"kvbench-{os.getpid()}-0-a.dat"  # a file of this very process: never swept
+    kept.write_text("x")
+    run_id = store.begin_run(host_id="h" * 64, context_id="c" * 64, suite="quick", suite_hash="abc",
+                             kvbench_version="0.1", git_sha=None, git_dirty=None, tags={},
+                             system_state={"temp_dirs": [str(tmp_path)], "pid_namespace": pid_namespace()},
+                             owner=owner())
+    assert reap(store, ["h" * 64]) == []  # its heartbeat is fresh: it may be this process's own run
+    engine = store.engine
+    import sqlalchemy as sa
+
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE run SET heartbeat_at = :t"),
+                     {"t": (datetime.now(UTC) - timedelta(minutes=33)).replace(tzinfo=None)})
+    assert reap(store, ["h" * 64]) == [run_id]
+    assert store.run(run_id)["status"] == "crashed" and "no heartbeat for 33 min" in store.run(run_id)["reason"]
+    assert kept.exists()
+    store.finish_run(run_id, "complete")  # a run that was only suspended gets its status back when it ends
+    assert store.run(run_id)["status"] == "complete"
+    store.dispose()
 
 
 def test_a_reboot_ends_every_run_of_this_box():
