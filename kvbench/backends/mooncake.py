@@ -43,8 +43,9 @@ def check_metadata(value: str) -> str:
 
 @functools.cache
 def _import() -> tuple[ModuleType | None, str | None]:
-    # Mooncake logs every connection at INFO through glog to this process's standard error.
-    os.environ.setdefault("MC_LOG_LEVEL", "WARNING")
+    # Mooncake logs every connection (INFO) and its CPU-only fallbacks (WARNING) through glog to this
+    # process's standard error, between the progress lines; errors still show.
+    os.environ.setdefault("MC_LOG_LEVEL", "ERROR")
     os.environ.setdefault("GLOG_minloglevel", "1")
     try:
         import mooncake  # noqa: F401  (the package: tells a missing wheel from a wheel that cannot load)

@@ -112,14 +112,38 @@ def crosscheck_net(
     tls: Annotated[str | None, typer.Option(help="UCX_TLS for both sides, e.g. cma,self (default: UCX chooses)")] = None,
     size: Annotated[list[str] | None, typer.Option(help="message sizes (default 1MiB and 64KiB)")] = None,
     iterations: Annotated[int | None, typer.Option(min=1, help="ucx_perftest messages (default: 2 GiB worth)")] = None,
+    transport: Annotated[str, typer.Option(help="nixl (against ucx_perftest) | mooncake (against Mooncake's "
+                                           "transfer_engine_bench)")] = "nixl",
+    batch: Annotated[int, typer.Option(min=1, help="--transport mooncake: blocks per batch, both sides")] = 16,
+    duration: Annotated[int, typer.Option(min=1, help="--transport mooncake: the tool's seconds")] = 5,
 ) -> None:
-    """ucx_perftest ucp_put_bw on loopback next to net.write peer=local, at 1 MiB and 64 KiB."""
-    from kvbench.crosscheck.net import crosscheck_net as run_crosscheck
+    """ucx_perftest ucp_put_bw on loopback next to net.write peer=local, at 1 MiB and 64 KiB; with
+    --transport mooncake, Mooncake's transfer_engine_bench next to net.write transport=mooncake (goal:
+    within 10 %)."""
     from kvbench.report.crosscheck import render
     from kvbench.units import parse_size
 
+    if transport not in ("nixl", "mooncake"):
+        raise BadInput(f"bad --transport '{transport}': choose nixl or mooncake")
+    if transport == "mooncake" and (tls or iterations):
+        raise BadInput("--tls and --iterations are ucx_perftest's: give them without --transport mooncake")
     sizes = tuple(parse_size(s, "--size") for s in size) if size else (1 << 20, 64 << 10)
     verdicts = []
+    if transport == "mooncake":
+        import tempfile
+        from pathlib import Path
+
+        from kvbench.crosscheck.mooncake import GOAL, GOAL_MAX, crosscheck_mooncake
+
+        with _ends_on_signals(), tempfile.TemporaryDirectory(prefix="kvbench-mooncake-") as folder:
+            for figures in crosscheck_mooncake(sizes, batch, duration, Path(folder)):
+                render(out, figures, f"net.write transport=mooncake crosscheck (loopback, tcp, batch {batch}, one "
+                       "submitting thread, GB/s = 1e9 B/s)", goal=GOAL, goal_max=GOAL_MAX)
+                verdicts.append(crosscheck_verdict(figures, GOAL, GOAL_MAX, figures[0].name))
+        conclude(combine(verdicts))
+        return
+    from kvbench.crosscheck.net import crosscheck_net as run_crosscheck
+
     with _ends_on_signals():
         for figures in run_crosscheck(sizes, tls=tls, iterations=iterations):
             render(out, figures, f"net.write crosscheck (loopback, UCX_TLS={tls or 'default'}, GB/s = 1e9 B/s)",
