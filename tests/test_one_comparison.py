@@ -60,7 +60,7 @@ def test_compare_report_and_history_give_one_verdict_for_one_pair(tmp_path):
                           {"run": {"id": 6, "host_id": HOST, "context_id": CTX}, "results": [new]},
                           history={CASE: QUIET})
     assert judged[-1].verdict == direct[0].verdict == "slower"
-    assert judged[-1].allowance == direct[0].allowance == c["allowance"]
+    assert judged[-1].allowance_ln == direct[0].allowance_ln == c["allowance_ln"]
 
 
 def test_the_ci_recipe_builds_its_baseline_from_the_suite_it_compares():

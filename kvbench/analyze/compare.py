@@ -5,31 +5,32 @@ run's samples would only measure within-run noise, so none is used. `compare`, `
 
 One run's samples show only the noise *within* that run; back-to-back runs of one case differ by
 much more (up to ~15 % on a shared VM, while each run's own spread is ~2 %). So a verdict weighs a
-change against the case's *between-run* noise: the spread of its medians over earlier runs on the
-same host and context (at least 3 of them; a run that measured the case under contention is left
-out, so a busy afternoon never widens the allowance), or, where that history is missing, an assumed
-allowance of 15 %. The noise is never below the spread the runs actually showed: their range
-divided by the range a normal sample of that size spans (d2: 1.69 sd for 3 runs, 2.06 for 4), and
-from 5 runs on the larger of that and the MAD's robust sd (the MAD of three runs is zero when two
-agree; the range is not). Changes are sized as |ln(new / base)|, so a halving weighs as a doubling and
-a drop can always exceed an allowance. A case is
+change against the case's *between-run* noise: the spread of its fast end (p90 GB/s) over earlier runs
+on the same host and context (at least 3 of them, contended or not: on a box that is always busy the
+runs that exist still give the noise; the fast end is what a neighbour disturbs least), or, where that
+history is missing, an assumed allowance (ln 0.15: a drop beyond −13.9 % gates). The noise is never
+below the spread the runs actually showed: their range divided by the range a normal sample of that
+size spans (d2: 1.69 sd for 3 runs, 2.06 for 4), and from 5 runs on the larger of that and the MAD's
+robust sd. Changes are sized as |ln(new / base)|, so a halving weighs as a doubling and a drop can
+always exceed an allowance; every output states the allowance as the drop it lets pass
+(`noise.allowance_words`). A change is judged on the medians (the headline), except where the side
+whose contention could fake it was contended (the new run for a drop, the base for a rise: contention
+only slows): then on the fast end (kvbench/analyze/contended.py). A case is
 
-* `same`      — the change is under the practical floor (5 % by default);
-* `slower` / `faster` — the two runs' p10–p90 ranges do not overlap, the change exceeds the floor,
-  and it exceeds 3 sd of the change between two runs: each run varies by the between-run noise, so
-  their difference by √2 × it (the allowance, 3 × √2 × the noise; without 3 earlier runs the assumed
-  15 %, or 3 × √2 × what two runs' range shows where that is more). Measured with
-  benchmarks/compare_power.py on a quiet 2-vCPU VM (33 identical pairs of a 6-case suite): 1 of 33
-  pairs falsely `slower` and 99 % of 40 % drops caught. A test of the new median against the
-  history's level (3 robust sd of the MAD) gated 9-25 % of those identical pairs — a VM's level
-  drifts between runs — and was removed: contended runs are left out of the history instead, and
-  the allowance never exceeds a halving (ln 2), so a drop to half or less whose ranges are apart is
-  `slower` however noisy the history — unless the new run is back within a halving of the earlier
-  runs' level (the base was the odd one out);
+* `same`      — the judged change is under the practical floor (5 % by default);
+* `slower` / `faster` — the two runs' ranges (p10–p90; median–p90 on the fast end) do not overlap,
+  the change exceeds the floor, and it exceeds 3 sd of the change between two runs: each run varies
+  by the between-run noise, so their difference by √2 × it (the allowance, 3 × √2 × the noise).
+  Measured with benchmarks/compare_power.py on a quiet 2-vCPU VM (33 identical pairs of a 6-case
+  suite): 1 of 33 pairs falsely `slower` and 99 % of 40 % drops caught. The allowance never exceeds
+  a halving (ln 2), so a drop to below half whose ranges are apart is `slower` however noisy the
+  history — unless the new run is back within a halving of the earlier runs' level (the base was
+  the odd one out);
 * `ambiguous` — anything between: beyond the floor, but within the ranges' overlap or within what
   the case's runs vary by anyway. Shown, not gated.
-* `ambiguous (contended)` — would be `slower` or `faster`, but either run measured the case under
-  contention (kvbench/analyze/contended.py). Shown, not gated: re-measure on a quiet box.
+* `ambiguous (contended)` — `slower` or `faster` on the fast end, but the faking side was more
+  contended than the other and the change is within what that contention plausibly causes (with
+  `require_quiet`: any change with a contended side). Shown, not gated: re-measure.
 
 `slower` fails CI, and so do `missing` (a case the base had and the new run lacks), `failed`
 (the new run's case failed, e.g. its bytes did not verify) and `lost` (ok in the base, skipped in
@@ -50,12 +51,13 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.analyze.contended import AMBIGUOUS_CONTENDED, weigh_contention
+from kvbench.analyze.contended import AMBIGUOUS_CONTENDED, contention_reasons, faking_side, weigh_contention
 from kvbench.analyze.noise import (
-    ASSUMED_BETWEEN_RUN,
     MIN_HISTORY,
     THRESHOLD,
     allowance,
+    allowance_words,
+    allowed_drop,
     back_to_level,
     between_run_noise,
 )
@@ -65,6 +67,7 @@ from kvbench.errors import BadInput
 from kvbench.records import RunRecord
 
 GATING = ("slower", "missing", "failed", "lost")
+MEDIAN, FAST_END = "median", "fast end (p90)"  # the estimators a verdict may use (Comparison.estimator)
 
 
 @dataclass(frozen=True)
@@ -79,12 +82,19 @@ class Comparison:
     note: str = ""  # the evidence, in words
     base_range: tuple[float, float] | None = None  # p10–p90 GB/s
     new_range: tuple[float, float] | None = None
-    between_run: float | None = None  # relative between-run noise (1 robust sd); None: assumed
+    between_run: float | None = None  # relative between-run noise of the fast end (1 robust sd); None: assumed
     history_runs: int = 0
-    allowance: float | None = None  # the |ln(new / base)| above which the case is slower or faster
+    allowance_ln: float | None = None  # the |ln(new / base)| above which the case is slower or faster
+    estimator: str | None = None  # what the verdict judged: MEDIAN, or FAST_END where contention could fake the change
+    judged_change: float | None = None  # new / base - 1 of that estimator
+
+    @property
+    def allowed_drop(self) -> float | None:
+        """The drop the allowance lets pass, as a fraction (0.5: a drop beyond −50 % gates)."""
+        return allowed_drop(self.allowance_ln) if self.allowance_ln is not None else None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "allowed_drop": self.allowed_drop}
 
 
 def same_run(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -132,18 +142,38 @@ def _range(result: dict[str, Any]) -> tuple[float, float]:
     return float(g.get("p10") or g["median"]), float(g.get("p90") or g["median"])
 
 
-def _apart(base: dict[str, Any], new: dict[str, Any]) -> tuple[bool, str]:
-    """Whether the two sides' p10–p90 ranges do not overlap, and the evidence in words."""
-    b_range, n_range = _range(base), _range(new)
+def fast_end(result: dict[str, Any]) -> float:
+    """A result's fast end, GB/s: the p90 of its sample rates, which a busy neighbour cannot lift
+    (contention only slows a sample); its median where no p90 was recorded."""
+    g = result["gbps"]
+    return float(g.get("p90") or g["median"])
+
+
+def _upper_range(result: dict[str, Any]) -> tuple[float, float]:
+    """The median-to-p90 range, GB/s: the samples a neighbour slowed least."""
+    g = result["gbps"]
+    return float(g["median"]), fast_end(result)
+
+
+def _apart(base: dict[str, Any], new: dict[str, Any], estimator: str = MEDIAN) -> tuple[bool, str]:
+    """Whether the two sides' ranges do not overlap, and the evidence in words: p10–p90 for a verdict
+    on the median, median–p90 for one on the fast end (a contended side's slow samples say only that
+    the box was busy)."""
+    ranged = _range if estimator == MEDIAN else _upper_range
+    b_range, n_range = ranged(base), ranged(new)
     apart = n_range[1] < b_range[0] or n_range[0] > b_range[1]
-    return apart, (f"new {n_range[0]:.3g}–{n_range[1]:.3g} vs base {b_range[0]:.3g}–{b_range[1]:.3g} GB/s "
+    name = "p10–p90" if estimator == MEDIAN else "median–p90"
+    return apart, (f"{name} new {n_range[0]:.3g}–{n_range[1]:.3g} vs base {b_range[0]:.3g}–{b_range[1]:.3g} GB/s "
                    f"({'apart' if apart else 'overlapping'})")
 
 
 def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = THRESHOLD,
-                 history: list[float] | None = None) -> Comparison:
-    """The verdict on one case; `history` holds the case's median GB/s in earlier runs (same host
-    and context), which gives its between-run noise."""
+                 history: list[float] | None = None, require_quiet: bool = False) -> Comparison:
+    """The verdict on one case; `history` holds the case's fast end (p90 GB/s) in earlier runs of
+    the same host and context, contended or not (`case_history`), which gives its between-run noise.
+    The change is judged on the median unless the side whose contention could fake it (the new run
+    for a drop, the base for a rise) was contended: then on the fast end (`require_quiet`: always the
+    median, and any change with a contended side is held back)."""
     head = {"bench": new["bench"], "params": new["params"], "case": new["case"]}
     if new["status"] == "failed":  # a transfer that did not verify is never a pass, whatever the base was
         return Comparison(**head, base_gbps=None, new_gbps=None, change=None, verdict="failed",
@@ -157,37 +187,44 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
     history = history or []
     b_rate, n_rate = base["gbps"]["median"], new["gbps"]["median"]
     change = n_rate / b_rate - 1
-    size = abs(float(np.log(n_rate / b_rate)))  # a halving weighs as a doubling: a drop can exceed any allowance
-    apart, ranges = _apart(base, new)
+    faker = new if faking_side(change) == "new" else base
+    estimator = FAST_END if contention_reasons(faker) and not require_quiet else MEDIAN
+    b_value, n_value = (b_rate, n_rate) if estimator == MEDIAN else (fast_end(base), fast_end(new))
+    judged = n_value / b_value - 1
+    size = abs(float(np.log(n_value / b_value)))  # a halving weighs as a doubling: a drop can exceed any allowance
+    apart, ranges = _apart(base, new, estimator)
     noise = between_run_noise(history)
     allowed = allowance(noise, threshold, history)
-    basis = (f"between-run noise ±{noise:.1%} over {len(history)} runs" if noise is not None else
-             f"fewer than {MIN_HISTORY} earlier runs: ±{ASSUMED_BETWEEN_RUN:.0%} assumed")
-    returned = back_to_level(n_rate, change, history, allowed)
-    if abs(change) < threshold:
+    basis = (f"fast end's between-run noise ±{noise:.1%} over {len(history)} runs" if noise is not None else
+             f"fewer than {MIN_HISTORY} earlier runs: noise assumed")
+    returned = back_to_level(fast_end(new), judged, history, allowed)
+    if abs(judged) < threshold:
         verdict = "same"
     elif apart and size >= allowed and not returned:
-        verdict = "slower" if change < 0 else "faster"
+        verdict = "slower" if judged < 0 else "faster"
     else:
         verdict = "ambiguous"
-    note = f"{change:+.1%}; {ranges}; {basis}; allowance {allowed:.1%}" + (f"; {returned}" if returned else "")
-    verdict, note = weigh_contention(verdict, note, base, new, drop=change < 0)
+    on = "" if estimator == MEDIAN else f" (median {change:+.1%})"
+    note = (f"{judged:+.1%} on the {estimator}{on}; {ranges}; {basis}; {allowance_words(allowed)}"
+            + (f"; {returned}" if returned else ""))
+    verdict, note = weigh_contention(verdict, note, base, new, size, drop=judged < 0, require_quiet=require_quiet)
     return Comparison(**head, base_gbps=b_rate, new_gbps=n_rate, change=change, verdict=verdict,
                       note=note, base_range=_range(base), new_range=_range(new), between_run=noise,
-                      history_runs=len(history), allowance=allowed)
+                      history_runs=len(history), allowance_ln=allowed, estimator=estimator, judged_change=judged)
 
 
 def compare_runs(base: RunDocument, new: RunDocument, threshold: float = THRESHOLD, cross_host: bool = False,
-                 history: dict[str, list[float]] | None = None, one_box: Collection[str] = ()) -> list[Comparison]:
-    """Every case of either run, matched by case id; `history[case]` the case's earlier medians
-    (`case_history`)."""
+                 history: dict[str, list[float]] | None = None, one_box: Collection[str] = (),
+                 require_quiet: bool = False) -> list[Comparison]:
+    """Every case of either run, matched by case id; `history[case]` the case's earlier fast ends
+    (`case_history`); `require_quiet`: hold back any change measured with a contended side."""
     check_comparable(base, new, cross_host, one_box)
     base_by_case = {r["case"]: r for r in base["results"]}
     new_by_case = {r["case"]: r for r in new["results"]}
     out = []
     for case, new_row in new_by_case.items():
         if case in base_by_case:
-            out.append(compare_case(base_by_case[case], new_row, threshold, (history or {}).get(case)))
+            out.append(compare_case(base_by_case[case], new_row, threshold, (history or {}).get(case), require_quiet))
         else:
             failed = new_row["status"] == "failed"
             out.append(Comparison(new_row["bench"], new_row["params"], case, None,
@@ -217,7 +254,7 @@ def suite_note(base: RunDocument, new: RunDocument, comparisons: list[Comparison
 
 
 def case_history(store: Any, new: RunDocument) -> dict[str, list[float]]:
-    """Each case's medians in `store`'s runs of the new run's host and context that came before it
+    """Each case's fast end (p90 GB/s) in `store`'s runs, contended or not, of the new run's host and context that came before it
     (all of them where the new run is not one of `store`'s, e.g. an export of another database):
     the history every comparison of this pair weighs its changes against. {} without a store."""
     run = new["run"]
@@ -230,7 +267,7 @@ def case_history(store: Any, new: RunDocument) -> dict[str, list[float]]:
         except BadInput:  # no run of that id here: the new run is another database's
             stored = {}
         before = run["id"] if same_run(stored, run) else None
-    return store.case_medians([run["host_id"]], run["context_id"], [r["case"] for r in new["results"]], before)
+    return store.case_fast_ends([run["host_id"]], run["context_id"], [r["case"] for r in new["results"]], before)
 
 
 def has_regression(comparisons: list[Comparison]) -> bool:
@@ -240,8 +277,9 @@ def has_regression(comparisons: list[Comparison]) -> bool:
 
 
 def held_back_drops(comparisons: list[Comparison]) -> list[Comparison]:
-    """Drops the statistics would call `slower` but that were measured while the box was contended:
-    not judged, so never a PASS either (DESIGN.md, Verdicts) — `compare` ends INCOMPLETE on them."""
+    """Drops the statistics call `slower` but that the new run's contention can still explain (or,
+    with --require-quiet, any drop measured with a contended side): not judged, so never a PASS
+    either (DESIGN.md, Verdicts) — `compare` ends INCOMPLETE on them."""
     return [c for c in comparisons if c.verdict == AMBIGUOUS_CONTENDED and (c.change or 0.0) < 0]
 
 
@@ -263,33 +301,41 @@ def regression_summary(comparisons: list[Comparison], base_id: Any, new_id: Any)
 
 @dataclass(frozen=True)
 class RepeatSpread:
-    """How far one case's median moved over runs of the same selection (`kvbench run --repeat`)."""
+    """How far one case's median moved over runs of the same selection (`kvbench run --repeat`), and
+    the allowance a later `compare` gives it (from the same runs' fast ends, as `case_history` reads them)."""
 
     bench: str
     params: dict[str, Any]
     medians: list[float]  # GB/s, one per run where the case was ok, in run order
     low: float
     high: float
-    between_run: float | None  # relative robust sd over the runs; None with fewer than MIN_HISTORY
-    allowance: float  # the |ln(new / base)| a later compare must see to call the case slower or faster
+    between_run: float | None  # relative robust sd of the fast ends over the runs; None with fewer than MIN_HISTORY
+    allowance_ln: float  # the |ln(new / base)| a later compare must see to call the case slower or faster
+
+    @property
+    def allowed_drop(self) -> float:
+        return allowed_drop(self.allowance_ln)
 
 
 def repeat_spread(runs: list[list[dict[str, Any]]], threshold: float = THRESHOLD) -> list[RepeatSpread]:
     """Per case (in the first run's order) of `runs` (each a run's result rows), its medians across
-    the runs and the between-run noise they show."""
+    the runs and the between-run noise their fast ends show, contended or not (the history a later
+    compare weighs)."""
     medians: dict[str, list[float]] = {}
+    fast: dict[str, list[float]] = {}
     heads: dict[str, tuple[str, dict[str, Any]]] = {}
     for results in runs:
         for r in results:
             heads.setdefault(r["case"], (r["bench"], r["params"]))
             if r["status"] == "ok" and r["gbps"] and r["gbps"].get("median"):
                 medians.setdefault(r["case"], []).append(float(r["gbps"]["median"]))
+                fast.setdefault(r["case"], []).append(fast_end(r))
     out = []
     for case, (bench, params) in heads.items():
         values = medians.get(case, [])
         if not values:
             continue
-        noise = between_run_noise(values)
+        noise = between_run_noise(fast[case])
         out.append(RepeatSpread(bench, params, values, min(values), max(values), noise,
-                                allowance(noise, threshold, values)))
+                                allowance(noise, threshold, fast[case])))
     return out

@@ -14,6 +14,7 @@ import numpy as np
 
 from kvbench import __version__
 from kvbench.analyze.compare import THRESHOLD, allowance, between_run_noise
+from kvbench.analyze.noise import allowance_words
 from kvbench.analyze.runs import RunDocument, ok_results
 from kvbench.benches.describe import describe_params
 
@@ -29,7 +30,8 @@ def case_name(result: dict[str, Any]) -> str:
 def github_action_benchmark(doc: RunDocument, history: dict[str, list[float]] | None = None) -> list[dict[str, Any]]:
     """Each ok case as github-action-benchmark's entry; `extra` also says how far `kvbench compare`
     lets the case move before it is slower or faster — its own allowance from `history` (each case's
-    earlier medians, `compare.case_history`), so a dashboard's alert and the gate read one figure."""
+    earlier fast ends, `compare.case_history`), so a dashboard's alert and the gate read one figure,
+    stated as every output states it ("compare: a drop beyond −13.9 % gates")."""
     out = []
     for r in ok_results(doc):
         earlier = (history or {}).get(r["case"]) or []
@@ -43,7 +45,7 @@ def github_action_benchmark(doc: RunDocument, history: dict[str, list[float]] | 
             "range": f"{r['gbps']['p10']:.3f}..{r['gbps']['p90']:.3f}",
             "extra": f"run {doc['run']['id']}; samples {r['samples']}; "
                      + (f"peak {r['peak_gbps']:.1f} GB/s" if r["peak_gbps"] else "peak unknown")
-                     + f"; compare's allowance ±{allowed:.1%} ({basis})",
+                     + f"; compare: {allowance_words(allowed)} ({basis})",
         })
     return out
 

@@ -17,7 +17,7 @@ from kvbench.analyze.compare import Comparison, compare_case
 from kvbench.records import ResultRecord
 
 THRESHOLD = 0.05
-HISTORY_RUNS = 20  # the earlier runs a comparison weighs, as the store's case_medians gives them
+HISTORY_RUNS = 20  # the earlier runs a comparison weighs, as the store's case_fast_ends gives them
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ def segments(values: list[float], threshold: float = THRESHOLD, confirm: int = 2
 
 def run_verdicts(series: list[dict[str, Any]], threshold: float = THRESHOLD) -> list[Comparison | None]:
     """For each stored result row of one case (oldest first, `store.host_results`), `compare`'s
-    verdict from the run before it, weighed against the earlier runs of its context as `compare`
-    weighs it; None for the first run and for a run whose context differs from its predecessor's
+    verdict from the run before it, weighed against the earlier runs of its context (their fast
+    ends, contended or not) as `compare` weighs it; None for the first run and for a run whose context differs from its predecessor's
     (a new history, which `compare` refuses without --cross-host)."""
     out: list[Comparison | None] = [None] if series else []
     for i in range(1, len(series)):
@@ -65,7 +65,8 @@ def run_verdicts(series: list[dict[str, Any]], threshold: float = THRESHOLD) -> 
         if prev.get("context_id") != row.get("context_id"):
             out.append(None)
             continue
-        earlier = [r["gbps_median"] for r in series[:i] if r.get("context_id") == row.get("context_id")]
+        earlier = [r.get("gbps_p90") or r["gbps_median"] for r in series[:i]  # fast ends, as case_fast_ends
+                   if r.get("context_id") == row.get("context_id")]
         out.append(compare_case(ResultRecord.from_row(prev).to_json(), ResultRecord.from_row(row).to_json(),
                                 threshold, earlier[-HISTORY_RUNS:]))
     return out

@@ -64,6 +64,18 @@ def allowance(noise: float | None, threshold: float = THRESHOLD, medians: list[f
     return max(threshold, min(MAX_ALLOWANCE, wide))
 
 
+def allowed_drop(allowance_ln: float) -> float:
+    """The drop an allowance lets pass, as a fraction of the base rate: 1 − e^(−allowance) (a halving,
+    ln 2, allows a drop of 50 %, not 69 %)."""
+    return float(1.0 - np.exp(-allowance_ln))
+
+
+def allowance_words(allowance_ln: float) -> str:
+    """The allowance as every output states it (`compare`, the report, `history`, the `--repeat`
+    table, the exports): "a drop beyond −50.0 % gates". The log form is only in JSON (`allowance_ln`)."""
+    return f"a drop beyond −{allowed_drop(allowance_ln) * 100:.1f} % gates"
+
+
 def back_to_level(n_rate: float, change: float, history: list[float], allowed: float) -> str | None:
     """Where the allowance stopped at a halving (the runs vary by more) and the new median is within
     a halving of the earlier runs' level (their median), on the side the change went: the base was

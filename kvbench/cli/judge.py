@@ -129,12 +129,15 @@ def compare(
     fmt: Annotated[str, typer.Option("--format", help="table | markdown | json (json: as --json -)")] = "table",
     cross_host: Annotated[bool, typer.Option("--cross-host", help="allow runs of different hosts or contexts")] = False,
     allow_incomplete: Annotated[bool, typer.Option("--allow-incomplete", help="exit 0, not 3, when INCOMPLETE")] = False,
+    require_quiet: Annotated[bool, typer.Option("--require-quiet", help="judge no change measured while either run "
+                                                "was contended: INCOMPLETE instead (dedicated runners)")] = False,
     json_out: JsonOption = None,
     db: DbOption = None,
 ) -> None:
     """Each case from BASE to NEW: same, slower, faster or ambiguous, weighed against its between-run noise.
     Exit 1 on a case slower, failed, missing, or ok in BASE and skipped in NEW; 3 (INCOMPLETE) when nothing
-    gates but a drop was measured on a contended box, so could not be judged."""
+    gates but a drop is one the new run's contention can explain (with --require-quiet: any drop measured
+    on a contended box)."""
     from kvbench.analyze.compare import (
         case_history,
         compare_runs,
@@ -157,9 +160,10 @@ def compare(
     base_doc, new_doc = documents([base, new], db)
     store = existing_store(db)  # the history and this box's ids, where a database holds them
     comparisons = compare_runs(base_doc, new_doc, floor, cross_host, case_history(store, new_doc),
-                               this_host_ids(store) if store is not None else [])
-    title = (f"run {base_doc['run']['id']} → run {new_doc['run']['id']} (slower or faster: p10–p90 ranges apart and "
-             f"the change beyond {floor:.0%} and beyond the case's between-run noise)")
+                               this_host_ids(store) if store is not None else [], require_quiet)
+    title = (f"run {base_doc['run']['id']} → run {new_doc['run']['id']} (slower or faster: ranges apart and the change "
+             f"beyond {floor:.0%} and beyond the case's allowance; judged on the fast end where contention could "
+             "fake it)")
     if json_out:
         write_json({"base": base_doc["run"]["id"], "new": new_doc["run"]["id"], "threshold": floor,
                     "comparisons": [c.to_dict() for c in comparisons]}, json_out)
@@ -177,7 +181,9 @@ def compare(
     if has_regression(comparisons):
         raise Concluded(Overall(FAIL, (regression_summary(comparisons, base_doc["run"]["id"], new_doc["run"]["id"]),)))
     if held := held_back_drops(comparisons):
-        conclude(Overall(INCOMPLETE, (f"{len(held)} drop(s) beyond the noise measured while the box was contended, "
-                                      "not judged: re-measure on a quiet box",)), allow_incomplete)
+        why = ("measured while the box was contended, not judged (--require-quiet)" if require_quiet else
+               "that the new run's contention can explain, not judged")
+        conclude(Overall(INCOMPLETE, (f"{len(held)} drop(s) beyond the noise {why}: re-measure on a quiet box",)),
+                 allow_incomplete)
         return
     conclude(Overall(PASS, (f"{len(comparisons)} case(s) compared: none slower, failed, lost or missing",)))

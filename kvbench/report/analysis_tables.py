@@ -8,6 +8,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from kvbench.analyze.noise import allowance_words
 from kvbench.benches.describe import describe_params
 from kvbench.report.fit_table import FittedTable
 from kvbench.units import format_gbps, format_size
@@ -109,7 +110,8 @@ def history_table(bench: str, series: list[dict[str, Any]], segments: list[Any],
         for r, c in zip(series[seg.start:seg.end], judged[seg.start:seg.end], strict=True):
             rows.append([str(r["run_id"]), f"{r['started_at']:%Y-%m-%d %H:%M %Z}", format_gbps(r["gbps_median"]),
                          f"{n + 1} (median {format_gbps(seg.median)} GB/s)",
-                         f"{c.verdict} {c.change:+.1%}" if c is not None and c.change is not None else "-"])
+                         f"{c.verdict} {c.change:+.1%} ({allowance_words(c.allowance_ln)})"
+                         if c is not None and c.change is not None else "-"])
     return FittedTable(escape(f"{bench} {describe_params(bench, series[0]['params'])}"),
                        [("run", "id"), ("started", "id"), ("median GB/s", "number"), ("segment", "text"),
                         ("vs the run before", "text")], rows)
@@ -136,11 +138,11 @@ def hosts_table(hosts: list[dict[str, Any]], title: str) -> Table:
 def repeat_table(spreads: list[Any], run_ids: list[int]) -> Table:
     """Each case's median over the runs of `kvbench run --repeat` and the noise between them."""
     table = _table(f"runs {', '.join(map(str, run_ids))}: between-run spread (GB/s = 1e9 B/s)",
-                   ("benchmark", "case", "runs ok", "median GB/s low–high", "range", "between-run noise",
+                   ("benchmark", "case", "runs ok", "median GB/s low–high", "range", "between-run noise (fast end)",
                     "compare's allowance"))
     for s in spreads:
         noise = f"±{s.between_run:.1%}" if s.between_run is not None else "- (fewer than 3 runs)"
         table.add_row(s.bench, describe_params(s.bench, s.params), str(len(s.medians)),
                       f"{format_gbps(s.low)}–{format_gbps(s.high)}", f"{s.high / s.low - 1:.1%}", noise,
-                      f"±{s.allowance:.1%}")
+                      allowance_words(s.allowance_ln))
     return table

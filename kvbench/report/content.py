@@ -108,7 +108,7 @@ def _figure(fig) -> Figure | None:
 def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: str = "Llama-3.1-70B",
           tokens: int = 8192, block_tokens: int = 16,
           profile: Profile | None = None, baseline_history: dict[str, list[float]] | None = None) -> ReportContent:
-    """What a report of `docs` says; `baseline_history`: each case's earlier medians
+    """What a report of `docs` says; `baseline_history`: each case's earlier fast ends
     (`compare.case_history`), so the comparison with `baseline` is `kvbench compare`'s own."""
     results = [{**r, "run_id": d["run"]["id"]} for d in docs for r in d["results"]]
     host = next((d.get("host") for d in docs if d.get("host") and d["host"].get("facts")), None)

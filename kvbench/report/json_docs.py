@@ -43,7 +43,9 @@ def history_doc(bench: str, series_by_case: list[tuple[list[dict[str, Any]], lis
                            "median_gbps": seg.median})
             runs += [{"run_id": r["run_id"], "started_at": r["started_at"].isoformat(),
                       "gbps_median": r["gbps_median"], "segment": n,
-                      "verdict": c.verdict if c else None, "change": c.change if c else None}
+                      "verdict": c.verdict if c else None, "change": c.change if c else None,
+                      "allowance_ln": c.allowance_ln if c else None, "allowed_drop": c.allowed_drop if c else None,
+                      "estimator": c.estimator if c else None}
                      for r, c in zip(members, judged[seg.start:seg.end], strict=True)]
         cases.append({"case": series[0]["case_hash"], "params": series[0]["params"], "runs": runs, "segments": levels})
     return {"bench": bench, "cases": cases}

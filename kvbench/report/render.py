@@ -6,6 +6,7 @@ from typing import Any
 
 import jinja2
 
+from kvbench.analyze.noise import allowance_words
 from kvbench.benches.describe import describe_params
 from kvbench.hardware.facts import Link
 from kvbench.report.content import ReportContent
@@ -40,6 +41,7 @@ def _links(host: dict[str, Any] | None) -> list[dict[str, Any]]:
 def _context(content: ReportContent) -> dict[str, Any]:
     return {"c": content, "links": _links(content.host), "gbps": format_gbps, "params": params_text, "size": format_size,
             "precision": lambda r: precision_text(r.get("metadata") or {}),
+            "allowance": lambda x: allowance_words(x.allowance_ln) if x.allowance_ln is not None else "-",
             "ms": lambda s, missing="-": f"{s * 1e3:.2f} ms" if s is not None else missing}
 
 

@@ -50,8 +50,9 @@ def test_the_dashboard_export_carries_compare_s_own_allowance_per_case():
     history = {first["case"]: [10.0, 14.0, 8.0, 13.0, 7.5]}
     entries = github_action_benchmark(doc, history)
     expected = allowance(between_run_noise(history[first["case"]]))
-    assert f"compare's allowance ±{expected:.1%} (5 earlier runs)" in entries[0]["extra"]
-    assert all("compare's allowance ±15.0% (assumed" in e["extra"] for e in entries[1:])
+    assert expected == pytest.approx(np.log(2))  # stated as the drop it allows, not as ±69.3 %
+    assert "compare: a drop beyond −50.0 % gates (5 earlier runs)" in entries[0]["extra"]
+    assert all("compare: a drop beyond −13.9 % gates (assumed" in e["extra"] for e in entries[1:])
 
 
 @pytest.mark.parametrize("count", [1, 2, 5, 6, 7, 9, 10, 13])
