@@ -86,7 +86,8 @@ def history(
         from kvbench.cli.common import write_text
         from kvbench.report.plots import figure_bytes, history_figure
 
-        write_text(figure_bytes(history_figure(bench, found), plot.rsplit(".", 1)[-1]), plot)
+        allowances = [next((v.allowance for v in reversed(judged) if v is not None), None) for judged in verdicts]
+        write_text(figure_bytes(history_figure(bench, found, allowances), plot.rsplit(".", 1)[-1]), plot)
     if json_out:
         from kvbench.report.json_docs import history_doc
 

@@ -24,7 +24,7 @@ from kvbench.analyze.transport_choice import TransportChoice, transport_choices
 from kvbench.kv.geometry import get_model
 from kvbench.overall import Overall
 from kvbench.records import result_row
-from kvbench.report import link_heatmap, plots
+from kvbench.report import accept_figure, link_heatmap, plots
 from kvbench.report.analysis_tables import plan_answer_lines
 
 # Questions whose figures need GPU results; listed with the reason when the runs lack them.
@@ -102,7 +102,7 @@ def _figure(fig) -> Figure | None:
     if fig is None:
         return None
     title = fig.get_suptitle() or fig.axes[0].get_title()  # a figure of panels asks its question above them
-    return Figure(title, base64.b64encode(plots.png_bytes(fig)).decode())
+    return Figure(" ".join(title.split()), base64.b64encode(plots.png_bytes(fig)).decode())
 
 
 def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: str = "Llama-3.1-70B",
@@ -162,6 +162,8 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     if profile is not None:
         content.verdicts = inventory_verdicts(profile, facts, results) + content.verdicts
     content.overall = accept_overall(content.verdicts, expected_here(facts, profile), runs=docs)
+    if fig := _drawn(content, accept_figure.QUESTION, lambda: accept_figure.acceptance_figure(content.verdicts)):
+        content.figures.insert(0, fig)  # an acceptance report opens with its rules, under the verdict
     content.title = f"{content.overall.word} — {content.title}"  # the first heading says the verdict first
     if baseline is not None:
         content.baseline = f"run {baseline['run']['id']}"
@@ -169,4 +171,36 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
         # compares anyway and states what differs rather than refusing.
         content.baseline_differences = differences(baseline, docs[-1])
         content.comparisons = compare_runs(baseline, docs[-1], cross_host=True, history=baseline_history)
+    for bench, found, allowances in history_series([*([baseline] if baseline is not None else []), *docs],
+                                                   content.comparisons):
+        question = f"Has {bench} held its level on this host, run after run?"
+        if fig := _drawn(content, question, lambda b=bench, f=found, a=allowances: plots.history_figure(b, f, a)):
+            content.figures.append(fig)
     return content
+
+
+def history_series(docs: list[RunDocument], comparisons: list[Comparison]
+                   ) -> list[tuple[str, list[tuple[list[dict[str, Any]], list[Any]]], list[float | None]]]:
+    """Per benchmark, the cases measured ok in two or more of `docs` (each run once, in start order) as
+    `plots.history_figure` takes them, with their level segments and compare's allowance for each case
+    where `comparisons` judged it."""
+    from kvbench.analyze.history import segments
+
+    seen: dict[Any, dict[str, Any]] = {}
+    for d in docs:
+        seen.setdefault(d["run"]["id"], d)
+    ordered = sorted(seen.values(), key=lambda d: str(d["run"].get("started_at") or ""))
+    cases: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for d in ordered:
+        for r in d["results"]:
+            if r["status"] == "ok" and (r.get("gbps") or {}).get("median"):
+                key = (r["bench"], repr(sorted(r["params"].items())))
+                cases.setdefault(key, []).append({**r, "run_id": d["run"]["id"], "started_at": d["run"].get("started_at")})
+    allowed = {(x.bench, repr(sorted(x.params.items()))): x.allowance for x in comparisons}
+    out: dict[str, tuple[list, list]] = {}
+    for (bench, key), series in cases.items():
+        if len(series) >= 2:
+            found, allowances = out.setdefault(bench, ([], []))
+            found.append((series, segments([r["gbps"]["median"] for r in series])))
+            allowances.append(allowed.get((bench, key)))
+    return [(bench, found, allowances) for bench, (found, allowances) in sorted(out.items())]

@@ -4,6 +4,7 @@ matplotlib Figure, or None when the runs hold no data for it."""
 from __future__ import annotations
 
 import io
+import textwrap
 from typing import Any
 
 import matplotlib
@@ -11,15 +12,23 @@ import matplotlib
 matplotlib.use("Agg")  # files only; never a window
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from kvbench.analyze.paired import paired_ratio  # noqa: E402
 from kvbench.benches.describe import describe_params  # noqa: E402
 from kvbench.benches.registry import all_benches  # noqa: E402
-from kvbench.metadata import DIRECTIONS_GBPS, FRAGMENT_BYTES, PER_GPU_GBPS  # noqa: E402
+from kvbench.metadata import CONTENTION, DIRECTIONS_GBPS, FRAGMENT_BYTES, PER_GPU_GBPS  # noqa: E402
 from kvbench.kv.strategies import CEILINGS, is_ceiling  # noqa: E402
 from kvbench.units import format_size  # noqa: E402
+
+
+def wrapped(text: str, width_in: float, fontsize: float = 10.0) -> str:
+    """`text` broken at spaces into lines that fit `width_in` inches at `fontsize` points (an average glyph
+    is about 0.6 em wide in DejaVu Sans): titles and axis labels that say their question whole instead of being cut."""
+    per_line = max(int(width_in * 72 / (fontsize * 0.6)), 12)
+    return "\n".join(textwrap.wrap(text, per_line)) or text
 
 
 def results_frame(results: list[dict[str, Any]]) -> pd.DataFrame:
@@ -74,8 +83,24 @@ def _runs_apart(frame: pd.DataFrame, series: pd.Series) -> pd.Series:
     return "run " + frame["run"].map(_text) + " " + series
 
 
+PANELS_PER_ROW = 3  # small multiples: several runs side by side, each a panel of its own
+
+
+def _panel_grid(n: int, panel_in: tuple[float, float]) -> tuple[plt.Figure, list[Any]]:
+    """A figure of `n` panels, PANELS_PER_ROW to a row, sharing the y axis; the panels in reading order."""
+    cols = min(n, PANELS_PER_ROW)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(panel_in[0] * cols + 1, panel_in[1] * rows + 0.6), squeeze=False,
+                             sharey=True)
+    flat = list(axes.flat)
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
 def bandwidth_vs_size(results: list[dict[str, Any]], bench: str) -> plt.Figure | None:
-    """Rate against transfer size, the spec peak as a line and the 80-100 % band shaded."""
+    """Rate against transfer size, the spec peak as a line and the 80-100 % band shaded. Several runs are
+    small multiples (a panel per run, one colour per case across panels), never a dozen lines in one."""
     frame = results_frame(results)
     if frame.empty or bench not in set(frame["bench"]):
         return None
@@ -86,23 +111,40 @@ def bandwidth_vs_size(results: list[dict[str, Any]], bench: str) -> plt.Figure |
     frame = frame.dropna(subset=["size"])
     if frame.empty:
         return None
-    frame["series"] = _runs_apart(frame, _label(frame, _varying(frame, {"size"})))
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    sns.lineplot(frame, x="size", y="gbps", hue="series", marker="o", ax=ax, errorbar=None)
-    for _, row in frame.iterrows():
-        ax.plot([row["size"], row["size"]], [row["p10"], row["p90"]], color="grey", alpha=0.4, lw=1)
+    frame["series"] = _label(frame, _varying(frame, {"size"}))
+    runs = sorted(frame["run"].dropna().unique(), key=str) if "run" in frame and frame["run"].notna().any() else []
+    panels = [(f"run {_text(run)}", frame[frame["run"] == run]) for run in runs] if len(runs) > 1 else [("", frame)]
+    fig, axes = _panel_grid(len(panels), (8, 4.5) if len(panels) == 1 else (4.2, 3.6))
+    colours = dict(zip(sorted(frame["series"].unique()), sns.color_palette(n_colors=frame["series"].nunique()),
+                       strict=True))
     peak = frame["peak_gbps"].dropna() if "peak_gbps" in frame else pd.Series(dtype=float)
-    if not peak.empty:
-        ax.axhline(peak.max(), color="black", ls="--", lw=1, label=f"spec peak {peak.max():.1f} GB/s")
-        ax.axhspan(0.8 * peak.max(), peak.max(), color="green", alpha=0.08, label="80–100 % of peak")
-    ax.set_xscale("log", base=2)
     ticks = sorted(frame["size"].unique())
-    ax.set_xticks(ticks, [format_size(int(t)) for t in ticks])
-    ax.set_xlabel("transfer size")
-    ax.set_ylabel("GB/s (1e9 B/s), median; bars p10–p90")
-    ax.set_title(f"How fast does {bench} move bytes, by transfer size?")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    for ax, (title, panel) in zip(axes, panels, strict=True):
+        for series, line in panel.groupby("series"):
+            line = line.sort_values("size")
+            ax.plot(line["size"], line["gbps"], marker="o", color=colours[series], label=series)
+            ax.vlines(line["size"], line["p10"], line["p90"], color=colours[series], alpha=0.4, lw=1)
+        if not peak.empty:
+            ax.axhline(peak.max(), color="black", ls="--", lw=1, label=f"spec peak {peak.max():.1f} GB/s")
+            ax.axhspan(0.8 * peak.max(), peak.max(), color="green", alpha=0.08, label="80–100 % of peak")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks, [format_size(int(t)) for t in ticks], rotation=30 if len(ticks) > 4 else 0)
+        ax.set_xlabel("transfer size")
+        ax.set_ylim(bottom=0)  # a rate axis from 0: a dip is drawn at its size, not as a cliff
+        if title:
+            ax.set_title(title, fontsize=10)
+    axes[0].set_ylabel(wrapped("GB/s (1e9 B/s), median; bars p10–p90", 3.6 if len(panels) > 1 else 4.5))
+    handles, labels = axes[0].get_legend_handles_labels()
+    width = fig.get_figwidth()
+    if len(panels) == 1:
+        axes[0].legend(fontsize=7)
+        axes[0].set_title(wrapped(f"How fast does {bench} move bytes, by transfer size?", width - 1, 12))
+        fig.tight_layout()
+    else:  # one legend for all panels, under them: the same colour is the same case in every run
+        fig.suptitle(wrapped(f"How fast does {bench} move bytes, by transfer size?", width - 1, 12))
+        fig.legend(handles, labels, loc="lower center", fontsize=7, ncol=min(len(labels), 3))
+        legend_in = 0.2 * -(-len(labels) // 3) + 0.2  # about 0.2 in a row of 7-pt entries, and a margin
+        fig.tight_layout(rect=(0, min(legend_in / fig.get_figheight(), 0.5), 1, 1))
     return fig
 
 
@@ -131,58 +173,146 @@ def kv_ratio_frame(results: list[dict[str, Any]]) -> pd.DataFrame:
         else:
             continue
         out.append({**r["params"], "fragment_bytes": (r.get("metadata") or {}).get(FRAGMENT_BYTES),
-                    "ratio": ratio, "p10": p10, "p90": p90, "paired": record is not None, "run": r.get("run_id")})
+                    "ratio": ratio, "p10": p10, "p90": p90, "paired": record is not None, "run": r.get("run_id"),
+                    "gbps": g["median"], "ceiling_gbps": (record or {}).get("against_gbps", {}).get("median") or base})
     return pd.DataFrame(out)
 
 
+ABOVE_CEILING = 1.05  # a fragmented copy more than 5 % faster than one contiguous copy of its bytes: flagged
+
+
 def kv_strategies(results: list[dict[str, Any]]) -> plt.Figure | None:
-    """Each KV strategy's rate as a fraction of one contiguous copy of the same bytes, by fragment
-    size: one panel per model, one line per strategy (and other varying parameter), p10–p90 shaded."""
+    """Each KV strategy's rate as a fraction of one contiguous copy of the same bytes, by fragment size
+    (top row), and its absolute GB/s beside the contiguous copy's (bottom row): one column per model, one
+    line per strategy (and other varying parameter), p10–p90 shaded. A point above the contiguous copy by
+    more than ABOVE_CEILING is ringed red: the ceiling is one copy of the same bytes, so it is a question
+    for the measurement, not a win."""
     frame = kv_ratio_frame(results)
     if frame.empty or frame["block_tokens"].nunique() < 2:
         return None
     models = sorted(frame["model"].unique())
-    fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models) + 1, 4.5), squeeze=False, sharey=True)
-    for ax, model in zip(axes[0], models, strict=True):
+    width = 5.0 * len(models) + 1.5
+    fig, axes = plt.subplots(2, len(models), figsize=(width, 8.5), squeeze=False, sharex="col")
+    flagged = 0
+    for col, model in enumerate(models):
+        top, bottom = axes[0][col], axes[1][col]
         panel = frame[frame["model"] == model].copy()
         panel["series"] = _runs_apart(panel, _label(panel, ["strategy", *_varying(
-            panel, {"block_tokens", "strategy", "model", "fragment_bytes", "ratio", "paired"})]))
+            panel, {"block_tokens", "strategy", "model", "fragment_bytes", "ratio", "paired", "gbps",
+                    "ceiling_gbps"})]))
         panel.loc[~panel["paired"], "series"] += " (unpaired: two cases' medians)"
+        by_fragment = panel["fragment_bytes"].notna().all()
         for series, line in panel.groupby("series"):
             line = line.sort_values("block_tokens")
-            x = line["fragment_bytes"] if line["fragment_bytes"].notna().all() else line["block_tokens"]
-            ax.plot(x, line["ratio"], marker="o", label=series)
-            ax.fill_between(x, line["p10"], line["p90"], alpha=0.2)
-        ax.axhline(1.0, color="black", ls="--", lw=1, label="one contiguous copy")
-        ax.set_xscale("log", base=2)
-        if panel["fragment_bytes"].notna().all():
+            x = line["fragment_bytes"] if by_fragment else line["block_tokens"]
+            drawn = top.plot(x, line["ratio"], marker="o", label=series)[0]
+            top.fill_between(x, line["p10"], line["p90"], alpha=0.2)
+            bottom.plot(x, line["gbps"], marker="o", color=drawn.get_color(), label=series)
+            if line["ceiling_gbps"].notna().any():  # each series' own contiguous twin (same concurrency, run, ...)
+                bottom.plot(x, line["ceiling_gbps"], color=drawn.get_color(), ls="--", marker="s", ms=4, alpha=0.7)
+            above = line["ratio"] > ABOVE_CEILING
+            if above.any():
+                flagged += int(above.sum())
+                top.scatter(x[above], line["ratio"][above], s=160, facecolors="none", edgecolors="red", lw=1.5,
+                            zorder=5)
+        top.axhline(1.0, color="black", ls="--", lw=1, label="one contiguous copy")
+        for ax in (top, bottom):
+            ax.set_xscale("log", base=2)
+            ax.set_ylim(bottom=0)
+        if by_fragment:
             ticks = sorted(panel["fragment_bytes"].unique())
-            ax.set_xticks(ticks, [format_size(int(t)) for t in ticks], rotation=30)
-            ax.set_xlabel("KV fragment (one layer's tensor for one block)")
+            bottom.set_xticks(ticks, [format_size(int(t)) for t in ticks], rotation=30)
+            bottom.set_xlabel("KV fragment (one layer's tensor for one block)")
         else:
-            ax.set_xlabel("tokens per KV block")
-        ax.set_title(model, fontsize=10)
-        ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("rate over one contiguous copy, per pair of samples (median; band p10–p90)")
-    fig.suptitle("How close does each KV strategy get to one contiguous copy, by fragment size?")
-    fig.tight_layout()
+            bottom.set_xlabel("tokens per KV block")
+        top.set_title(model, fontsize=10)
+        top.legend(fontsize=7)
+    axes[0][0].set_ylabel(wrapped("rate ÷ one contiguous copy, per pair of samples (median; band p10–p90)", 3.4, 9),
+                          fontsize=9)
+    axes[1][0].set_ylabel(wrapped("GB/s (1e9 B/s), median; dashed: the same bytes as one contiguous copy", 3.4, 9),
+                          fontsize=9)
+    fig.suptitle(wrapped("How close does each KV strategy get to one contiguous copy, by fragment size?", width, 12))
+    bottom_in = 0.0
+    if flagged:  # under the panels, in red, where the eye goes after the rings
+        note = (f"{flagged} point{'s' if flagged > 1 else ''} ringed red: faster than one contiguous copy of the same "
+                f"bytes by more than {ABOVE_CEILING - 1:.0%}; the contiguous copy is the ceiling, so check the measurement")
+        note = wrapped(note, width - 0.5, 9)
+        bottom_in = 0.2 * (note.count("\n") + 1) + 0.15
+        fig.text(0.01, 0.01, note, fontsize=9, color="red", va="bottom")
+    fig.tight_layout(rect=(0, bottom_in / fig.get_figheight(), 1, 1))
     return fig
 
 
-def history_figure(bench: str, found: list[tuple[list[dict[str, Any]], list[Any]]]) -> plt.Figure:
-    """Median GB/s of each case over its runs (by start time), each level segment's median drawn flat."""
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for series, segments in found:
-        label = describe_params(bench, series[0]["params"])  # what differs from the defaults, sizes as tables write them
-        times = [r["started_at"] for r in series]
-        line = ax.plot(times, [r["gbps_median"] for r in series], marker="o", label=label)[0]
-        for seg in segments:
-            ax.hlines(seg.median, times[seg.start], times[seg.end - 1], color=line.get_color(), lw=3, alpha=0.35)
-    ax.set_xlabel("run started (UTC)")
-    ax.set_ylabel("GB/s (1e9 B/s), median per run; bars: level segments")
-    ax.set_title(f"Has {bench} held its level on this host, run after run?")
-    ax.legend(fontsize=7)
-    fig.autofmt_xdate()
+def _history_point(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored result row (`store.host_results`) or a run document's result as one history point."""
+    extra = row.get("extra") or row.get("metadata") or {}
+    median = row["gbps_median"] if "gbps_median" in row else (row.get("gbps") or {}).get("median")
+    return {"run": row.get("run_id"), "started_at": row.get("started_at"), "gbps": median,
+            "contended": bool((extra.get(CONTENTION) or {}).get("contended")) or bool(row.get("contended"))}
+
+
+def _run_tick(run: Any, started: Any) -> str:
+    day = started.strftime("%m-%d %H:%M") if hasattr(started, "strftime") else str(started or "")[5:16]
+    return f"run {_text(run)}\n{day}" if day else f"run {_text(run)}"
+
+
+MAX_RUN_TICKS = 12  # run labels on the x axis; more runs are labelled every k-th
+
+
+def history_figure(bench: str, found: list[tuple[list[dict[str, Any]], list[Any]]],
+                   allowances: list[float | None] | None = None) -> plt.Figure:
+    """Has `bench` held its level? Median GB/s of each case run after run: x is the run (its id and start),
+    evenly spaced whatever the wall-clock gaps; points measured while the box was contended are hollow;
+    every level segment is drawn flat and each shift marked; the allowance `compare` gives the case
+    (`allowances`, |ln(new / base)| per case, from its own verdicts) is drawn as a band around the latest
+    level; y starts at 0, so a contended dip is drawn at its size."""
+    points = [[_history_point(r) for r in series] for series, _segments in found]
+    order = sorted({(p["started_at"] is None, str(p["started_at"]), str(p["run"])): p for ps in points for p in ps}
+                   .items())
+    runs = list(dict.fromkeys(p["run"] for _key, p in order))
+    started = {p["run"]: p["started_at"] for _key, p in order}
+    x_of = {run: i for i, run in enumerate(runs)}
+    fig, ax = plt.subplots(figsize=(max(8.0, min(0.45 * len(runs) + 3, 16.0)), 4.8))
+    hollow_seen = False
+    for n, ((series, segments), pts) in enumerate(zip(found, points, strict=True)):
+        label = describe_params(bench, series[0]["params"])  # what differs from the defaults
+        xs = [x_of[p["run"]] for p in pts]
+        ys = [p["gbps"] for p in pts]
+        line = ax.plot(xs, ys, lw=1, label=label or "defaults")[0]
+        colour = line.get_color()
+        solid = [(x, y) for x, y, p in zip(xs, ys, pts, strict=True) if not p["contended"]]
+        hollow = [(x, y) for x, y, p in zip(xs, ys, pts, strict=True) if p["contended"]]
+        if solid:
+            ax.scatter(*zip(*solid, strict=True), color=colour, zorder=3, s=28)
+        if hollow:
+            hollow_seen = True
+            ax.scatter(*zip(*hollow, strict=True), facecolors="white", edgecolors=colour, zorder=3, s=28, lw=1.5)
+        for k, seg in enumerate(segments):
+            ax.hlines(seg.median, xs[seg.start] - 0.3, xs[seg.end - 1] + 0.3, color=colour, lw=3, alpha=0.35)
+            if k:  # a level shift: where the new level starts
+                ax.axvline(xs[seg.start] - 0.5, color=colour, ls=":", lw=1)
+        allowed = (allowances or [None] * len(found))[n]
+        if allowed and segments:
+            level, first = segments[-1].median, xs[segments[-1].start]
+            ax.fill_between([first - 0.3, xs[-1] + 0.3], level * np.exp(-allowed), level * np.exp(allowed),
+                            color=colour, alpha=0.1, lw=0)
+    given = [a for a in allowances or [] if a]
+    if given:
+        words = (f": a drop beyond −{1 - np.exp(-given[0]):.0%} or a rise beyond +{np.exp(given[0]) - 1:.0%}"
+                 if len(given) == 1 else "")
+        ax.fill_between([], [], [], color="grey", alpha=0.2, label=f"compare's allowance around the latest level{words} "
+                        "is slower or faster")
+    if hollow_seen:
+        ax.scatter([], [], facecolors="white", edgecolors="grey", label="hollow: measured while the box was contended")
+    step = max(1, -(-len(runs) // MAX_RUN_TICKS))
+    shown = list(range(0, len(runs), step))
+    ax.set_xticks(shown, [_run_tick(runs[i], started[runs[i]]) for i in shown], fontsize=7)
+    ax.set_xlim(-0.7, len(runs) - 0.3)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("run (id, start UTC), in order; evenly spaced")
+    ax.set_ylabel(wrapped("GB/s (1e9 B/s), median per run; bands: level segments", 3.8))
+    ax.set_title(wrapped(f"Has {bench} held its level on this host, run after run?", fig.get_figwidth() - 1, 12))
+    ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     return fig
 
@@ -276,9 +406,9 @@ def all_gpus(results: list[dict[str, Any]]) -> plt.Figure | None:
     rows += [{"gpu": g, "when": "alone", "gbps": v} for g, v in singles.items()]
     fig, ax = plt.subplots(figsize=(8, 4.5))
     sns.barplot(pd.DataFrame(rows), x="gpu", y="gbps", hue="when", ax=ax, errorbar=None)
-    ax.set_title(f"Do all GPUs at once reach the sum of singles ({r['bench']}"
-                 + (f", run {r['run_id']}" if r.get("run_id") is not None else "") + ": aggregate "
-                 f"{r['gbps']['median']:.1f} GB/s, singles sum {sum(singles.values()):.1f})?")
+    ax.set_title(wrapped(f"Do all GPUs at once reach the sum of singles ({r['bench']}"
+                         + (f", run {r['run_id']}" if r.get("run_id") is not None else "") + ": aggregate "
+                         f"{r['gbps']['median']:.1f} GB/s, singles sum {sum(singles.values()):.1f})?", 7.5, 12))
     ax.set_ylabel("GB/s (1e9 B/s)")
     fig.tight_layout()
     return fig

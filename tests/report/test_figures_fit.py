@@ -1,0 +1,121 @@
+"""Every figure kind kvbench draws fits its canvas at the resolutions it writes (110 dpi in reports, 150 in
+`kvbench plot`): no title, label or note cut at an edge, no two titles on top of each other, no layout
+warning. Drawn from stored runs (the CPU VM's quick and kv-restore runs), a cluster run stored through the
+store API, and GPU-shaped rows (synthetic rates: they test the drawing, they are not measurements)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from kvbench.report import accept_figure, content, link_heatmap, plots
+from kvbench.store import open_store
+from tests.conftest import FIXTURES
+from tests.report.figure_fit import misfits
+from tests.report.test_gpu_figures import row
+
+DPIS = (110, 150)
+
+
+def _runs(name: str, ids=(1,)) -> list[dict]:
+    doc = json.loads((FIXTURES / "runs" / name).read_text())
+    return [{**r, "run_id": run} for run in ids for r in doc["results"]]
+
+
+def _gpu_rows() -> list[dict]:
+    numa = [row("pcie.h2d", rate, memory=f"numa:{node}", gpu=gpu, size=1 << 28)
+            for node, gpu, rate in ((0, 0, 54.1), (1, 0, 40.2), (0, 1, 39.8), (1, 1, 53.7))]
+    bidir = {**row("pcie.bidir", 101.0, memory="pinned", size=1 << 28),
+             "metadata": {"directions_gbps": {"h2d": 51.0, "d2h": 50.0, "sum": 101.0}}}
+    together = {**row("pcie.h2d", 150.0, memory="pinned", gpus="all", size=1 << 28), "run_id": 12345,
+                "metadata": {"per_gpu_gbps": {str(g): 18.75 for g in range(8)}}}
+    singles = [{**row("pcie.h2d", 54.0, memory="pinned", gpus="one", gpu=g, size=1 << 28), "run_id": 12345}
+               for g in range(8)]
+    return [*numa, bidir, together, *singles]
+
+
+def _history() -> list:
+    from kvbench.analyze.history import Segment
+
+    start = datetime(2026, 12, 1, tzinfo=UTC)
+    series = [{"run_id": n, "started_at": start + timedelta(minutes=n), "gbps_median": 20.0 if n < 5 else 10.0,
+               "params": {"size": 1 << 28}, "contended": n == 3} for n in range(1, 9)]
+    return [(series, [Segment(0, 4, 20.0), Segment(4, 8, 10.0)])]
+
+
+def _figures(cluster_results: list[dict]) -> dict[str, object]:
+    quick, kv = _runs("quick-cpu-vm.json"), _runs("kv-restore-cpu-vm.json")
+    return {
+        "rate by size, one run": lambda: plots.bandwidth_vs_size(quick, "dram.copy"),
+        "rate by size, three runs": lambda: plots.bandwidth_vs_size(_runs("quick-cpu-vm.json", (1, 2, 3)),
+                                                                    "dram.copy"),
+        "kv strategies": lambda: plots.kv_strategies(kv),
+        "kv strategies, two runs": lambda: plots.kv_strategies(_runs("kv-restore-cpu-vm.json", (1, 2))),
+        "numa": lambda: plots.numa_heatmap(_gpu_rows()),
+        "bidirectional": lambda: plots.bidirectional(_gpu_rows()),
+        "all gpus": lambda: plots.all_gpus(_gpu_rows()),
+        "history": lambda: plots.history_figure("dram.copy", _history()),
+        "acceptance": lambda: accept_figure.acceptance_figure(content.build(
+            [json.loads((FIXTURES / "runs" / "quick-cpu-vm.json").read_text())]).verdicts),
+        "link matrix": lambda: link_heatmap.link_heatmap(cluster_results),
+    }
+
+
+@pytest.fixture(scope="module")
+def cluster_results(tmp_path_factory) -> list[dict]:
+    from kvbench.cli.common import documents
+    from tests.analyze.test_link_matrix import cluster_run
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'k.sqlite'}"
+    cluster_run(open_store(url))
+    (doc,) = documents(["1"], url)
+    return [{**r, "run_id": 1} for r in doc["results"]]
+
+
+KINDS = ["rate by size, one run", "rate by size, three runs", "kv strategies", "kv strategies, two runs", "numa",
+         "bidirectional", "all gpus", "history", "acceptance", "link matrix"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_figure_kind_fits_its_canvas(kind, cluster_results):
+    for dpi in DPIS:
+        fig = _figures(cluster_results)[kind]()
+        assert fig is not None, kind
+        assert misfits(fig, dpi) == [], f"{kind} at {dpi} dpi"
+        plots.plt.close(fig)
+
+
+def test_the_check_sees_a_clipped_title():
+    """The check itself: a title wider than its figure is reported, so a pass above means something."""
+    fig, ax = plots.plt.subplots(figsize=(3, 2))
+    ax.set_title("A question far too long to fit in a figure three inches wide, cut at both edges")
+    found = misfits(fig)
+    plots.plt.close(fig)
+    assert found and found[0].startswith("outside the canvas")
+
+
+def test_several_runs_are_small_multiples_with_one_colour_per_case():
+    fig = plots.bandwidth_vs_size(_runs("quick-cpu-vm.json", (1, 2, 3)), "dram.copy")
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == ["run 1", "run 2", "run 3"]
+    colours = [{line.get_label(): line.get_color() for line in ax.get_lines() if not line.get_label().startswith("_")}
+               for ax in panels]
+    assert colours[0] == colours[1] == colours[2] and len(colours[0]) <= 4  # the cases, not cases × runs
+    assert all(ax.get_ylim()[0] == 0 for ax in panels)
+
+
+def test_a_report_of_two_runs_of_a_case_holds_its_history_with_compare_s_allowance():
+    """Issue 39: no report contained a history figure, even with --baseline."""
+    first = json.loads((FIXTURES / "runs" / "quick-cpu-vm.json").read_text())
+    second = json.loads(json.dumps(first))
+    second["run"]["id"], second["run"]["started_at"] = 2, "2026-12-02T10:00:00+00:00"
+    built = content.build([second], baseline=first)
+    history = [f for f in built.figures if f.question == "Has dram.copy held its level on this host, run after run?"]
+    assert len(history) == 1
+    (bench, found, allowances), *_ = content.history_series([first, second], built.comparisons)
+    assert bench == "dram.copy" and all(len(series) == 2 for series, _ in found)
+    assert allowances and all(a is not None and a > 0 for a in allowances)  # compare's own, case by case
+    alone = content.build([first])
+    assert not [f for f in alone.figures if f.question.startswith("Has ")]  # one run: no history to draw
