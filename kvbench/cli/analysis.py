@@ -84,7 +84,8 @@ def history(
     verdicts = [run_verdicts(series, floor) for series in cases.values()]  # compare's verdict, run by run
     if plot:
         from kvbench.cli.common import write_text
-        from kvbench.report.plots import figure_bytes, history_figure
+        from kvbench.report.history_plot import history_figure
+        from kvbench.report.plots import figure_bytes
 
         allowances = [next((v.allowance for v in reversed(judged) if v is not None), None) for judged in verdicts]
         write_text(figure_bytes(history_figure(bench, found, allowances), plot.rsplit(".", 1)[-1]), plot)

@@ -24,7 +24,7 @@ from kvbench.analyze.transport_choice import TransportChoice, transport_choices
 from kvbench.kv.geometry import get_model
 from kvbench.overall import Overall
 from kvbench.records import result_row
-from kvbench.report import accept_figure, link_heatmap, plots
+from kvbench.report import accept_figure, history_plot, link_heatmap, plots
 from kvbench.report.analysis_tables import plan_answer_lines
 
 # Questions whose figures need GPU results; listed with the reason when the runs lack them.
@@ -174,7 +174,8 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     for bench, found, allowances in history_series([*([baseline] if baseline is not None else []), *docs],
                                                    content.comparisons):
         question = f"Has {bench} held its level on this host, run after run?"
-        if fig := _drawn(content, question, lambda b=bench, f=found, a=allowances: plots.history_figure(b, f, a)):
+        draw = (lambda b=bench, f=found, a=allowances: history_plot.history_figure(b, f, a))
+        if fig := _drawn(content, question, draw):
             content.figures.append(fig)
     return content
 
@@ -182,7 +183,7 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
 def history_series(docs: list[RunDocument], comparisons: list[Comparison]
                    ) -> list[tuple[str, list[tuple[list[dict[str, Any]], list[Any]]], list[float | None]]]:
     """Per benchmark, the cases measured ok in two or more of `docs` (each run once, in start order) as
-    `plots.history_figure` takes them, with their level segments and compare's allowance for each case
+    `history_plot.history_figure` takes them, with their level segments and compare's allowance for each case
     where `comparisons` judged it."""
     from kvbench.analyze.history import segments
 

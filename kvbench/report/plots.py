@@ -12,14 +12,12 @@ import matplotlib
 matplotlib.use("Agg")  # files only; never a window
 
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from kvbench.analyze.paired import paired_ratio  # noqa: E402
-from kvbench.benches.describe import describe_params  # noqa: E402
 from kvbench.benches.registry import all_benches  # noqa: E402
-from kvbench.metadata import CONTENTION, DIRECTIONS_GBPS, FRAGMENT_BYTES, PER_GPU_GBPS  # noqa: E402
+from kvbench.metadata import DIRECTIONS_GBPS, FRAGMENT_BYTES, PER_GPU_GBPS  # noqa: E402
 from kvbench.kv.strategies import CEILINGS, is_ceiling  # noqa: E402
 from kvbench.units import format_size  # noqa: E402
 
@@ -54,7 +52,7 @@ def _varying(frame: pd.DataFrame, exclude: set[str]) -> list[str]:
     return [c for c in frame.columns if c not in skip and frame[c].nunique(dropna=True) > 1]
 
 
-def _text(value: Any) -> str:
+def value_text(value: Any) -> str:
     # Columns holding NaN for other benchmarks turn ints into floats: show 2, not 2.0.
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
@@ -70,7 +68,7 @@ def _label(frame: pd.DataFrame, columns: list[str]) -> pd.Series:
     sizes = _size_params()
 
     def text(c: str, v: Any) -> str:
-        return format_size(int(v)) if c in sizes and isinstance(v, int | float) and v == v else _text(v)
+        return format_size(int(v)) if c in sizes and isinstance(v, int | float) and v == v else value_text(v)
 
     return frame[columns].apply(lambda r: " ".join(f"{c}={text(c, r[c])}" for c in columns), axis=1)
 
@@ -80,7 +78,7 @@ def _runs_apart(frame: pd.DataFrame, series: pd.Series) -> pd.Series:
     are two lines (run id in the legend), never one line averaged or zig-zagging between them."""
     if "run" not in frame or frame["run"].nunique(dropna=True) < 2:
         return series
-    return "run " + frame["run"].map(_text) + " " + series
+    return "run " + frame["run"].map(value_text) + " " + series
 
 
 PANELS_PER_ROW = 3  # small multiples: several runs side by side, each a panel of its own
@@ -113,7 +111,7 @@ def bandwidth_vs_size(results: list[dict[str, Any]], bench: str) -> plt.Figure |
         return None
     frame["series"] = _label(frame, _varying(frame, {"size"}))
     runs = sorted(frame["run"].dropna().unique(), key=str) if "run" in frame and frame["run"].notna().any() else []
-    panels = [(f"run {_text(run)}", frame[frame["run"] == run]) for run in runs] if len(runs) > 1 else [("", frame)]
+    panels = [(f"run {value_text(run)}", frame[frame["run"] == run]) for run in runs] if len(runs) > 1 else [("", frame)]
     fig, axes = _panel_grid(len(panels), (8, 4.5) if len(panels) == 1 else (4.2, 3.6))
     colours = dict(zip(sorted(frame["series"].unique()), sns.color_palette(n_colors=frame["series"].nunique()),
                        strict=True))
@@ -243,80 +241,6 @@ def kv_strategies(results: list[dict[str, Any]]) -> plt.Figure | None:
     return fig
 
 
-def _history_point(row: dict[str, Any]) -> dict[str, Any]:
-    """A stored result row (`store.host_results`) or a run document's result as one history point."""
-    extra = row.get("extra") or row.get("metadata") or {}
-    median = row["gbps_median"] if "gbps_median" in row else (row.get("gbps") or {}).get("median")
-    return {"run": row.get("run_id"), "started_at": row.get("started_at"), "gbps": median,
-            "contended": bool((extra.get(CONTENTION) or {}).get("contended")) or bool(row.get("contended"))}
-
-
-def _run_tick(run: Any, started: Any) -> str:
-    day = started.strftime("%m-%d %H:%M") if hasattr(started, "strftime") else str(started or "")[5:16]
-    return f"run {_text(run)}\n{day}" if day else f"run {_text(run)}"
-
-
-MAX_RUN_TICKS = 12  # run labels on the x axis; more runs are labelled every k-th
-
-
-def history_figure(bench: str, found: list[tuple[list[dict[str, Any]], list[Any]]],
-                   allowances: list[float | None] | None = None) -> plt.Figure:
-    """Has `bench` held its level? Median GB/s of each case run after run: x is the run (its id and start),
-    evenly spaced whatever the wall-clock gaps; points measured while the box was contended are hollow;
-    every level segment is drawn flat and each shift marked; the allowance `compare` gives the case
-    (`allowances`, |ln(new / base)| per case, from its own verdicts) is drawn as a band around the latest
-    level; y starts at 0, so a contended dip is drawn at its size."""
-    points = [[_history_point(r) for r in series] for series, _segments in found]
-    order = sorted({(p["started_at"] is None, str(p["started_at"]), str(p["run"])): p for ps in points for p in ps}
-                   .items())
-    runs = list(dict.fromkeys(p["run"] for _key, p in order))
-    started = {p["run"]: p["started_at"] for _key, p in order}
-    x_of = {run: i for i, run in enumerate(runs)}
-    fig, ax = plt.subplots(figsize=(max(8.0, min(0.45 * len(runs) + 3, 16.0)), 4.8))
-    hollow_seen = False
-    for n, ((series, segments), pts) in enumerate(zip(found, points, strict=True)):
-        label = describe_params(bench, series[0]["params"])  # what differs from the defaults
-        xs = [x_of[p["run"]] for p in pts]
-        ys = [p["gbps"] for p in pts]
-        line = ax.plot(xs, ys, lw=1, label=label or "defaults")[0]
-        colour = line.get_color()
-        solid = [(x, y) for x, y, p in zip(xs, ys, pts, strict=True) if not p["contended"]]
-        hollow = [(x, y) for x, y, p in zip(xs, ys, pts, strict=True) if p["contended"]]
-        if solid:
-            ax.scatter(*zip(*solid, strict=True), color=colour, zorder=3, s=28)
-        if hollow:
-            hollow_seen = True
-            ax.scatter(*zip(*hollow, strict=True), facecolors="white", edgecolors=colour, zorder=3, s=28, lw=1.5)
-        for k, seg in enumerate(segments):
-            ax.hlines(seg.median, xs[seg.start] - 0.3, xs[seg.end - 1] + 0.3, color=colour, lw=3, alpha=0.35)
-            if k:  # a level shift: where the new level starts
-                ax.axvline(xs[seg.start] - 0.5, color=colour, ls=":", lw=1)
-        allowed = (allowances or [None] * len(found))[n]
-        if allowed and segments:
-            level, first = segments[-1].median, xs[segments[-1].start]
-            ax.fill_between([first - 0.3, xs[-1] + 0.3], level * np.exp(-allowed), level * np.exp(allowed),
-                            color=colour, alpha=0.1, lw=0)
-    given = [a for a in allowances or [] if a]
-    if given:
-        words = (f": a drop beyond −{1 - np.exp(-given[0]):.0%} or a rise beyond +{np.exp(given[0]) - 1:.0%}"
-                 if len(given) == 1 else "")
-        ax.fill_between([], [], [], color="grey", alpha=0.2, label=f"compare's allowance around the latest level{words} "
-                        "is slower or faster")
-    if hollow_seen:
-        ax.scatter([], [], facecolors="white", edgecolors="grey", label="hollow: measured while the box was contended")
-    step = max(1, -(-len(runs) // MAX_RUN_TICKS))
-    shown = list(range(0, len(runs), step))
-    ax.set_xticks(shown, [_run_tick(runs[i], started[runs[i]]) for i in shown], fontsize=7)
-    ax.set_xlim(-0.7, len(runs) - 0.3)
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("run (id, start UTC), in order; evenly spaced")
-    ax.set_ylabel(wrapped("GB/s (1e9 B/s), median per run; bands: level segments", 3.8))
-    ax.set_title(wrapped(f"Has {bench} held its level on this host, run after run?", fig.get_figwidth() - 1, 12))
-    ax.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
-    return fig
-
-
 def png_bytes(fig: plt.Figure) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
@@ -352,7 +276,7 @@ def numa_heatmap(results: list[dict[str, Any]]) -> plt.Figure | None:
         ax.set_xlabel("GPU")
         ax.set_ylabel("host memory on NUMA node")
         if len(runs) > 1:
-            ax.set_title(f"run {_text(run)}", fontsize=10)
+            ax.set_title(f"run {value_text(run)}", fontsize=10)
     fig.suptitle("Which NUMA node feeds which GPU fastest (pcie.h2d)?")
     fig.tight_layout()
     return fig

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kvbench.report import accept_figure, content, link_heatmap, plots
+from kvbench.report import accept_figure, content, history_plot, link_heatmap, plots
 from kvbench.store import open_store
 from tests.conftest import FIXTURES
 from tests.report.figure_fit import misfits
@@ -56,7 +56,7 @@ def _figures(cluster_results: list[dict]) -> dict[str, object]:
         "numa": lambda: plots.numa_heatmap(_gpu_rows()),
         "bidirectional": lambda: plots.bidirectional(_gpu_rows()),
         "all gpus": lambda: plots.all_gpus(_gpu_rows()),
-        "history": lambda: plots.history_figure("dram.copy", _history()),
+        "history": lambda: history_plot.history_figure("dram.copy", _history()),
         "acceptance": lambda: accept_figure.acceptance_figure(content.build(
             [json.loads((FIXTURES / "runs" / "quick-cpu-vm.json").read_text())]).verdicts),
         "link matrix": lambda: link_heatmap.link_heatmap(cluster_results),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kvbench.report import content, plots, render
+from kvbench.report import content, history_plot, plots, render
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
 
@@ -66,7 +66,8 @@ def test_a_report_across_a_driver_upgrade_compares_and_says_what_changed():
 def test_html_is_self_contained(built):
     html = render.html(built)
     images = re.findall(r'<img alt="[^"]+" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
-    assert len(images) == len(built.figures) == 3
+    assert len(images) == len(built.figures) == 4  # and the history of the case both runs measured
+    assert built.figures[-1].question == "Has kv.restore held its level on this host, run after run?"
     assert built.figures[0].question.startswith("Does each acceptance rule pass")  # the verdict's figure comes first
     assert "http://" not in html and "https://" not in html  # nothing to fetch
     for section in ("Verdict", "Host", "Figures", "Per-fragment cost", "Restore or recompute 8192 tokens", "Acceptance", "Regressions"):
@@ -136,7 +137,7 @@ def test_history_draws_each_case_with_its_levels():
 
     series = [{"run_id": i, "started_at": datetime(2026, 11, 1, tzinfo=UTC) + timedelta(days=i), "gbps_median": v,
                "params": {"size": 1 << 20}, "case_hash": "c"} for i, v in enumerate([10, 10.1, 9.9, 7, 7.1, 6.9])]
-    fig = plots.history_figure("dram.copy", [(series, segments([r["gbps_median"] for r in series]))])
+    fig = history_plot.history_figure("dram.copy", [(series, segments([r["gbps_median"] for r in series]))])
     ax = fig.axes[0]
     from matplotlib.collections import LineCollection
 
