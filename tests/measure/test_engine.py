@@ -278,6 +278,27 @@ def test_a_pair_is_sampled_interleaved_and_its_ratio_taken_per_pair():
     assert sampled[:4] == ["a", "b", "b", "a"]  # A B, B A: neither side always goes second
 
 
+@pytest.mark.parametrize("noisy_side", ["pair", "both"])
+def test_a_case_with_a_pair_stops_at_its_target_only_when_the_ratio_is_as_precise(noisy_side):
+    """Issue 44.4: the case's own side steady (its median ±0 % at once), the pair's noisy (the ratio ±100 %):
+    sampling goes on to the time budget, never "precision target reached" at the minimum samples; the
+    record says how precise the ratio got. `both`: the sides drift apart together, same answer."""
+    steady = [1e-3] * 5000
+    noisy = [1e-3 * (0.5, 2.0, 1.0, 3.0, 0.7)[i % 5] for i in range(5000)]
+    own = steady if noisy_side == "pair" else [1e-3 * (1 + 0.5 * (i % 2)) for i in range(5000)]
+    budget = Settings(samples=5, min_sample_s=0.0001, warmup_s=0, max_time_s=0.2)
+    m = paired(Steps(own, noisy), budget)
+    assert m.stopped == "time budget (0.2 s) spent", m.stopped
+    assert len(m.samples_s) > 2 * budget.samples
+    record = m.record()
+    assert record["paired"]["precision"] > budget.precision
+    if noisy_side == "pair":
+        assert record["precision"]["reached"] == 0  # the case alone would have stopped at once
+    # the control: a pair as steady as the case stops at its target, at the minimum samples
+    calm = paired(Steps(steady, [2e-3] * 5000), budget)
+    assert calm.stopped == "precision target reached" and len(calm.samples_s) <= budget.samples + 2
+
+
 def test_a_pair_whose_other_side_is_broken_fails_the_case():
     a = workload()
     a.pair = Pair({"strategy": "contiguous"}, workload(run=lambda: None))
