@@ -11,9 +11,13 @@ before it, as a real regression would; a `slower` there is a detection. (Scaling
 rather than dividing the earlier one's rates gives the same ratio, and keeps the history at the
 level the base was measured at.)
 
-Targets (issue 24): false alarms <= 5 % of identical pairs, hog or not; a 40 % drop caught >= 90 %
-of the time. The smallest drop caught >= 50 % of the time is printed as the tool's resolution here.
-With N runs there are N - 1 pairs per condition: the rates are coarse (say so when quoting them).
+Targets (issue 37), as a CI job sees them, per pair: identical code exits 0 in >= 95 % of pairs on a
+quiet box and >= 90 % beside the hog, and exits 1 (`slower`) in <= 5 % either way; a 40 % drop exits 1
+in >= 99 % of pairs quiet and >= 90 % beside the hog; a 20 % drop exits 1 in >= 60 % quiet (beside the
+hog it is reported). The smallest drop caught in >= 50 % of cases is printed as the tool's resolution
+here. With N runs there are N - 1 pairs per condition: the rates are coarse (say so when quoting them).
+Each condition's line also says how contended its runs were (the share of cases flagged, and the
+mean share of the CPUs others took): on a shared box "quiet" is only the absence of the hog.
 
     python benchmarks/compare_power.py [--runs 5] [--hog-only | --quiet-only] [--rejudge FOLDER]
 
@@ -33,7 +37,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CONTENDED = "ambiguous (contended)"  # a slower or faster held back: either run was measured under contention
+CONTENDED = "ambiguous (contended)"  # a slower or faster held back: the contention of the side that could fake it
 SCALES = (0.6, 0.8, 0.9)  # the new run's rates multiplied by these: drops of 40 %, 20 %, 10 %
 SUITE = """name = "compare-power"
 [settings]
@@ -102,6 +106,7 @@ def condition(name: str, runs: int, folder: Path, hog: int, measure: bool = True
         stop(hogs)
     ids = list(range(1, runs + 1))  # a fresh database numbers its runs from 1
     tally = {"pairs": 0, "pairs_false": 0, "pairs_held": 0, "cases": 0, "cases_false": 0, "cases_contended": 0,
+             "fast_end": 0, **contention_of(db),
              **{s: {"pairs": 0, "pairs_caught": 0, "pairs_held": 0, "cases": 0, "cases_caught": 0,
                     "cases_contended": 0} for s in SCALES}}
     for prev, nxt in zip(ids, ids[1:], strict=False):
@@ -113,6 +118,7 @@ def condition(name: str, runs: int, folder: Path, hog: int, measure: bool = True
         tally["cases"] += len(judged)
         tally["cases_false"] += sum(c["verdict"] == "slower" for c in judged)
         tally["cases_contended"] += sum(c["verdict"] == CONTENDED for c in judged)
+        tally["fast_end"] += sum((c.get("estimator") or "median") != "median" for c in judged)
         export = kvbench("export", str(nxt), "--db", db, "--format", "json")
         doc = json.loads(export.stdout)
         for s in SCALES:
@@ -130,13 +136,30 @@ def condition(name: str, runs: int, folder: Path, hog: int, measure: bool = True
     return tally
 
 
+def contention_of(db: str) -> dict:
+    """How contended a condition's runs were: the share of ok cases flagged contended and the mean
+    share of the CPUs others took while they ran (the contention record of every result)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db)
+    with engine.connect() as conn:
+        rows = [json.loads(e) if isinstance(e, str) else (e or {})
+                for (e,) in conn.execute(sa.text("SELECT extra FROM result WHERE status = 'ok'"))]
+    engine.dispose()
+    records = [r.get("contention") or {} for r in rows]
+    others = [(c.get("host") or {}).get("others_cpu_fraction") or 0.0 for c in records]
+    return {"results": len(records), "contended": sum(bool(c.get("contended")) for c in records),
+            "others_cpu": sum(others) / len(others) if others else 0.0}
+
+
 def pct(part: int, whole: int) -> str:
     return f"{part / whole:6.1%} ({part}/{whole})" if whole else "   -"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="runs per condition (N - 1 pairs)")
+    parser.add_argument("--runs", type=int, default=5, help="runs per condition (N - 1 pairs); with --rejudge, "
+                        "the first N runs of each condition's database")
     parser.add_argument("--hog", type=int, default=2, help="CPU-spinning processes in the hog condition")
     parser.add_argument("--rejudge", metavar="FOLDER", help="judge the runs an earlier call left in FOLDER again "
                         "(the same measurements through this checkout's compare) instead of measuring")
@@ -152,36 +175,53 @@ def main() -> int:
     conditions = conditions[1:] if args.hog_only else conditions[:1] if args.quiet_only else conditions
     print(f"compare power: {args.runs} runs per condition of a 6-case CPU suite, databases in {folder}")
     tallies = {name: condition(name, args.runs, folder, hog, not args.rejudge) for name, hog in conditions}
-    print(f"\n{'condition':<10} {'false alarms: pairs':>22} {'cases':>20} {'held: contended':>20} "
-          f"{'INCOMPLETE: pairs':>20}")
     for name, t in tallies.items():
-        print(f"{name:<10} {pct(t['pairs_false'], t['pairs']):>22} {pct(t['cases_false'], t['cases']):>20} "
-              f"{pct(t['cases_contended'], t['cases']):>20} {pct(t['pairs_held'], t['pairs']):>20}")
-    print(f"\n{'drop':<10} {'condition':<10} {'caught: pairs':>22} {'cases':>20} {'held: contended':>20} "
-          f"{'INCOMPLETE: pairs':>20}")
+        print(f"{name}: {pct(t['contended'], t['results'])} of its cases contended, others took "
+              f"{t['others_cpu']:.0%} of the CPUs on average; {pct(t['fast_end'], t['cases'])} of the identical "
+              "pairs' verdicts judged on the fast end")
+    print(f"\n{'pairs':<22} {'condition':<10} {'exit 0 (pass)':>20} {'exit 1 (slower)':>20} {'exit 3 (INCOMPLETE)':>20}")
+    for name, t in tallies.items():
+        passed = t["pairs"] - t["pairs_false"] - t["pairs_held"]
+        print(f"{'identical code':<22} {name:<10} {pct(passed, t['pairs']):>20} {pct(t['pairs_false'], t['pairs']):>20} "
+              f"{pct(t['pairs_held'], t['pairs']):>20}")
     for s in SCALES:
         for name, t in tallies.items():
             c = t[s]
-            print(f"{1 - s:<10.0%} {name:<10} {pct(c['pairs_caught'], c['pairs']):>22} "
-                  f"{pct(c['cases_caught'], c['cases']):>20} {pct(c['cases_contended'], c['cases']):>20} "
-                  f"{pct(c['pairs_held'], c['pairs']):>20}")
-    print("held: contended = `ambiguous (contended)`: a change compare does not judge because either run was "
-          "measured under contention (shown, not gated); INCOMPLETE = compare's exit 3 on such a drop: not "
-          "a pass, re-measure on a quiet box")
+            passed = c["pairs"] - c["pairs_caught"] - c["pairs_held"]
+            print(f"{f'{1 - s:.0%} drop':<22} {name:<10} {pct(passed, c['pairs']):>20} "
+                  f"{pct(c['pairs_caught'], c['pairs']):>20} {pct(c['pairs_held'], c['pairs']):>20}")
+    print(f"\n{'cases':<22} {'condition':<10} {'slower':>20} {'held: contended':>20}")
+    for name, t in tallies.items():
+        print(f"{'identical code':<22} {name:<10} {pct(t['cases_false'], t['cases']):>20} "
+              f"{pct(t['cases_contended'], t['cases']):>20}")
+    for s in SCALES:
+        for name, t in tallies.items():
+            c = t[s]
+            print(f"{f'{1 - s:.0%} drop':<22} {name:<10} {pct(c['cases_caught'], c['cases']):>20} "
+                  f"{pct(c['cases_contended'], c['cases']):>20}")
+    print("held: contended = `ambiguous (contended)`: a change the contention of the side that could fake it "
+          "can explain (shown, not gated); exit 3 = INCOMPLETE on such a drop")
     for name, t in tallies.items():
         caught = [1 - s for s in SCALES if t[s]["cases"] and t[s]["cases_caught"] / t[s]["cases"] >= 0.5]
         print(f"{name}: smallest drop caught in >= 50 % of cases: "
               + (f"{min(caught):.0%}" if caught else f"none of {', '.join(f'{1 - s:.0%}' for s in SCALES)}"))
-    false_ok = all(t["pairs_false"] <= 0.05 * t["pairs"] for t in tallies.values())
-    # beside the hog every run is contended: compare holds its changes back (INCOMPLETE, exit 3) rather than
-    # judging them, so there a drop counts as caught when its pair did not pass (slower or INCOMPLETE)
-    caught_ok = all((t[0.6]["cases_caught"] >= 0.9 * t[0.6]["cases"]) if name == "quiet" else
-                    (t[0.6]["pairs_caught"] + t[0.6]["pairs_held"] >= 0.9 * t[0.6]["pairs"])
-                    for name, t in tallies.items())
-    print(f"targets: false alarms (slower) <= 5 % of identical pairs ({'met' if false_ok else 'NOT met'}); "
-          f"a 40 % drop caught in >= 90 % of cases when quiet, not passed in >= 90 % of pairs beside the hog "
-          f"({'met' if caught_ok else 'NOT met'})")
-    return 0 if false_ok and caught_ok else 1  # a printed goal missed is a failed `make bench`
+    ok = True
+    for name, t in tallies.items():
+        quiet = name == "quiet"
+        goals = [("identical code exits 0", t["pairs"] - t["pairs_false"] - t["pairs_held"], t["pairs"],
+                  0.95 if quiet else 0.90),
+                 ("40 % drop exits 1", t[0.6]["pairs_caught"], t[0.6]["pairs"], 0.99 if quiet else 0.90),
+                 *([("20 % drop exits 1", t[0.8]["pairs_caught"], t[0.8]["pairs"], 0.60)] if quiet else [])]
+        for what, part, whole, goal in goals:
+            met = whole and part >= goal * whole
+            ok = ok and bool(met)
+            print(f"target {name}: {what} in >= {goal:.0%} of pairs: {pct(part, whole).strip()} "
+                  f"({'met' if met else 'NOT met'})")
+        met = t["pairs_false"] <= 0.05 * t["pairs"]
+        ok = ok and met
+        print(f"target {name}: identical code exits 1 in <= 5 % of pairs: {pct(t['pairs_false'], t['pairs']).strip()} "
+              f"({'met' if met else 'NOT met'})")
+    return 0 if ok else 1  # a printed goal missed is a failed `make bench`
 
 
 if __name__ == "__main__":
