@@ -2,7 +2,7 @@
 
 | check | benchmarks | breakages it is shown to catch |
 |---|---|---|
-| every I/O of every prepared request compared with the file's pattern (read) or read back from the file (write) | storage.read, storage.write (POSIX) | nothing moved; first bytes skipped; last byte of each I/O skipped; one I/O skipped; two I/Os swapped; a later request (not the first) wrong; reset skipped; the check compares nothing |
+| every I/O of every prepared request compared with the file's pattern (read) or read back from the file (write) | storage.read, storage.write (POSIX) | nothing moved; first bytes skipped; last byte of each I/O skipped; one I/O skipped; two I/Os swapped; a later request (not the first) wrong; any one request wrong, caught by the check before timing alone, whatever timing does; reset skipped; the check compares nothing |
 | every fragment compared with the pool's pattern (`kv.check.first_mismatch`) | kv.restore strategy=nixl, src=file and src=remote | nothing moved; first bytes skipped; last byte of each fragment skipped; one fragment skipped; two fragments swapped; reset skipped; the check compares nothing |
 | guard bytes unchanged around the destination (`memory.guard`) | kv.restore strategy=nixl, src=file and src=remote | one byte written past a fragment; one byte written before one |
 | crc32 of the whole buffer against the pattern's | net.read, net.write | nothing moved; first bytes skipped; last byte of each block skipped; one block skipped; two blocks swapped; reset skipped; the check compares nothing |
@@ -135,3 +135,43 @@ def test_a_reset_or_check_that_does_nothing_fails_the_case(facts, tmp_path, monk
     monkeypatch.setattr(type(bench), "prepare", prepare)
     result = run(facts, tmp_path, name)
     assert result.status == "failed" and "the reset or the check is broken" in result.reason, result.reason
+
+
+@pytest.mark.parametrize("bench", ["storage.read", "storage.write"])
+def test_the_storage_check_covers_every_prepared_request_every_time(tmp_path, monkeypatch, bench):
+    """Issue 44: a broken later storage request was caught in only some runs (whether the timed operations
+    happened to stop after it). Here timing plays no part: the check before timing alone (the engine's
+    `verify`) fails whichever one request is broken, naming it, and runs every prepared request."""
+    from kvbench.errors import IntegrityError
+    from kvbench.measure.engine import verify
+
+    real_init, real_wait = PreparedTransfer.__init__, PreparedTransfer.wait
+    made, broken, ran = [], {"index": None}, []
+
+    def init(self, agent, operation, local, local_mem, remote, remote_mem, remote_agent, *args, **kwargs):
+        real_init(self, agent, operation, local, local_mem, remote, remote_mem, remote_agent, *args, **kwargs)
+        self.remote_agent, self.index = remote_agent, len(made)
+        made.append(self)
+
+    def wait(self):
+        real_wait(self)
+        ran.append(self.index)
+        if self.index == broken["index"]:
+            fragments, spoiler = destination(self)
+            break_after("last byte of each fragment skipped", lambda: None, fragments, *spoiler)()
+
+    monkeypatch.setattr(PreparedTransfer, "__init__", init)
+    monkeypatch.setattr(PreparedTransfer, "wait", wait)
+    spec = get_bench(bench)
+    prepared = spec.prepare(spec.canonical_params({**STORAGE, "path": str(tmp_path)}))
+    try:
+        requests = len(made)
+        assert requests >= 4
+        verify(prepared.workload)
+        assert sorted(set(ran)) == list(range(requests))  # unbroken: every request moved and was compared
+        for index in range(requests):
+            broken["index"] = index
+            with pytest.raises(IntegrityError, match=f"of request {index} "):
+                verify(prepared.workload)
+    finally:
+        prepared.close()
