@@ -24,6 +24,7 @@ from kvbench.backends.mooncake import (
     mooncake_unavailable_reason,
     mooncake_version,
 )
+from kvbench.backends.nixl import find_library
 from kvbench.benches.params import Param
 from kvbench.errors import BadInput
 from kvbench.memory.nixl_regions import nixl_memory
@@ -41,6 +42,15 @@ TRANSPORT = {
                              "engine discovers them)", added=True),
 }
 AGAINST_NIXL = {"transport": "nixl"}  # the pair of transport=both
+
+
+def cuda_runtime_folder() -> str | None:
+    """The folder of the CUDA runtime Mooncake's wheel links (pip's nvidia package), for a tool of the
+    wheel started as its own process (crosscheck); None where it is not installed."""
+    import os
+
+    found = find_library("libcudart.so.12")
+    return os.path.dirname(found) if found else None
 
 
 def uses_mooncake(params: dict[str, Any]) -> bool:

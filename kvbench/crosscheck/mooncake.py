@@ -18,8 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from kvbench.backends.mooncake import mooncake_unavailable_reason
-from kvbench.backends.nixl import find_library
+from kvbench.benches.transport import cuda_runtime_folder, mooncake_unavailable_reason
 from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed, tool_timed_out
 from kvbench.measure.engine import Settings
 
@@ -44,9 +43,9 @@ def tool_env() -> dict[str, str]:
     """This environment with pip's CUDA runtime on the loader path (the tool links it; the CUDA
     driver it also links must be the host's own)."""
     env = dict(os.environ)
-    runtime = find_library("libcudart.so.12")
+    runtime = cuda_runtime_folder()
     if runtime:
-        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (os.path.dirname(runtime), env.get("LD_LIBRARY_PATH")) if p)
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (runtime, env.get("LD_LIBRARY_PATH")) if p)
     return env
 
 
