@@ -96,10 +96,21 @@ def share(cases: list[Case], rounds: list[list[tuple[int, int]]], rank: int, ros
     return sorted(slots, key=lambda s: (s.barrier, not s.measure))  # stable: the schedule's order within
 
 
-def cluster_record(slot: Slot, pattern: str, rounds: list, hosts: list[str]) -> dict:
+def cluster_record(slot: Slot, pattern: str, rounds: list, hosts: list[str], cluster: str = "") -> dict:
     src, dst = (slot.target, slot.initiator) if pulls(slot.case.bench) else (slot.initiator, slot.target)
     return {"pattern": pattern, "round": slot.round, "src_host": hosts[src], "dst_host": hosts[dst],
-            "src_rank": src, "dst_rank": dst, "concurrency": len(rounds[slot.round])}
+            "src_rank": src, "dst_rank": dst, "concurrency": len(rounds[slot.round]),
+            **({"id": cluster} if cluster else {})}
+
+
+# The run tags that make one launch's N runs one cluster run (kvbench/analyze/runs.py reads them)
+CLUSTER_TAG, RANK_TAG, WORLD_TAG = "cluster", "cluster_rank", "cluster_world"
+
+
+def cluster_tags(cluster: str, rank: int, world: int) -> dict[str, str]:
+    """The tags of rank `rank`'s run in cluster run `cluster` of `world` ranks ({} without an id: a rank 0
+    of an older kvbench minted none)."""
+    return {CLUSTER_TAG: cluster, RANK_TAG: str(rank), WORLD_TAG: str(world)} if cluster else {}
 
 
 def launcher_overrides(benches: tuple[str, ...], suite: str | None, settings: dict) -> dict:
@@ -135,8 +146,9 @@ class RankShare:
     """`runner` for `run_and_show`: this rank's share of the pattern, as one run."""
 
     def __init__(self, rank: int, rendezvous: Rendezvous, roster: list[dict | None], rounds: list, pattern: str,
-                 dead: dict[int, int]) -> None:
+                 dead: dict[int, int], cluster: str = "") -> None:
         self.rank, self.rendezvous, self.roster, self.rounds, self.pattern = rank, rendezvous, roster, rounds, pattern
+        self.cluster = cluster  # the launch's cluster id (rank 0 minted it)
         self.dead = dict(dead)  # rank → the last barrier it reached (-1: never joined)
         self.passed = -1  # the last barrier this rank passed
         self.hosts = host_names(roster)
@@ -167,7 +179,13 @@ class RankShare:
         with signals_end_runs(), RunProgress(console, planned, describe_params) as shown:
             def run_one(_i: int, case: Case) -> Result | None:
                 nonlocal stored
-                result = self._one(by_case[id(case)], case, facts, settings, lambda: shown.start(stored, case))
+
+                def started(unplanned: bool = False) -> None:
+                    if unplanned:  # a dead rank's pair, recorded here: one more than this rank planned
+                        shown.grow()
+                    shown.start(stored, case)
+
+                result = self._one(by_case[id(case)], case, facts, settings, started)
                 stored += result is not None
                 return result
 
@@ -178,10 +196,10 @@ class RankShare:
         return RunOutcome(run_id, store, failed)
 
     def _one(self, slot: Slot, case: Case, facts: HostFacts, settings: Settings,
-             started: Callable[[], None]) -> Result | None:
+             started: Callable[..., None]) -> Result | None:
         """The result of one slot, after its barrier; None for a stand-in whose initiator lived."""
         self.through(slot.barrier)
-        record = {CLUSTER: cluster_record(slot, self.pattern, self.rounds, self.hosts)}
+        record = {CLUSTER: cluster_record(slot, self.pattern, self.rounds, self.hosts, self.cluster)}
         base = {"bench": case.bench, "params": case.params, "case_hash": case.case_hash, "status": "failed",
                 "metadata": record}
         other = slot.target if slot.measure else slot.initiator
@@ -193,7 +211,7 @@ class RankShare:
         if not slot.measure:
             if self.dead.get(other, slot.round + 1) > slot.round or self._initiator_stored(slot):
                 return None  # its initiator measured it, or lives to say why not
-            started()
+            started(unplanned=True)
             return Result(**base, reason=f"rank {other} ({self.hosts[other]}) died before it measured this pair "
                                          f"in round {slot.round}")
         started()

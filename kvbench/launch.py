@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     from kvbench.benches.params import resolve_address
     from kvbench.cluster import peer_cases
-    from kvbench.launchers import local_rank, own_address, rank0_host, rank_and_world
+    from kvbench.launchers import launch_id, local_rank, own_address, rank0_host, rank_and_world
     from kvbench.memory.kinds import parse_kind
     from kvbench.peers.schedule import parse_pattern
     from kvbench.store import open_store
@@ -79,7 +79,7 @@ def _main(argv: list[str]) -> int:
     open_store(request.db).dispose()  # a database this rank cannot open or write: refused before it waits for anyone
     listen = args.port + (local_rank() if rank else 0)
     entry = {"rank": rank, "addr": addr, "port": listen, "host": socket.gethostname(), "local_rank": local_rank(),
-             "world": world}
+             "world": world, "launch": launch_id()}
     target = _start_target(rank, listen, size, args.memory, args.timeout, world)
     finished = False
     try:
@@ -133,8 +133,12 @@ def _start_target(rank: int, listen: int, size: int, memory: str, timeout_s: flo
     from kvbench.peers.protocol import stderr_file
     from kvbench.peers.rendezvous import target_name
 
+    from kvbench.launchers import launch_id
+
+    # --parent: a target whose launch process died before it started must not serve on (it held the port)
     cmd = [sys.executable, "-m", "kvbench.peer", "--name", target_name(rank), "--port", str(listen), "--size", str(size),
-           "--memory", memory, "--timeout", str(timeout_s), *(["--world", str(world)] if rank == 0 else ["--stay"])]
+           "--memory", memory, "--timeout", str(timeout_s), "--parent", str(os.getpid()),
+           *(["--world", str(world), "--launch", launch_id()] if rank == 0 else ["--stay"])]
     env = {k: v for k, v in os.environ.items() if k != "UCX_PROTO_INFO"}  # its tables would fill the pipe
     with signals_deferred():
         target = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=(log := stderr_file()),
@@ -178,10 +182,12 @@ def _run_share(request, json_out: str | None, entry: dict, address: str, port: i
 
 def _share(rendezvous, request, json_out: str | None, entry: dict, timeout_s: float, pattern, world: int,
            target: subprocess.Popen) -> int:
+    import dataclasses
+
     import typer
 
     from kvbench.cli.run import run_and_show
-    from kvbench.cluster import RankShare
+    from kvbench.cluster import RankShare, cluster_tags
     from kvbench.peers.protocol import last_line
     from kvbench.peers.rendezvous import RendezvousLost
     from kvbench.peers.schedule import schedule
@@ -196,8 +202,14 @@ def _share(rendezvous, request, json_out: str | None, entry: dict, timeout_s: fl
         raise CheckFailed(str(exc)) from None
     if entry["rank"] in roster["dead"]:
         raise CheckFailed(f"rank 0 gave up waiting for rank {entry['rank']} (--timeout {timeout_s:g} s)")
+    cluster = str(roster.get("cluster") or "")
+    # every rank's run carries the launch's one cluster id: readers take the N runs as one (cluster:<id>)
+    request = dataclasses.replace(request, tags={**request.tags, **cluster_tags(cluster, entry["rank"], world)})
     share = RankShare(entry["rank"], rendezvous, roster["ranks"], schedule(pattern, world), str(pattern),
-                      {r: -1 for r in roster["dead"]})
+                      {r: -1 for r in roster["dead"]}, cluster)
+    if entry["rank"] == 0:
+        print(f"cluster run {cluster}: read it whole as cluster:{cluster} (kvbench fleet --pairs --run "
+              f"cluster:{cluster})", file=sys.stderr)
     try:
         run_and_show(request, json_out, runner=share)
     except typer.Exit as exc:  # a signal: run_and_show printed its one line; its status, no traceback

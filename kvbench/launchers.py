@@ -19,6 +19,10 @@ from kvbench.errors import BadInput
 RANK_VARS = (("RANK", "WORLD_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
              ("PMI_RANK", "PMI_SIZE"))
 LOCAL_RANK_VARS = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
+# The most ranks one launch takes. Rank 0 holds the roster and every pair's schedule in memory (a world of
+# N has N × (N - 1) directed pairs): 4096 ranks are 16.8 million pairs, already far past any cluster this
+# suite measures pair by pair; a larger WORLD_SIZE is a typo or a launcher's bug, refused before any wait.
+MAX_WORLD = 4096
 
 
 def _number(var: str, what: str) -> int:
@@ -43,10 +47,28 @@ def rank_and_world() -> tuple[int, int]:
         size = _number(size_var, "the number of ranks (2 or more)")
         if size < 2:
             raise BadInput(f"bad {size_var} {size}: python -m kvbench.launch needs at least 2 ranks")
+        if size > MAX_WORLD:
+            raise BadInput(f"bad {size_var} {size}: python -m kvbench.launch takes at most {MAX_WORLD} ranks")
         if value >= size:
             raise BadInput(f"bad {var} {value}: {size_var}={size} gives ranks 0 to {size - 1}")
         return value, size
     raise BadInput("no rank in the environment (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)")
+
+
+# What names one launch, the same in every process it starts: Slurm's job and step, torchrun's run id
+# (--rdzv-id; "none" when not given, so not telling), Open MPI's job id, PMIx's namespace.
+LAUNCH_VARS = (("SLURM_JOB_ID", "SLURM_STEP_ID"), ("TORCHELASTIC_RUN_ID",), ("OMPI_MCA_ess_base_jobid",),
+               ("PMIX_NAMESPACE",))
+
+
+def launch_id() -> str:
+    """The launcher's name for this launch (e.g. `slurm:1234.0`), "" when it gives none: rank 0 refuses a
+    rank that names another launch."""
+    for names in LAUNCH_VARS:
+        values = [os.environ.get(n, "").strip() for n in names]
+        if values[0] and values[0] != "none":
+            return f"{names[0]}={'.'.join(v for v in values if v)}"
+    return ""
 
 
 def local_rank() -> int:

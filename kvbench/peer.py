@@ -27,12 +27,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--world", type=int, default=0, help="also hold the rendezvous of this many ranks (rank 0)")
     parser.add_argument("--stay", action="store_true", help="serve until stopped, however long no initiator comes "
                         "(the other ranks of a cluster; their launcher stops them)")
+    parser.add_argument("--launch", default="", help="with --world: rank 0's launcher job id; a rank of another "
+                        "launch is refused")
+    parser.add_argument("--parent", type=int, default=None, help="the pid of the process that started this one: "
+                        "this one ends when it is gone, even if it died before this one started")
     args = parser.parse_args(argv)
     if args.initiator_addr and not args.initiator:
         parser.error("--initiator-addr needs --initiator")
+    from kvbench.peers.parent import die_with_parent, parent_gone
+
+    die_with_parent()  # first: a parent that dies from now on takes this process with it
+    if parent_gone(args.parent):  # it died before: nobody would ever stop this one
+        print(f"python -m kvbench.peer: its parent (pid {args.parent}) is gone; not serving", file=sys.stderr)
+        return 3
     try:
         return serve(args.name, args.port, args.initiator, args.initiator_addr, args.initiator_port, args.size,
-                     args.memory, args.seed, args.timeout, args.world, args.stay)
+                     args.memory, args.seed, args.timeout, args.world, args.stay, args.parent,
+                     args.launch)
     except BadInput as exc:  # a taken --port, a bad --memory: one line (an initiator reads the last one)
         print(one_line(f"python -m kvbench.peer: error: {exc}"), file=sys.stderr)
         return exc.exit_code

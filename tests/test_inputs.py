@@ -203,6 +203,13 @@ def test_commands_that_change_stored_runs_create_no_database(tmp_path):
     (["--peer-addr", "127.0.0.1"], {"RANK": "2", "WORLD_SIZE": "2"}, "bad RANK 2: WORLD_SIZE=2 gives ranks 0 to 1"),
     (["--peer-addr", "127.0.0.1"], {"RANK": "2"}, "RANK is set but WORLD_SIZE is not"),
     (["--peer-addr", "127.0.0.1"], {"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}, "bad SLURM_NTASKS 1"),
+    # a world without bound grew rank 0 to 4.8 GB before it said anything: refused at once, on every rank
+    (["--peer-addr", "127.0.0.1"], {"RANK": "0", "WORLD_SIZE": "99999999999"},
+     "bad WORLD_SIZE 99999999999: python -m kvbench.launch takes at most 4096 ranks"),
+    (["--peer-addr", "127.0.0.1"], {"RANK": "3", "WORLD_SIZE": "4097"},
+     "bad WORLD_SIZE 4097: python -m kvbench.launch takes at most 4096 ranks"),
+    (["--peer-addr", "127.0.0.1"], {"SLURM_PROCID": "0", "SLURM_NTASKS": "100000"},
+     "bad SLURM_NTASKS 100000: python -m kvbench.launch takes at most 4096 ranks"),
     (["--pattern", "incast:4"], {"RANK": "1", "WORLD_SIZE": "4"}, "bad --pattern 'incast:4': with 4 ranks K goes"),
     (["--pattern", "star"], {"RANK": "1", "WORLD_SIZE": "4"}, "bad --pattern 'star': choose one of pairs, ring"),
     ([], {"RANK": "1", "WORLD_SIZE": "4"}, "give --peer-addr (rank 0's host) or set MASTER_ADDR"),

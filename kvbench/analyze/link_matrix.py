@@ -43,7 +43,7 @@ class LinkMatrix:
     bench: str
     pattern: str | None
     params: dict[str, Any]  # what every cell measured (the pair's own keys left out)
-    run_id: int | None  # None: the newest result of each pair across runs
+    run_id: int | str | None  # a run id, `cluster:<id>` (every rank's run of one launch), None: across runs
     hosts: tuple[str, ...]
     cells: tuple[LinkCell, ...]
     median_gbps: float | None  # of the ok cells
@@ -80,7 +80,7 @@ def _cell(src: str, dst: str, row: dict[str, Any] | None, missing: str) -> LinkC
                     row.get("run_id"), row.get("id"), cluster.get("round"), cluster.get("concurrency"))
 
 
-def link_matrices(rows: list[dict[str, Any]], run_id: int | None = None, k: float = 3.0,
+def link_matrices(rows: list[dict[str, Any]], run_id: int | str | None = None, k: float = 3.0,
                   floor: float = 0.05) -> list[LinkMatrix]:
     """One matrix per benchmark, pattern and measured case among `rows` (store results with params,
     extra, status, reason, gbps_median, run_id, id): the newest result of each directed pair (the
@@ -102,11 +102,11 @@ def _order(item: tuple[tuple[str, str | None, str], Any]) -> tuple[str, str, str
     return bench, pattern or "", shape
 
 
-def _matrix(key: tuple[str, str | None, str], by_pair: dict[tuple[str, str], dict[str, Any]], run_id: int | None,
+def _matrix(key: tuple[str, str | None, str], by_pair: dict[tuple[str, str], dict[str, Any]], run_id: int | str | None,
             k: float, floor: float) -> LinkMatrix:
     bench, pattern, shape = key
     hosts = tuple(sorted({h for pair in by_pair for h in pair}))
-    where = f"run {run_id}" if run_id is not None else "any run"
+    where = (f"run {run_id}" if isinstance(run_id, int) else f"cluster run {run_id}") if run_id is not None else "any run"
     guess = "" if pattern in (None, "pairs") else f" (pattern {pattern} may not pair these hosts)"
     cells = [_cell(s, d, by_pair.get((s, d)), f"no result stored for {s} → {d} in {where}{guess}")
              for s in hosts for d in hosts if s != d or (s, d) in by_pair]

@@ -9,6 +9,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from kvbench.analyze.cluster_runs import cluster_id_of, cluster_run_ids, merge_ranks
 from kvbench.benches.describe import canonical_subset
 from kvbench.errors import BadInput
 from kvbench.input_files import EXPORT_MAX_BYTES, read_json_file
@@ -31,7 +32,9 @@ def run_document(store: Store, run_id: int) -> RunDocument:
 
 
 def load_document(ref: str, store_factory, prefer_hosts=None) -> RunDocument:
-    """A run by id, `latest`, `baseline` (the run tagged `baseline` last), or a JSON export path.
+    """A run by id, `latest`, `baseline` (the run tagged `baseline` last), `cluster:<id>` (every rank's run
+    of one launch), or a JSON export path. `latest` and `baseline` that pick a rank's run of a launch
+    give its whole cluster run.
 
     `latest` and `baseline` are this host's where it has one (`prefer_hosts(store)` gives its ids),
     else any host's. `store_factory` is called only when the store is needed, so comparing two files
@@ -52,10 +55,21 @@ def load_document(ref: str, store_factory, prefer_hosts=None) -> RunDocument:
                 raise BadInput(f"{where}: result {i}: {exc}") from None
         return doc
     store = store_factory()
+    cluster = cluster_id_of(ref)
+    if cluster is not None:
+        return cluster_document(store, cluster)
     mine = prefer_hosts(store) if prefer_hosts and ref in ("latest", "baseline") else None
-    if ref == "baseline":
-        return run_document(store, baseline_run(store, mine))
-    return run_document(store, store.resolve_run(ref, mine))
+    run_id = baseline_run(store, mine) if ref == "baseline" else store.resolve_run(ref, mine)
+    if ref in ("latest", "baseline"):  # a rank of a launch stands for its whole cluster run
+        cluster = store.cluster_of(run_id)
+        if cluster:
+            return cluster_document(store, cluster)
+    return run_document(store, run_id)
+
+
+def cluster_document(store: Store, cluster: str) -> RunDocument:
+    """Cluster run `cluster` (kvbench/analyze/cluster_runs.py) as one run document."""
+    return merge_ranks(cluster, [run_document(store, run_id) for run_id in cluster_run_ids(store, cluster)])
 
 
 def baseline_run(store: Store, prefer_hosts: list[str] | None = None) -> int:

@@ -105,8 +105,10 @@ def fleet_cmd(
     outliers_only: Annotated[bool, typer.Option("--outliers", help="show only the hosts that stand out")] = False,
     link_pairs: Annotated[bool, typer.Option("--pairs", help="the source × destination matrix of a cluster run's "
                                              "links (docs/cluster.md), slow links flagged")] = False,
-    run_ref: Annotated[str | None, typer.Option("--run", metavar="ID", help="--pairs: this run's pairs (default: "
-                                                "the newest result of each pair across runs)")] = None,
+    run_ref: Annotated[str | None, typer.Option("--run", metavar="RUN", help="--pairs: this run's pairs: cluster:ID, "
+                                                "'latest' (the newest cluster run) or a run id (a rank's run: its "
+                                                "whole launch); default: the newest result of each pair across "
+                                                "runs")] = None,
     json_out: JsonOption = None,
     db: DbOption = None,
 ) -> None:
@@ -141,6 +143,25 @@ def fleet_cmd(
     out.print(f"{sum(r.outlier for r in found)} outlier(s)")
 
 
+def _pairs_run(store, run_ref: str | None) -> tuple[int | str | None, list[int] | None]:
+    """(what the matrix is of, the runs its pairs come from) for `fleet --pairs --run`: `cluster:<id>`,
+    `latest` (the newest cluster run) and the id of any rank's run are the whole launch; a run of no
+    launch is itself; none given is every run."""
+    from kvbench.analyze.cluster_runs import PREFIX, cluster_id_of, cluster_run_ids, newest_cluster
+
+    if run_ref is None:
+        return None, None
+    cluster = cluster_id_of(run_ref)
+    if cluster is None and run_ref == "latest":
+        cluster = newest_cluster(store)
+    if cluster is None:
+        run_id = store.resolve_run(run_ref)
+        cluster = store.cluster_of(run_id)
+        if not cluster:
+            return run_id, [run_id]
+    return f"{PREFIX}{cluster}", cluster_run_ids(store, cluster)
+
+
 def _link_matrix(store, bench: list[str] | None, run_ref: str | None, json_out: str | None) -> None:
     """`fleet --pairs`: one matrix per benchmark, pattern and case, from the benchmarks that run
     against a peer (or those named)."""
@@ -149,10 +170,10 @@ def _link_matrix(store, bench: list[str] | None, run_ref: str | None, json_out: 
     from kvbench.report.link_table import link_notes, link_table
 
     benches = bench or sorted(b.id for b in all_benches().values() if "peer" in b.params)
-    run_id = store.resolve_run(run_ref) if run_ref is not None else None
-    matrices = link_matrices(store.link_results(benches, run_id), run_id)
+    run_id, runs = _pairs_run(store, run_ref)
+    matrices = link_matrices(store.link_results(benches, runs), run_id)
     if not matrices:
-        where = f"run {run_id}" if run_id is not None else store.url
+        where = (run_id if isinstance(run_id, str) else f"run {run_id}") if run_id is not None else store.url
         raise BadInput(f"no results naming a source and destination host ({', '.join(benches)}) in {where}: "
                        "run a pattern with kvbench.launch (docs/cluster.md)")
     if json_out:

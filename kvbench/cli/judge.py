@@ -123,8 +123,8 @@ def _remeasure_contended(doc: dict, verdicts: list, rules_files: list, suite: st
 
 @app.command()
 def compare(
-    base: Annotated[str, typer.Argument(help="run id, 'latest', 'baseline', or a JSON export")],
-    new: Annotated[str, typer.Argument(help="run id, 'latest', 'baseline', or a JSON export")] = "latest",
+    base: Annotated[str, typer.Argument(help="run id, 'latest', 'baseline', cluster:ID, or a JSON export")],
+    new: Annotated[str, typer.Argument(help="run id, 'latest', 'baseline', cluster:ID, or a JSON export")] = "latest",
     threshold: Annotated[str, typer.Option(help="practical floor for a regression, e.g. 5%")] = "5%",
     fmt: Annotated[str, typer.Option("--format", help="table | markdown | json (json: as --json -)")] = "table",
     cross_host: Annotated[bool, typer.Option("--cross-host", help="allow runs of different hosts or contexts")] = False,
@@ -159,10 +159,17 @@ def compare(
     check_writable(json_out, "--json", db, [base, new])
     base_doc, new_doc = documents([base, new], db)
     store = existing_store(db)  # the history and this box's ids, where a database holds them
-    comparisons = compare_runs(base_doc, new_doc, floor, cross_host, case_history(store, new_doc),
-                               this_host_ids(store) if store is not None else [], require_quiet)
-    title = (f"run {base_doc['run']['id']} → run {new_doc['run']['id']} (slower or faster: ranges apart and the change "
-             f"beyond {floor:.0%} and beyond the case's allowance; judged on the fast end where contention could "
+    links = _cluster_pair(base_doc, new_doc)
+    if links:
+        from kvbench.analyze.link_compare import compare_links
+
+        comparisons = compare_links(base_doc, new_doc, floor, _link_history(store, new_doc), require_quiet)
+    else:
+        comparisons = compare_runs(base_doc, new_doc, floor, cross_host, case_history(store, new_doc),
+                                   this_host_ids(store) if store is not None else [], require_quiet)
+    what = "link" if links else "case"
+    title = (f"{_named(base_doc)} → {_named(new_doc)} (slower or faster: ranges apart and the change "
+             f"beyond {floor:.0%} and beyond the {what}'s allowance; judged on the fast end where contention could "
              "fake it)")
     if json_out:
         write_json({"base": base_doc["run"]["id"], "new": new_doc["run"]["id"], "threshold": floor,
@@ -179,6 +186,10 @@ def compare(
     if note := suite_note(base_doc, new_doc, comparisons):
         err.print(f"kvbench: note: {note}")
     if has_regression(comparisons):
+        if links:  # the links by name, and the hosts most of them share
+            from kvbench.analyze.link_compare import slow_links_line
+
+            raise Concluded(Overall(FAIL, (slow_links_line(comparisons, base_doc["run"]["id"]),)))
         raise Concluded(Overall(FAIL, (regression_summary(comparisons, base_doc["run"]["id"], new_doc["run"]["id"]),)))
     if held := held_back_drops(comparisons):
         why = ("measured while the box was contended, not judged (--require-quiet)" if require_quiet else
@@ -186,4 +197,33 @@ def compare(
         conclude(Overall(INCOMPLETE, (f"{len(held)} drop(s) beyond the noise {why}: re-measure on a quiet box",)),
                  allow_incomplete)
         return
-    conclude(Overall(PASS, (f"{len(comparisons)} case(s) compared: none slower, failed, lost or missing",)))
+    conclude(Overall(PASS, (f"{len(comparisons)} {what}(s) compared: none slower, failed, lost or missing",)))
+
+
+def _named(doc: dict) -> str:
+    run_id = doc["run"]["id"]
+    return str(run_id) if isinstance(run_id, str) and run_id.startswith("cluster:") else f"run {run_id}"
+
+
+def _cluster_pair(base: dict, new: dict) -> bool:
+    """True when both are cluster runs (compared link by link); one cluster run against one run is refused."""
+    from kvbench.analyze.cluster_runs import is_cluster_document
+
+    kinds = (is_cluster_document(base), is_cluster_document(new))
+    if kinds[0] != kinds[1]:
+        one, other = (base, new) if kinds[0] else (new, base)
+        raise BadInput(f"{one['run']['id']} is a cluster run and run {other['run']['id']} is not: compare two "
+                       "cluster runs (link by link) or two runs (case by case)")
+    return kinds[0]
+
+
+def _link_history(store, new: dict) -> dict[str, list[float]]:
+    """Each link's earlier fast ends (its case on the new cluster run's hosts and context, in runs before
+    the new cluster run's first): the between-run noise its change is weighed against."""
+    if store is None:
+        return {}
+    runs = [r["run"] for r in new.get("ranks") or []]
+    ids = [r["id"] for r in runs if isinstance(r.get("id"), int)]
+    hosts = sorted({r["host_id"] for r in runs} or {new["run"]["host_id"]})
+    return store.case_fast_ends(hosts, new["run"]["context_id"], [r["case"] for r in new["results"]],
+                                min(ids) if ids else None)

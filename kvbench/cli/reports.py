@@ -112,3 +112,42 @@ def _nothing_to_draw(doc: dict, bench: str) -> str:
         return (f"run {run_id} measured no {bench} case: {len(mine)} {first['status']}"
                 + (f" ({first['reason']})" if first.get("reason") else ""))
     return f"run {run_id} has nothing to draw for {bench}: the figure needs a size or block_tokens sweep"
+
+
+@app.command("import")
+def import_cmd(
+    files: Annotated[list[str], typer.Argument(metavar="FILE...", help="run exports ('kvbench export RUN' or "
+                                               "'kvbench run --json'); a cluster run's export holds each rank's run")],
+    db: DbOption = None,
+) -> None:
+    """Store exported runs in this database: each rank's export of one launch (ranks that stored apart) makes
+    its cluster run whole again (cluster:<id>). Importing a run the database holds already stores nothing."""
+    from kvbench.input_files import EXPORT_MAX_BYTES, read_json_file
+    from kvbench.records import validate_document
+    from kvbench.store import open_store
+    from kvbench.store.imports import import_run
+
+    docs = []
+    for name in files:  # every file read and checked before anything is stored
+        where = f"export file '{name}'"
+        raw = read_json_file(Path(name), where, EXPORT_MAX_BYTES)
+        parts = raw.get("ranks") if isinstance(raw, dict) and isinstance(raw.get("ranks"), list) else [raw]
+        for i, part in enumerate(parts):
+            doc = validate_document(part, where if len(parts) == 1 else f"{where}: rank document {i}")
+            if str(doc["run"]["id"]).startswith("cluster:"):
+                raise BadInput(f"{where} is a cluster run without its ranks' runs: export it again with this "
+                               "kvbench, or import each rank's own export")
+            docs.append((name, doc))
+    store = open_store(db)
+    clusters = set()
+    for name, doc in docs:
+        run_id, new = import_run(store, doc)
+        cluster = (doc["run"].get("tags") or {}).get("cluster")
+        clusters |= {cluster} if cluster else set()
+        print(f"{name}: run {doc['run']['id']} {'stored as' if new else 'already here as'} run {run_id}"
+              + (f" (cluster:{cluster})" if cluster else ""))
+    for cluster in sorted(clusters):
+        from kvbench.analyze.runs import cluster_document
+
+        partial = cluster_document(store, cluster)["run"].get("partial")
+        print(f"cluster:{cluster}: {'whole' if not partial else partial}")

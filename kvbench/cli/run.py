@@ -163,7 +163,8 @@ def results(
 
 @app.command()
 def tag(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, 'latest' or 'baseline' (a stored run)")],
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, 'latest', 'baseline' or cluster:ID (every "
+                                           "rank's run of one launch)")],
     key: Annotated[str, typer.Argument(help="tag name, e.g. baseline")],
     value: Annotated[str, typer.Argument(help="tag value")] = "1",
     remove: Annotated[bool, typer.Option("--remove", help="remove the tag from the run instead")] = False,
@@ -178,12 +179,23 @@ def tag(
     store = open_store(db, existing=True)
     mine = this_host_ids(store)
     reap(store, mine)  # a run whose owner is gone is crashed before anyone tags it
-    run_id = store.resolve_run(run_ref, mine)
+    from kvbench.analyze.cluster_runs import cluster_id_of, cluster_run_ids
+
+    cluster = cluster_id_of(run_ref)
+    if cluster is None:
+        run_id = store.resolve_run(run_ref, mine)
+        cluster = store.cluster_of(run_id) if run_ref in ("latest", "baseline") else None
+    run_ids = cluster_run_ids(store, cluster) if cluster else [run_id]  # a cluster run: each rank's run
+    named = f"cluster:{cluster}" if cluster else f"run {run_id}"
+    if key in ("cluster", "cluster_rank", "cluster_world"):
+        raise BadInput(f"tag '{key}' ties a launch's runs together (python -m kvbench.launch sets it): choose "
+                       "another name")
     if remove:
-        if not store.remove_tag(run_id, key):
-            raise BadInput(f"run {run_id} has no tag '{key}'")
-        out.print(f"run {run_id}: {key} removed")
+        if not [r for r in run_ids if store.remove_tag(r, key)]:
+            raise BadInput(f"{named} has no tag '{key}'")
+        out.print(f"{named}: {key} removed", markup=False, emoji=False, highlight=False)
         return
     value = redact(value)  # a URL typed into the wrong slot is stored without its password
-    store.set_tag(run_id, key, value)
-    out.print(f"run {run_id}: {key}={value}")
+    for one in run_ids:
+        store.set_tag(one, key, value)
+    out.print(f"{named}: {key}={value}", markup=False, emoji=False, highlight=False)

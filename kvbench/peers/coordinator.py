@@ -3,31 +3,48 @@
 It lives in rank 0's target (kvbench/peers/serve.py), so it answers on the port that target's NIXL
 listener already holds: no other service. Messages are NIXL notifications, text:
 
-    rank → rank 0   JOIN:{"rank": r, "addr": …, "port": …, "host": …, "local_rank": …}
+    rank → rank 0   JOIN:{"rank": r, "addr": …, "port": …, "host": …, "local_rank": …, "world": N,
+                          "launch": the launcher's job id, "" when it gives none}
                     BAR:<k>        arrived at barrier k (round k starts after it; the last is the end)
                     ALIVE          a heartbeat, about once a second, from the rank's rendezvous thread
                     DONE           the rank passed the last barrier and is leaving
     rank 0 → rank   OK             the answer to ALIVE: rank 0 lives
-                    REFUSED:<why>  a JOIN from a rank already held by another process, or from a rank
-                                   started with another world size than rank 0's (it ends, exit 2)
-                    ROSTER:{"ranks": [entry or null, …], "dead": [r, …]}
+                    REFUSED:<why>  a JOIN from a rank already held by another process, from a rank
+                                   started with another world size or by another launch (job id) than
+                                   rank 0's, or after the roster went out (it ends, exit 2)
+                    ROSTER:{"ranks": [entry or null, …], "dead": [r, …], "cluster": id}
                     GO:<k>:{dead rank: the last barrier it reached}
 
 A rank silent for `timeout_s` is dead: barriers stop waiting for it, and every later GO names it,
 so the others record its pairs as failed instead of hanging. Pure logic, no NIXL: `serve` feeds it
 messages and the clock and sends what it returns.
+
+The cluster id is minted here, once per launch, and handed to every rank in the roster: each rank
+stores its share as a run tagged `cluster=<id>`, so the launch reads back as one cluster run
+(`cluster:<id>`) whatever database each rank wrote to.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
+from datetime import UTC, datetime
 
 Outgoing = list[tuple[str, bytes]]  # (agent name, message)
 
 
+def mint_cluster_id() -> str:
+    """A new cluster id: when it was minted (UTC, to the second, so ids sort by age) and 24 random bits,
+    so two launches in one second, or on two clusters writing one database, never share one."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
 class Coordinator:
-    def __init__(self, world: int, timeout_s: float, now: float) -> None:
+    def __init__(self, world: int, timeout_s: float, now: float, launch: str = "",
+                 cluster_id: str | None = None) -> None:
         self.world, self.timeout_s, self.started = world, timeout_s, now
+        self.launch = launch  # rank 0's launcher job id ("" when its launcher gives none)
+        self.cluster_id = cluster_id or mint_cluster_id()
         self.agents: dict[int, str] = {}  # rank → its rendezvous agent's name
         self.entries: dict[int, dict] = {}
         self.last_seen: dict[int, float] = {}
@@ -51,7 +68,7 @@ class Coordinator:
             if refused:
                 return [(agent, f"REFUSED:{refused}".encode())]
             self.agents[rank], self.entries[rank], self.last_seen[rank] = agent, entry, now
-            if self.roster_sent:  # a late or repeated join: the roster as it stands (a late rank is dead in it)
+            if self.roster_sent:  # a repeated join (its answer was lost): the roster again
                 return [(agent, self._roster())]
             return self.tick(now)
         rank = self._rank_of(agent)
@@ -78,9 +95,16 @@ class Coordinator:
         if world != self.world or not 0 <= rank < self.world:
             return (f"rank 0 runs a world of {self.world} ranks; this rank ({rank}) was started with a world of "
                     f"{world}: start every rank with the same world size")
+        launch = str(entry.get("launch") or "")
+        if launch and self.launch and launch != self.launch:
+            return (f"rank 0 belongs to launch {self.launch} (cluster run {self.cluster_id}); this rank ({rank}) to "
+                    f"launch {launch}: a rank joins only the launch that started it")
         if self.agents.get(rank, agent) != agent:
             return (f"rank {rank} is already taken by a process on {self.entries[rank].get('host', '?')}: "
                     "start each rank once")
+        if self.roster_sent and rank not in self.agents:
+            return (f"cluster run {self.cluster_id} began without rank {rank} (it had not joined within "
+                    f"{self.timeout_s:g} s, or it is not of this launch): start every rank of a launch together")
         return None
 
     def tick(self, now: float) -> Outgoing:
@@ -108,7 +132,7 @@ class Coordinator:
 
     def _roster(self) -> bytes:
         ranks = [self.entries.get(r) if r not in self.dead else None for r in range(self.world)]
-        return ("ROSTER:" + json.dumps({"ranks": ranks, "dead": sorted(self.dead)})).encode()
+        return ("ROSTER:" + json.dumps({"ranks": ranks, "dead": sorted(self.dead), "cluster": self.cluster_id})).encode()
 
     def _go(self, k: int) -> bytes:
         """Barrier k is passed; each dead rank with the last barrier it reached (-1: none), so the

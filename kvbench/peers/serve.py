@@ -25,6 +25,7 @@ from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.peers.coordinator import Coordinator
 from kvbench.peers.mooncake_target import ASK as MOONCAKE_ASK
 from kvbench.peers.mooncake_target import MooncakeTargets
+from kvbench.peers.parent import parent_gone
 from kvbench.peers.protocol import fill_region, region_crc, wait_for_metadata
 
 IDLE_LIMIT_S = 900.0  # a peer whose initiator vanished does not linger
@@ -33,7 +34,8 @@ MOONCAKE = MooncakeTargets()
 
 
 def serve(name: str, port: int, initiator: str | None, initiator_addr: str | None, initiator_port: int | None,
-          size: int, memory: str, seed: int, timeout_s: float, world: int = 0, stay: bool = False) -> int:
+          size: int, memory: str, seed: int, timeout_s: float, world: int = 0, stay: bool = False,
+          parent: int | None = None, launch: str = "") -> int:
     """Own a buffer and answer the initiator until it says BYE.
 
     With `initiator_addr` this side reaches out (peer=local) and serves `initiator` one session.
@@ -42,8 +44,10 @@ def serve(name: str, port: int, initiator: str | None, initiator_addr: str | Non
     once (an incast); it ends when none has spoken for `timeout_s` seconds, or, with `stay`, only
     when stopped (a rank of a cluster stops its own target once every rank is done with it). With
     `world` it also holds the rendezvous of that many ranks (kvbench/peers/coordinator.py) and ends
-    when every rank has left or is dead.
+    when every rank has left or is dead. `parent`: the pid of the process that started this one (else
+    the parent it has now): this side ends (3) once that process is gone.
     """
+    parent = parent or os.getppid()
     region = allocate(memory, size)  # a bad memory kind is refused before a port is taken
     try:
         agent = make_agent(name, ["UCX"], listen_port=port, telemetry=False)
@@ -56,7 +60,7 @@ def serve(name: str, port: int, initiator: str | None, initiator_addr: str | Non
     unlink_own_ucx_log()  # UCX opened it with the agent; this side never reads it, and a kill leaves nothing
     fill_region(region, seed)
     if initiator_addr is None:
-        return _serve_many(agent, region, memory, seed, timeout_s, world, stay)
+        return _serve_many(agent, region, memory, seed, timeout_s, world, stay, parent, launch)
     mem_type, base, device = nixl_memory(region)
     agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
     try:
@@ -64,15 +68,14 @@ def serve(name: str, port: int, initiator: str | None, initiator_addr: str | Non
         agent.send_local_metadata(initiator_addr, initiator_port)
         wait_for_metadata(agent, initiator, timeout_s)
         agent.send_notif(initiator, f"BASE:{base}:{size}:{device}:{mem_type}".encode())
-        return _session(agent, initiator, region)
+        return _session(agent, initiator, region, parent)
     finally:
         MOONCAKE.close()
         region.close()
 
 
-def _session(agent, initiator: str, region) -> int:
-    """Answer one initiator until BYE (0), or give up when it vanished (3)."""
-    parent = os.getppid()
+def _session(agent, initiator: str, region, parent: int) -> int:
+    """Answer one initiator until BYE (0), or give up when it or this side's parent vanished (3)."""
     idle_since = time.monotonic()
     while True:
         messages = agent.get_new_notifs().get(initiator, [])
@@ -81,19 +84,20 @@ def _session(agent, initiator: str, region) -> int:
                 return 0
         if messages:
             idle_since = time.monotonic()
-        elif time.monotonic() - idle_since > IDLE_LIMIT_S or (parent != 1 and os.getppid() != parent):
+        elif time.monotonic() - idle_since > IDLE_LIMIT_S or parent_gone(parent):
             return 3
         time.sleep(0.001)
 
 
-def _serve_many(agent, first, memory: str, seed: int, timeout_s: float, world: int, stay: bool) -> int:
+def _serve_many(agent, first, memory: str, seed: int, timeout_s: float, world: int, stay: bool, parent: int,
+                launch: str = "") -> int:
     """Serve initiators as they come, each its own buffer (the spare ones reused), and, with
     `world`, the rendezvous of that many ranks. 0 when done; 3 when this side's parent died."""
     size = first.size_bytes
     spare, sessions, waiting = [first], {}, {}  # sessions: initiator → (region, registration, last heard)
-    coordinator = Coordinator(world, timeout_s, time.monotonic()) if world else None
+    coordinator = Coordinator(world, timeout_s, time.monotonic(), launch) if world else None
     pending: list[tuple[str, bytes, float]] = []  # rendezvous answers waiting for the rank's metadata
-    parent, heard = os.getppid(), time.monotonic()
+    heard = time.monotonic()
     try:
         while True:
             now = time.monotonic()
@@ -103,7 +107,11 @@ def _serve_many(agent, first, memory: str, seed: int, timeout_s: float, world: i
                     if sender in sessions:
                         region, reg, _ = sessions[sender]
                         sessions[sender] = (region, reg, now)
-                        if _answer(agent, sender, region, message):
+                        try:
+                            ended = _answer(agent, sender, region, message)
+                        except Exception:  # noqa: BLE001 - its initiator died (NIXL_ERR_REMOTE_DISCONNECT): it
+                            ended = True  # alone is lost; this side serves the others on
+                        if ended:
                             _close(agent, sender, sessions.pop(sender), spare, size, seed)
                     elif message == b"OPEN" or message.startswith(b"OPEN:"):
                         waiting.setdefault(sender, (now, message[5:]))
@@ -125,7 +133,7 @@ def _serve_many(agent, first, memory: str, seed: int, timeout_s: float, world: i
                     return 0
             elif not stay and not sessions and not waiting and now - heard > timeout_s:
                 return 0  # no further case came: the run is over
-            if parent != 1 and os.getppid() != parent:
+            if parent_gone(parent):
                 return 3
             time.sleep(0.001)
     finally:
@@ -154,11 +162,19 @@ def _open(agent, initiator: str, spare: list, memory: str, size: int, asked: byt
                 region.close()
                 raise
     except Exception as exc:  # this initiator's case fails with the reason; this side serves on
-        agent.send_notif(initiator, f"REFUSED:{one_line(f'{type(exc).__name__}: {exc}')}".encode())
+        try:
+            agent.send_notif(initiator, f"REFUSED:{one_line(f'{type(exc).__name__}: {exc}')}".encode())
+        except Exception:  # noqa: BLE001 - it died meanwhile: nothing is held for it
+            pass
         return None, None
     mem_type, base, device = nixl_memory(region)
     reg = agent.register_memory(desc_array(np.array([base]), np.array([size]), device), mem_type)
-    agent.send_notif(initiator, f"BASE:{base}:{size}:{device}:{mem_type}".encode())
+    try:
+        agent.send_notif(initiator, f"BASE:{base}:{size}:{device}:{mem_type}".encode())
+    except Exception:  # noqa: BLE001 - its initiator died after its OPEN: its buffer goes back, this side serves on
+        agent.deregister_memory(reg)
+        region.close()
+        return None, None
     return region, reg
 
 
@@ -184,7 +200,13 @@ def _close(agent, initiator: str, session: tuple, spare: list, size: int, seed: 
     if region is None:  # refused: nothing was held
         _forget(agent, initiator)
         return
-    agent.deregister_memory(reg)
+    try:
+        agent.deregister_memory(reg)
+    except Exception:  # noqa: BLE001 - the buffer is freed below whatever NIXL says
+        MOONCAKE.forget(region)
+        region.close()
+        _forget(agent, initiator)
+        return
     _forget(agent, initiator)
     if region.size_bytes != size:
         MOONCAKE.forget(region)
@@ -199,7 +221,10 @@ def _send_ready(agent, pending: list, now: float, timeout_s: float) -> list:
     left = []
     for to, text, since in pending:
         if agent.check_remote_metadata(to):
-            agent.send_notif(to, text)
+            try:
+                agent.send_notif(to, text)
+            except Exception:  # noqa: BLE001 - a rank killed after its JOIN (NIXL_ERR_REMOTE_DISCONNECT): the
+                pass  # rendezvous holds it dead once it stays silent; it must not end rank 0's target for all
         elif now - since <= timeout_s:
             left.append((to, text, since))
     return left

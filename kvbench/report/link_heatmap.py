@@ -47,7 +47,7 @@ def _panel(ax, m: LinkMatrix) -> None:
                                    edgecolor="red", linewidth=2.5))
     ax.set_xlabel("destination host")
     ax.set_ylabel("source host")
-    run = f"run {m.run_id} · " if m.run_id is not None else ""
+    run = (f"{m.run_id} · " if isinstance(m.run_id, str) else f"run {m.run_id} · ") if m.run_id is not None else ""
     slow = sum(c.slow for c in m.cells)
     hosts = f"; most in them: {', '.join(h for h, k in m.slow_hosts if k == m.slow_hosts[0][1])}" if slow else ""
     ax.set_title(f"{run}{m.bench}{' · ' + m.pattern if m.pattern else ''} · {slow} slow{hosts}", fontsize=10)
@@ -71,7 +71,9 @@ def link_heatmap(results: list[dict[str, Any]]) -> plt.Figure | None:
     fig.suptitle(QUESTION)
     # the reasons go under the panels, in a band of their own: about 0.15 in per line of 7 pt text
     bottom = (0.15 * len(missing) + 0.1) / fig.get_figheight() if missing else 0.0
-    fig.tight_layout(rect=(0, bottom, 1, 1))
+    # and the question above them, in a band of its own (about 0.45 in): tight_layout leaves a suptitle out
+    # of its sums, so at the full height the first panel's title ran into it
+    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.45 / fig.get_figheight()))
     if missing:
         fig.text(0.01, 0.01, "\n".join(missing), fontsize=7, va="bottom")
     return fig

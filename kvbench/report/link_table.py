@@ -25,7 +25,8 @@ def _shown(cell: Any) -> str:
 
 
 def matrix_title(m: Any) -> str:
-    where = f"run {m.run_id}" if m.run_id is not None else "newest result of each pair"
+    where = ((m.run_id if isinstance(m.run_id, str) else f"run {m.run_id}") if m.run_id is not None
+             else "newest result of each pair")
     pattern = f" · pattern {m.pattern}" if m.pattern else ""
     return escape(f"{m.bench} {describe_params(m.bench, m.params)}{pattern} · {where} · GB/s (1e9 B/s), "
                   "source ↓ destination →")

@@ -56,6 +56,13 @@ class RunProgress:
     def _name(self, bench: str, params: dict) -> str:
         return f"{bench} {self.describe(bench, params)}"
 
+    def grow(self, by: int = 1) -> None:
+        """`by` more cases than planned (a cluster rank recording the pairs a dead rank left): the
+        count shown never passes its total."""
+        self.total += by
+        if self._bar is not None:
+            self._bar.update(self._task, total=self.total)
+
     def start(self, index: int, case: Any) -> None:
         self._index, self._started = index, time.monotonic()
         name = self._name(case.bench, case.params)

@@ -11,8 +11,9 @@ from kvbench.store import schema
 class Links:
     """The link-matrix reading of `Store` (which provides `engine`)."""
 
-    def link_results(self, benches: list[str], run_id: int | None = None) -> list[dict]:
-        """Every result (any status) of `benches`, of run `run_id` or of every run, oldest first, with
+    def link_results(self, benches: list[str], run_id: int | list[int] | None = None) -> list[dict]:
+        """Every result (any status) of `benches`, of run `run_id` (or of these runs: a cluster run's) or of
+        every run, oldest first, with
         what a matrix cell shows: status, reason, median GB/s, verified, params and `extra` (where a
         cluster run records its pair); the caller keeps those that name a source and a destination."""
         r = schema.result
@@ -20,7 +21,7 @@ class Links:
                            r.c.reason, r.c.gbps_median, r.c.verified, r.c.extra)
                  .where(r.c.bench.in_(benches)).order_by(r.c.id))
         if run_id is not None:
-            query = query.where(r.c.run_id == run_id)
+            query = query.where(r.c.run_id.in_(run_id if isinstance(run_id, list) else [run_id]))
         with self.engine.connect() as conn:
             return [dict(row) for row in conn.execute(query).mappings()]
 
@@ -37,3 +38,27 @@ class Links:
                  .where(r.c.case_hash == case_hash, r.c.id > after_id).order_by(r.c.id))
         with self.engine.connect() as conn:
             return [dict(row) for row in conn.execute(query).mappings()]
+
+    # --- cluster runs: one launch's N runs, each tagged cluster=<id> (kvbench/cluster.py) ---------------
+
+    def cluster_runs(self, cluster_id: str) -> list[dict]:
+        """The runs of cluster run `cluster_id` (id, host_id, status, tags), oldest first; [] when none."""
+        run = schema.run
+        query = (sa.select(run.c.id, run.c.host_id, run.c.status, run.c.tags)
+                 .where(run.c.tags["cluster"].as_string() == cluster_id).order_by(run.c.id))
+        with self.engine.connect() as conn:
+            return [dict(row) for row in conn.execute(query).mappings()]
+
+    def newest_cluster(self) -> str | None:
+        """The cluster id of the newest run that belongs to a cluster run, None when no run does."""
+        run = schema.run
+        query = (sa.select(run.c.tags["cluster"].as_string()).where(run.c.tags["cluster"].as_string().is_not(None))
+                 .order_by(run.c.id.desc()).limit(1))
+        with self.engine.connect() as conn:
+            return conn.execute(query).scalar()
+
+    def cluster_of(self, run_id: int) -> str | None:
+        """The cluster id run `run_id` belongs to, None when it is a run of its own."""
+        run = schema.run
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(run.c.tags["cluster"].as_string()).where(run.c.id == run_id)).scalar()

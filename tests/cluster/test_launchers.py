@@ -141,3 +141,53 @@ def test_rank_0_s_host_with_no_route_from_this_host_is_refused_in_one_line(tmp_p
     assert proc.stderr.strip() == ("python -m kvbench.launch: error: bad MASTER_ADDR '10.231.9.9': this host has no "
                                    "route to 10.231.9.9 (Network is unreachable)")
     assert not (tmp_path / "k.sqlite").exists()  # refused before the database was made
+
+
+def test_every_rank_gets_the_one_cluster_id_rank_0_minted_in_the_roster():
+    c = Coordinator(3, timeout_s=10, now=0)
+    out = []
+    for r in range(3):
+        out += c.on_message(f"a{r}", ("JOIN:" + json.dumps({"rank": r, "world": 3})).encode(), now=1)
+    ids = {json.loads(m[7:])["cluster"] for _, m in out}
+    assert ids == {c.cluster_id} and len(c.cluster_id) > 8
+    assert Coordinator(3, timeout_s=10, now=0).cluster_id != c.cluster_id  # each launch its own
+
+
+def test_a_rank_that_joins_after_the_roster_went_out_is_refused_naming_the_cluster_run():
+    """It used to get the roster with itself dead in it, and end saying rank 0 gave up waiting for it."""
+    c = Coordinator(3, timeout_s=10, now=0)
+    for r in (0, 1):
+        c.on_message(f"a{r}", ("JOIN:" + json.dumps({"rank": r})).encode(), now=1)
+    c.on_message("a0", b"ALIVE", now=10)
+    c.on_message("a1", b"ALIVE", now=10)
+    assert c.tick(now=10.5)  # the roster went out without rank 2
+    out = c.on_message("late", ("JOIN:" + json.dumps({"rank": 2})).encode(), now=11)
+    assert out == [("late", f"REFUSED:cluster run {c.cluster_id} began without rank 2 (it had not joined within 10 s, "
+                            "or it is not of this launch): start every rank of a launch together".encode())]
+    assert json.loads(c.on_message("a1", ("JOIN:" + json.dumps({"rank": 1})).encode(), now=12)[0][1][7:])["dead"] == [2]
+
+
+def test_a_rank_of_another_launch_is_refused_naming_both_launches():
+    c = Coordinator(2, timeout_s=10, now=0, launch="SLURM_JOB_ID=7.0")
+    out = c.on_message("x", ("JOIN:" + json.dumps({"rank": 1, "world": 2, "launch": "SLURM_JOB_ID=8.0"})).encode(), now=1)
+    assert out == [("x", f"REFUSED:rank 0 belongs to launch SLURM_JOB_ID=7.0 (cluster run {c.cluster_id}); this rank "
+                         "(1) to launch SLURM_JOB_ID=8.0: a rank joins only the launch that started it".encode())]
+    c.on_message("y", ("JOIN:" + json.dumps({"rank": 1, "world": 2, "launch": "SLURM_JOB_ID=7.0"})).encode(), now=1)
+    assert c.agents == {1: "y"}  # its own launch's rank 1 is taken
+
+
+@pytest.mark.parametrize("env,want", [
+    ({"SLURM_JOB_ID": "42", "SLURM_STEP_ID": "0"}, "SLURM_JOB_ID=42.0"),
+    ({"TORCHELASTIC_RUN_ID": "none"}, ""),  # torchrun without --rdzv-id: says nothing about the launch
+    ({"TORCHELASTIC_RUN_ID": "kvbench"}, "TORCHELASTIC_RUN_ID=kvbench"),
+    ({}, ""),
+])
+def test_the_launch_id_comes_from_the_launcher(monkeypatch, env, want):
+    from kvbench.launchers import LAUNCH_VARS, launch_id
+
+    for names in LAUNCH_VARS:
+        for name in names:
+            monkeypatch.delenv(name, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert launch_id() == want

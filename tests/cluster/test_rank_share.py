@@ -41,10 +41,13 @@ def outcomes(rank, answers, monkeypatch):
     mine = RankShare(rank, answers, ROSTER, ROUNDS, "pairs", {})
     got = {}
     for slot in share(cases(), ROUNDS, rank, ROSTER, "pairs"):
-        result = mine._one(slot, slot.case, None, None, lambda: None)
+        said = []
+        result = mine._one(slot, slot.case, None, None, lambda **kw: said.append(kw.get("unplanned", False)))
         if result is not None:
             assert (slot.initiator, slot.target) not in got
             got[(slot.initiator, slot.target)] = result
+            # a pair this rank did not plan (a dead initiator's) says so: the progress count grows with it
+            assert said == [not slot.measure], (slot, said)
     return got
 
 
@@ -113,7 +116,7 @@ def test_a_pair_its_initiator_stored_before_it_died_is_not_recorded_failed_too(m
                                       "extra": {CLUSTER: cluster.cluster_record(slot, "pairs", ROUNDS,
                                                                                 mine.hosts)}},
                              [1e-3] * 5)
-        result = mine._one(slot, slot.case, None, None, lambda: None)
+        result = mine._one(slot, slot.case, None, None, lambda **_: None)
         if stored_first:
             assert result is None
         else:

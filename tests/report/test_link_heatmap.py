@@ -53,3 +53,18 @@ def test_a_run_without_cluster_results_has_no_link_figure():
     assert link_heatmap.QUESTION not in [f.question for f in built.figures]
     assert link_heatmap.QUESTION not in [q for q, _ in built.omitted]
     assert "Which links" not in render.html(built)
+
+
+
+def test_the_question_above_the_panels_does_not_overlap_the_first_panel_s_title(stored):
+    """`report` drew "Which links are slow?" across the first panel's own title."""
+    store = open_store(stored)
+    results = [{"bench": r["bench"], "params": r["params"], "case": r["case_hash"], "status": r["status"],
+                "reason": r["reason"], "gbps": {"median": r["gbps_median"]} if r["gbps_median"] else None,
+                "metadata": r["extra"], "run_id": r["run_id"]} for r in store.link_results(["net.write"])]
+    fig = link_heatmap.link_heatmap(results)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    question = fig._suptitle.get_window_extent(renderer)
+    first = fig.axes[0].title.get_window_extent(renderer)
+    assert question.y0 >= first.y1, (question, first)

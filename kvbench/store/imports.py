@@ -1,0 +1,72 @@
+"""Runs brought in from export files (`kvbench import`): the ranks of a cluster run that each stored to a
+database of their own become one cluster run again in one database.
+
+Idempotent: a run is known by its host, its start (to the microsecond) and its kvbench version, so
+importing the same export twice, or an export of a run this database already holds, stores nothing
+again; the run id it already has is given back.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from kvbench.errors import BadInput
+from kvbench.records import RATES, STATS
+from kvbench.store import schema
+
+
+def _moment(value: Any, what: str) -> datetime | None:
+    if value in (None, ""):
+        return None
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        raise BadInput(f"bad {what} '{value}': expected an ISO 8601 time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _row(result: dict[str, Any]) -> dict[str, Any]:
+    """A run document's result as the `result` table's columns (without run and host)."""
+    gbps, seconds = result.get("gbps") or {}, result.get("seconds") or {}
+    return {"bench": result["bench"], "params": result["params"], "case_hash": result["case"],
+            "bytes_per_op": result.get("bytes"), "loops": None, "timer": None,
+            **{f"{k}_s": seconds.get(k) for k in STATS}, **{f"gbps_{k}": gbps.get(k) for k in RATES},
+            "peak_gbps": result.get("peak_gbps"), "peak_source": result.get("peak_source"),
+            "efficiency": result.get("efficiency"), "verified": bool(result.get("verified")),
+            "status": result["status"], "reason": result.get("reason"), "warnings": list(result.get("warnings") or []),
+            "extra": result.get("metadata") or {}}
+
+
+def import_run(store, doc: dict[str, Any]) -> tuple[int, bool]:
+    """Store one run document (a validated export of one run): (its run id here, True when it was new)."""
+    run, host, context = doc["run"], doc.get("host") or {}, doc.get("context") or {}
+    host_id = str(run["host_id"])
+    started = _moment(run.get("started_at"), "started_at")
+    if started is None:
+        raise BadInput(f"run {run['id']} of the export has no start time: it cannot be imported")
+    with store.engine.connect() as conn:
+        same = conn.execute(sa.select(schema.run.c.id).where(
+            schema.run.c.host_id == host_id, schema.run.c.started_at == started,
+            schema.run.c.kvbench_version == (run.get("kvbench_version") or "?"))).first()
+    if same is not None:
+        return int(same.id), False
+    store.ensure_host(host_id, str(host.get("hostname") or host_id[:16]), host.get("facts") or {})
+    store.ensure_context(str(run["context_id"]), context.get("facts") or {})
+    tags = dict(run.get("tags") or {})
+    values = {"host_id": host_id, "context_id": str(run["context_id"]), "started_at": started,
+              "ended_at": _moment(run.get("ended_at"), "ended_at"), "status": run["status"],
+              "suite": run.get("suite"), "suite_hash": run.get("suite_hash"),
+              "kvbench_version": run.get("kvbench_version") or "?", "git_sha": run.get("git_sha"),
+              "git_dirty": run.get("git_dirty"), "reason": run.get("reason"), "tags": tags,
+              "tags_at": {k: started.isoformat() for k in tags}, "system_state": run.get("system_state") or {},
+              "cases_planned": run.get("cases_planned"), "heartbeat_at": _moment(run.get("ended_at"), "ended_at")
+              or started}
+    with store.engine.begin() as conn:
+        run_id = int(conn.execute(schema.run.insert().values(**values)).inserted_primary_key[0])
+    items = [(_row(r), list(r.get("samples_s") or [])) for r in doc["results"]]
+    if items:
+        store.add_results(run_id, items)
+    return run_id, True

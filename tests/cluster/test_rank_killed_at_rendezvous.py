@@ -1,0 +1,131 @@
+"""A rank killed during the rendezvous (after it sent its JOIN, before the roster came) must not take the
+launch down: the other ranks measure every pair it is not in, its own pairs are recorded failed, and its
+target does not outlive it (it held the port, so the next launch on that host failed). Four ranks on this
+host (127.0.0.1, PMI's environment); the victim kills itself with SIGKILL right after its JOIN went out, so
+the moment is the same on every box.
+
+Timeouts below only bound hangs; they are generous because the test box is shared and slow."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kvbench.backends.nixl import backend_unavailable_reason
+from kvbench.peers.protocol import free_port
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
+                                reason=f"{backend_unavailable_reason('UCX')}")
+
+WORLD, VICTIM = 4, 2
+# The victim: its rendezvous thread's agent kills the whole process (SIGKILL: nothing runs on the way out)
+# a moment after its JOIN reached rank 0, and writes its target's pid first so the test can look for it.
+VICTIM_CHILD = """
+import os, signal, sys, time
+import kvbench.launch as launch
+from kvbench.backends import nixl
+
+made = nixl.make_agent
+started = launch._start_target
+
+def start_target(*args, **kwargs):
+    target = started(*args, **kwargs)
+    with open(sys.argv[1], "w") as f:
+        f.write(str(target.pid))
+    return target
+
+class Dying:
+    def __init__(self, agent):
+        self._agent = agent
+    def __getattr__(self, name):
+        return getattr(self._agent, name)
+    def send_notif(self, to, message):
+        self._agent.send_notif(to, message)
+        if message.startswith(b"JOIN:"):
+            time.sleep(1.0)  # rank 0 took it
+            os.kill(os.getpid(), signal.SIGKILL)
+
+def make_agent(name, *args, **kwargs):
+    agent = made(name, *args, **kwargs)
+    return Dying(agent) if name.startswith("kvbench-rank") else agent
+
+launch._start_target = start_target
+import kvbench.peers.rendezvous  # noqa: F401  (it imports make_agent from kvbench.backends.nixl when it runs)
+nixl.make_agent = make_agent
+sys.exit(launch.main(sys.argv[2:]))
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead: its parent has not reaped it yet
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_rank_killed_after_its_join_leaves_the_others_running_and_no_target_behind(tmp_path):
+    port, db = free_port(), tmp_path / "k.sqlite"
+    base = {k: v for k, v in os.environ.items() if k != "UCX_LOG_FILE" and not k.startswith(
+        ("RANK", "WORLD_SIZE", "MASTER_", "LOCAL_RANK", "SLURM_", "OMPI_", "PMI_"))}
+    own = ["--peer-addr", "127.0.0.1", "--port", str(port), "--block-size", "64KiB", "--batch", "8", "--timeout", "30",
+           "--", "--bench", "net.write", "--samples", "5", "--db", f"sqlite:///{db}"]
+    pid_file = tmp_path / "victim-target.pid"
+    procs = []
+    for rank in range(WORLD):
+        env = {**base, "PMI_RANK": str(rank), "PMI_SIZE": str(WORLD), "MPI_LOCALRANKID": str(rank),
+               "PYTHONPATH": str(REPO), "UCX_TLS": "tcp,self"}
+        cmd = ([sys.executable, "-c", VICTIM_CHILD, str(pid_file), *own] if rank == VICTIM
+               else [sys.executable, "-m", "kvbench.launch", *own])
+        procs.append(subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                      text=True, start_new_session=True))
+    outcomes = []
+    try:
+        for proc in procs:
+            _, err = proc.communicate(timeout=900)
+            outcomes.append((proc.returncode, err))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+    assert outcomes[VICTIM][0] == -signal.SIGKILL, outcomes[VICTIM][1][-2000:]
+    target = int(pid_file.read_text())
+    deadline = time.monotonic() + 60  # its target notices its parent's death at once (PR_SET_PDEATHSIG)
+    while _alive(target) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(target), f"rank {VICTIM}'s target (pid {target}) outlived it"
+    for rank, (status, err) in enumerate(outcomes):
+        if rank != VICTIM:  # 1: the victim's pairs failed; never the whole launch lost at the rendezvous
+            assert status == 1, err[-2500:]
+            assert "Traceback" not in err and "rendezvous with rank 0" not in err, err[-2500:]
+            assert err.strip().splitlines()[-1].endswith("case(s) failed"), err[-2500:]
+    with sqlite3.connect(db) as con:
+        rows = con.execute("SELECT params, status, reason FROM result WHERE bench = 'net.write'").fetchall()
+    import json
+
+    pairs = {}
+    for params, status, reason in rows:
+        p = json.loads(params)
+        pairs[(p["src_host"], p["dst_host"])] = (status, reason)
+    import socket
+
+    lived = [f"{socket.gethostname()}/{r}" for r in range(WORLD) if r != VICTIM]
+    survivors = list(itertools.permutations(lived, 2))
+    for pair in survivors:
+        assert pairs.get(pair, ("missing",))[0] == "ok", (pair, pairs.get(pair))
+    failed = [v for k, v in pairs.items() if k not in survivors]
+    assert len(pairs) == WORLD * (WORLD - 1)  # every pair recorded once, the victim's too
+    assert len(failed) == 2 * (WORLD - 1) and all(s == "failed" and r for s, r in failed), failed
