@@ -77,11 +77,18 @@ def _link(c: Comparison) -> str:
     return f"{c.params.get('src_host')}→{c.params.get('dst_host')}"
 
 
-def slow_links_line(comparisons: list[Comparison], base_id: Any) -> str:
+def slow_links_line(comparisons: list[Comparison], base_id: Any, held: bool = False) -> str:
     """The gating links in one line, the slowest first, and the hosts in most of them: `link n2→n0 -60 %
-    since cluster:A; host n2 in 3 of 4 slow links`."""
-    slow = sorted((c for c in comparisons if c.verdict == "slower"), key=lambda c: (c.change or 0.0, _link(c)))
-    gone = [c for c in comparisons if c.verdict in ("lost", "failed", "missing")]
+    since cluster:A; host n2 in 3 of 4 slow links`. `held`: the drops held back as contended instead."""
+    from kvbench.analyze.contended import AMBIGUOUS_CONTENDED
+
+    if held:
+        slow = sorted((c for c in comparisons if c.verdict == AMBIGUOUS_CONTENDED and (c.change or 0.0) < 0),
+                      key=lambda c: (c.change or 0.0, _link(c)))
+        gone = []
+    else:
+        slow = sorted((c for c in comparisons if c.verdict == "slower"), key=lambda c: (c.change or 0.0, _link(c)))
+        gone = [c for c in comparisons if c.verdict in ("lost", "failed", "missing")]
     parts = [f"link {_link(c)} {c.bench} {c.change:+.0%} since {base_id}" for c in slow]
     parts += [f"link {_link(c)} {c.bench} {c.verdict} ({c.note})" for c in gone]
     bad = slow + gone

@@ -194,8 +194,13 @@ def compare(
     if held := held_back_drops(comparisons):
         why = ("measured while the box was contended, not judged (--require-quiet)" if require_quiet else
                "that the new run's contention can explain, not judged")
-        conclude(Overall(INCOMPLETE, (f"{len(held)} drop(s) beyond the noise {why}: re-measure on a quiet box",)),
-                 allow_incomplete)
+        named = ""
+        if links:  # which links, and the host most of them share
+            from kvbench.analyze.link_compare import slow_links_line
+
+            named = f": {slow_links_line(comparisons, base_doc['run']['id'], held=True)}"
+        conclude(Overall(INCOMPLETE, (f"{len(held)} drop(s) beyond the noise {why}: re-measure on a quiet box"
+                                      f"{named}",)), allow_incomplete)
         return
     conclude(Overall(PASS, (f"{len(comparisons)} {what}(s) compared: none slower, failed, lost or missing",)))
 
