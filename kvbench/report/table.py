@@ -153,8 +153,10 @@ def verdicts_table(verdicts: list, title: str) -> FittedTable:
     """Acceptance verdicts: rule, case, PASS/FAIL/SKIP, measured, threshold, why (a long why is a footnote)."""
     rows = [[escape(v.rule), escape(v.case), _styled(v.verdict), escape(v.measured), escape(v.threshold), escape(v.why)]
             for v in verdicts]
-    return FittedTable(title, [("rule", "id"), ("case", "text"), ("verdict", "id"), ("measured", "id"),
-                               ("threshold", "id"), ("why", "note")], rows, optional=("threshold",))
+    # the threshold is never left out nor cut (a verdict without its threshold reads as a bare word); a
+    # narrow terminal stacks the case under its rule instead
+    return FittedTable(title, [("rule", "id"), ("case", "text"), ("verdict", "id"), ("measured", "words"),
+                               ("threshold", "words"), ("why", "note")], rows, stack={"case": "rule"})
 
 
 def _styled(verdict: str) -> str:

@@ -164,3 +164,48 @@ def test_plan_and_policy_tables_keep_their_values_whole_at_100_columns():
         assert all(len(line) <= 100 for line in lines)
         for value in whole:
             assert any(value in line for line in lines), (value, lines)
+
+
+@pytest.mark.parametrize("width", [80, 100, 200])
+def test_accept_keeps_every_rule_id_and_threshold_at_any_width(width):
+    """Issue 39: at 100 columns accept dropped its threshold column and kept a 36-character measured; a
+    narrow terminal now stacks the case under its rule, and measured and threshold fold at spaces only."""
+    rows = [SimpleNamespace(rule="kv-fragments-vs-contiguous", verdict="PASS", threshold="≥ 0.8 x", why="",
+                            measured="0.85 x (paired; p10–p90 0.31–1.25)",
+                            case="tokens=1024: strategy=host / strategy=contiguous"),
+            SimpleNamespace(rule="multi-gpu-spread", verdict="SKIP", measured="-", why=CONTENDED,
+                            threshold="all within 10% of the fastest gpu",
+                            case="memory=pinned size=256MiB engine=ce backend=cupy")]
+    lines = _lines(verdicts_table(rows, "acceptance of run 1"), width)
+    assert max(map(len, lines)) <= width
+    text = "\n".join(lines)
+    assert "left out" not in text  # no column is dropped: a verdict without its threshold reads as a bare word
+    words = {w for cell in _cells(lines) for w in cell.split()}
+    assert {"kv-fragments-vs-contiguous", "multi-gpu-spread", "strategy=contiguous", "backend=cupy", "p10–p90",
+            "0.31–1.25)", "≥", "0.8", "fastest", "gpu"} <= words, width
+    assert {"kv-fragments-vs-contiguous", "multi-gpu-spread"} <= set(_cells(lines))  # ids whole, in one cell
+    assert ("rule / case" in text) == (width == 80)  # stacked only where the columns side by side do not fit
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_list_never_cuts_a_status_word(width):
+    """Issue 39: `list` broke 'unavailable' as 'availabl' / 'e' though its words are promised whole."""
+    doc = json.loads(subprocess.run([sys.executable, "-m", "kvbench", "list", "--json", "-"], capture_output=True,
+                                    text=True, timeout=300, cwd=REPO).stdout)
+    for table in listing_tables(doc):
+        words = {w for cell in _cells(_lines(table, width)) for w in cell.split()}
+        assert not {w for w in words if w in ("availabl", "unavailabl", "e", "le")}, width
+
+
+def test_repeated_notes_with_other_details_are_one_footnote_naming_their_rows():
+    """Issue 39: the quick run printed 12 near-identical `contended:` footnotes (36 of 68 lines)."""
+    rows = [_result("dram.copy", 2.0 + n, [CONTENDED.replace("98.3", f"{10 + n}.0").replace("95%", f"{60 + n}%")])
+            for n in range(12)]
+    lines = _lines(results_table(rows, describe_params, title="run 2"), 120)
+    under = " ".join(line for line in lines[next(i for i, line in enumerate(lines) if line.startswith("└")) + 1:])
+    notes = ["(" + note.strip() for note in __import__("re").split(r"(?:^| )\((?=\d+\) )", under) if note.strip()]
+    contended = [line for line in notes if line.split(" ", 1)[1].startswith("contended:")]
+    noisy = [line for line in notes if line.split(" ", 1)[1].startswith("noisy:")]
+    assert len(contended) == 1 and contended[0].endswith("— rows 1–12")
+    assert len(noisy) == 1 and noisy[0].endswith("— rows 1–12")
+    assert len(notes) <= 3  # not one a row
