@@ -77,7 +77,9 @@ _KEYS = (
     Key("gpu_numa_node", "", "the NUMA node NVML says the GPU hangs off"),
     Key("host_numa_node", "", "the NUMA node the host buffer's pages are on"),
     Key("far_numa", "", "the host buffer is on another NUMA node than the GPU"),
-    Key("directions_gbps", "GB/s", "pcie.bidir: each direction, their sum, overlap and whether each stayed contended"),
+    Key("directions_gbps", "GB/s", "pcie.bidir: each direction, their sum, overlap and whether each stayed contended; "
+        "gpu.p2p bidir=yes: each direction on its own stream's time, nvbandwidth_sum (their sum: nvbandwidth's "
+        "bidirectional figure) and sum (both directions' bytes over the slowest window, kvbench's median)"),
     Key("buffer_bytes", "bytes", "HBM buffer size"),
     Key("l2_bytes", "bytes", "the GPU's L2 size"),
     Key("launch", "", "kernel grid and block"),
@@ -114,6 +116,8 @@ _KEYS = (
     Key("ucx_protocols", "", "UCX's protocol table rows for remote writes and reads"),
     Key("ucx_devices", "", "transport/device pairs UCX used"),
     Key("gpu_memory", "", "either side of a network case was GPU memory"),
+    Key("cudart", "", "ce-batch: the CUDA runtime library cudaMemcpyBatchAsync came from (path, found_via: "
+        "cuda.pathfinder or soname, version as that library reports it, e.g. 13000)"),
     # GPU to GPU (gpu.p2p, kv.handoff)
     Key("pair", "", "SRC-DST CUDA devices of a GPU-to-GPU case"),
     Key("peer_access", "", "each direction (\"a->b\": a may reach b's memory) where peer access was enabled"),

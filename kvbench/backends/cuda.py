@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections.abc import Callable
+from contextlib import ExitStack
 from types import ModuleType
 
 
@@ -150,6 +151,37 @@ def poison_between_copies(gpu: int, *arrays) -> None:
         for array in arrays:
             poison(array)
         device.synchronize()
+
+
+def settle(device: int) -> None:
+    """Wait until the work cupy queued on GPU `device`'s current stream has run: its uploads
+    (`asarray`), `zeros`, `ones` and fills all go on the legacy default stream, which a case's
+    non-blocking streams (and every stream of another GPU) do not wait for. Called once a case's
+    buffers are made, so whatever stream uses them first finds their bytes there."""
+    cp = cupy_module()
+    with cp.cuda.Device(device):
+        cp.cuda.get_current_stream().synchronize()
+
+
+def upload(host, device: int):
+    """`host` (a numpy array) copied into a new cupy array on GPU `device`, landed before this
+    returns: cupy 14's `asarray` copies asynchronously (blocking=False) on the current stream, and a
+    case's first copy or kernel may run on another GPU's non-blocking stream that nothing orders
+    after it. Every GPU benchmark uploads through this."""
+    cp = cupy_module()
+    with cp.cuda.Device(device):
+        array = cp.asarray(host)
+    settle(device)
+    return array
+
+
+def hold(stack: ExitStack, *arrays: object) -> None:
+    """Keep `arrays` (cupy arrays a workload reaches by address only) until the case's `stack`
+    closes. An array freed while its address is still in use sends its block back to cupy's pool,
+    which hands it to the next allocation of its size: every launch would read memory cupy considers
+    free. Release comes after the callbacks registered later (a case's synchronizes) have run."""
+    held = list(arrays)
+    stack.callback(held.clear)
 
 
 def launch_shape(device: int = 0, threads: int = 512) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.backends.cuda import cupy_module, kernel_module, launch_shape
+from kvbench.backends.cuda import cupy_module, kernel_module, launch_shape, settle
 
 KINDS = ("hbm", "gemm")
 HBM_BYTES = 256 << 20
@@ -52,6 +52,7 @@ class GpuLoad:
                 def launch() -> None:
                     with self.stream:
                         cp.matmul(a, b, out=c)
+            settle(gpu)  # ones() fills on the legacy stream, which self.stream does not wait for
             self._launch = launch
             self._launch()  # compiled / planned before anything is timed
             self.stream.synchronize()

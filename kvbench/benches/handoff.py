@@ -30,8 +30,10 @@ from kvbench.backends.cuda import (
     device_count,
     kernel_module,
     launch_shape,
+    hold,
     pci_bus_id,
     poison_between_copies,
+    upload,
 )
 from kvbench.benches.base import Benchmark, Prepared, built_in_stack, prepared_on_gpu
 from kvbench.benches.kv.case import layout_metadata, rates
@@ -152,8 +154,9 @@ def _build(params: dict[str, Any], a: int, b: int, rows: DescriptorList, sizes: 
     source_host = np.empty(sizes[0], dtype=np.uint8)
     poison(source_host)  # then the pattern: a source byte the fill missed keeps the poison the check refuses
     fill_pattern(source_host, seed=params["seed"] + 1)
+    source = upload(source_host, a)  # landed before GPU b's stream reads it (peer-read)
+    hold(stack, source)  # the launches keep its address only: the array must outlive them
     with cp.cuda.Device(a):
-        source = cp.asarray(source_host)
         stream_a = cp.cuda.Stream(non_blocking=True)
     guarded = stack.enter_context(GuardedRegion(f"device:{b}", sizes[1], rows.dst_offset, rows.length))
     with cp.cuda.Device(b):
@@ -205,10 +208,9 @@ def _build(params: dict[str, Any], a: int, b: int, rows: DescriptorList, sizes: 
 def _launcher(gpu: int, src_ptr: int, dst_ptr: int, rows: DescriptorList, stream):
     """One kv_gather launch on `gpu` applying `rows` (pointers may be a peer's, with access enabled)."""
     cp = cupy_module()
-    with cp.cuda.Device(gpu):
-        kernel = kernel_module("kv_gather", gpu).get_function("kv_gather")
-        offsets = tuple(cp.asarray(np.ascontiguousarray(a).astype(np.uint64))
-                        for a in (rows.src_offset, rows.dst_offset, rows.length))
+    kernel = kernel_module("kv_gather", gpu).get_function("kv_gather")
+    offsets = tuple(upload(np.ascontiguousarray(a).astype(np.uint64), gpu)
+                    for a in (rows.src_offset, rows.dst_offset, rows.length))
     grid, block = launch_shape(gpu, 256)
     args = (cp.uint64(src_ptr), cp.uint64(dst_ptr), *offsets, cp.uint64(len(rows)))
 

@@ -18,7 +18,7 @@ thousands of copies (`copies_per_op`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -27,10 +27,11 @@ from kvbench.backends.cuda import (
     cupy_module,
     kernel_module,
     launch_shape,
+    upload,
 )
 from kvbench.errors import BadInput
 from kvbench.executors.base import Executor
-from kvbench.executors.cuda_batch import BatchCopy, batch_unavailable_reason
+from kvbench.executors.cuda_batch import BatchCopy, batch_unavailable_reason, runtime_facts
 from kvbench.executors.registry import register
 from kvbench.kv.descriptors import DescriptorList
 from kvbench.memory.region import Region
@@ -49,6 +50,10 @@ class CudaStrategy(Executor):
 
     def unavailable_reason(self) -> str | None:
         return cuda_unavailable_reason()
+
+    def facts(self) -> dict[str, Any]:
+        """What a case's metadata says about how this strategy ran (its libraries), {} for most."""
+        return {}
 
     def copies_per_op(self, fragments: int) -> int:
         """Copies one operation puts on the stream (the timer gates at most GATE_QUEUE_COPIES)."""
@@ -131,6 +136,9 @@ class CeBatch(CudaStrategy):
     def unavailable_reason(self) -> str | None:
         return cuda_unavailable_reason() or batch_unavailable_reason()
 
+    def facts(self) -> dict[str, Any]:
+        return {"cudart": runtime_facts()}
+
     def copies_per_op(self, fragments: int) -> int:
         return fragments
 
@@ -151,7 +159,7 @@ class SmGather(CudaStrategy):
     def _bind(self, src, dst_ptr, descriptors, offsets, stream, gpu):
         cp = cupy_module()
         kernel = kernel_module("kv_gather", gpu).get_function("kv_gather")
-        d_src, d_dst, d_len = (cp.asarray(a) for a in offsets)
+        d_src, d_dst, d_len = (upload(a, gpu) for a in offsets)  # landed before `stream` reads them
         grid, block = launch_shape(gpu, 256)
         rows_n = cp.uint64(len(offsets[2]))
         args = (cp.uint64(src.address), cp.uint64(dst_ptr), d_src, d_dst, d_len, rows_n)

@@ -178,6 +178,9 @@ class AllGpusEventTimer:
         self.streams = dict(streams)
         self.while_busy = while_busy
         self.last_gpu_s: dict[int, float] = {}
+        # every sample's seconds per operation on each GPU's own events, in order (the engine's samples
+        # are the last ones): each direction's own rate, as nvbandwidth times each stream alone
+        self.per_op_gpu_s: list[dict[int, float]] = []
         self._gate = SpinGate()
         self._events = {}
         for gpu in self.streams:
@@ -208,4 +211,5 @@ class AllGpusEventTimer:
             end.synchronize()
         self._gate.check(loops)
         self.last_gpu_s = {gpu: cp.cuda.get_elapsed_time(start, end) * 1e-3 for gpu, (start, end) in self._events.items()}
+        self.per_op_gpu_s.append({gpu: seconds / loops for gpu, seconds in self.last_gpu_s.items()})
         return max(self.last_gpu_s.values())

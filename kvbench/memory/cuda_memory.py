@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvbench.backends.cuda import cuda_unavailable_reason, cupy_module
+from kvbench.backends.cuda import cuda_unavailable_reason, cupy_module, settle
 from kvbench.errors import BadInput
 from kvbench.memory import numa
 from kvbench.memory.region import Region
@@ -28,6 +28,7 @@ def allocate(kind: str, size_bytes: int, index: int | None) -> Region:
         if size_bytes > 0.9 * free:
             raise BadInput(f"buffer of {size_bytes} bytes is larger than 90% of GPU {gpu}'s {free} free bytes")
         device_array = cp.zeros(size_bytes, dtype=cp.uint8)
+        settle(gpu)  # zeros() is a memset on the legacy stream: done before a case's own streams write it
         return Region(f"device:{gpu}", size_bytes, None, device_array=device_array, facts={"gpu": gpu})
 
 

@@ -40,7 +40,8 @@ def test_it_answers_every_name_kvbench_uses(standin, module_name):
 def test_work_runs_when_the_host_waits_in_stream_order(standin):
     import cupy as cp
 
-    a = cp.zeros(16, dtype=cp.uint8)
+    a = cp.empty(16, dtype=cp.uint8)
+    standin.find(a.data.ptr).array[:] = 0  # the test's own look at the bytes, not a CUDA call
     host = np.arange(16, dtype=np.uint8)
     pinned = np.frombuffer(cp.cuda.alloc_pinned_memory(16), dtype=np.uint8, count=16)
     pinned[:] = host
@@ -414,9 +415,10 @@ def test_eight_gpus_and_peer_copies_for_the_gpu_to_gpu_paths():
         assert cp.cuda.runtime.deviceCanAccessPeer(0, 7) == 1 and cp.cuda.runtime.deviceCanAccessPeer(3, 3) == 0
         with cp.cuda.Device(0):
             cp.cuda.runtime.deviceEnablePeerAccess(7)
-            src = cp.asarray(np.arange(64, dtype=np.uint8))
+            src = cp.asarray(np.arange(64, dtype=np.uint8), blocking=True)  # landed before device 7 reads it
         with cp.cuda.Device(7):
             dst = cp.zeros(64, dtype=cp.uint8)
+            cp.cuda.get_current_stream().synchronize()  # the memset, before another stream writes it
             stream = cp.cuda.Stream(non_blocking=True)
             cp.cuda.runtime.memcpyPeerAsync(dst.data.ptr, 7, src.data.ptr, 0, 64, stream.ptr)
             stream.synchronize()

@@ -91,6 +91,11 @@ def test_the_prepared_call_exits_0_with_every_step_passed_and_exactly_its_files(
             ("tests.gpu.test_gpu_benches", "test_hbm_kernels_move_and_verify")}
     else:
         assert len(ran) >= 40
+    # each step's budget follows what it plans here, and is printed beside its time
+    cases = len([line for line in log.splitlines() if " start " in line and line.startswith("[")])
+    assert "planned cases" in log and f"== plan: suite gpu-{stage}: {cases} cases here" in log
+    assert f"s budget ({cases} planned cases), status 0" in log and "CPU-side ones), status 0" in log
+    assert "slowest durations" in log  # --durations=0: every test's time, for the next call's budgets
     script = (REPO / "scripts" / "gpu-check").read_text()  # the stand-in comes from this test alone
     assert str(SITE) in env["PYTHONPATH"] and "GPU_STANDIN" not in script and "gpu_standin/site" not in script
 
@@ -148,3 +153,20 @@ def test_plan_shows_the_peer_gpu_tier_from_the_suite_s_kv_handoff(full_check):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     (peer,) = [t for t in json.loads(proc.stdout)["tiers"] if t["tier"].startswith("peer GPU")]
     assert peer["measured_gbps"] and peer["request_ms"]["n"] == 30
+
+
+def test_ce_batch_that_cannot_find_its_runtime_fails_the_call_instead_of_passing_it(tmp_path):
+    """Issue 35, item 3: an image whose loader path has no libcudart (the stand-in's
+    GPU_STANDIN_CUDART=missing) makes ce-batch skip; on a driver with CUDA >= 12.8 that is kvbench's
+    fault, not the host's, and the call says so instead of exiting 0."""
+    out = tmp_path / "out"
+    env = {**subprocess_env(gpus=1), "PYTHON": sys.executable, "GPU_CHECK_SET": " ".join(SCALE["smoke"]),
+           "GPU_CHECK_LIMIT_SCALE": "6", "GPU_STANDIN_CUDART": "missing", "PYTEST_ADDOPTS": "-k test_hbm_kernels"}
+    env.pop("GPU_CHECK_REHEARSAL", None)
+    proc = subprocess.run([str(REPO / "scripts" / "gpu-check"), "--stage", "smoke", str(out)], capture_output=True,
+                          text=True, timeout=1800, env=env, check=False)
+    log = (out / "gpu-check.log").read_text()
+    assert proc.returncode == 1, log[-3000:]
+    assert "ce-batch case(s) skipped on a host whose driver supports CUDA 13.0" in log
+    assert "no CUDA runtime library could be loaded" in log
+    assert log.splitlines()[-1].startswith("== done: 1 step(s) failed: ce-batch ran (status 1")

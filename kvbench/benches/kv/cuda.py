@@ -88,7 +88,7 @@ def _build_in(case: KVCase, gpu: int, stack: ExitStack) -> Prepared:
         return {**rates(params["tokens"], len(descriptors), m), **probe.facts()}
 
     metadata = {**case.layout, "fragments": len(descriptors), "timer": timer.name, "gpu": gpu,
-                "buffers": {"src": src.describe(), "dst": dst.describe()}}
+                "buffers": {"src": src.describe(), "dst": dst.describe()}, **executor.facts()}
     return Prepared(workload, metadata, derive=derive)
 
 

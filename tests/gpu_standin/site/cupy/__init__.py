@@ -1,9 +1,11 @@
 """cupy as the kvbench GPU stand-in answers it: TEST ONLY, numpy arrays registered as device memory
 on a simulated GPU (tests/gpu_standin). It measures nothing; a test that imports it says so.
 
-Arrays live in device memory of the current device. Work kvbench enqueues (fill, kernels,
-matmul) runs on the current stream when the host waits; routines that create or read arrays
-(zeros, asarray, get, array_equal, arithmetic) wait for the current stream first, then act.
+Arrays live in device memory of the current device, in blocks of the machine's model of cupy's
+pool. Everything that touches device memory is work on the current stream, as in cupy 14: fill,
+zeros, ones, asarray and arange (an upload not waited for unless `blocking=True`), arithmetic,
+astype, array_equal, kernels and matmul run when the host waits; `get`, `set` and `item` wait for
+the current stream.
 """
 
 from __future__ import annotations
@@ -27,6 +29,25 @@ def _wait_current() -> None:
     cuda.get_current_stream().synchronize()
 
 
+def _enqueue(fn, name: str, reads=(), writes=()) -> None:
+    """`fn` as GPU work on the current stream, reading and writing the device arrays named (checked
+    for order by the machine when it runs)."""
+    m = machine()
+
+    def run() -> None:
+        for array in reads:
+            m.touch(array, "read")
+        for array in writes:
+            m.touch(array, "write")
+        fn()
+
+    cuda.get_current_stream()._s.enqueue(Op(run, name))
+
+
+class _Block:
+    """What an array keeps alive: when the last array of a block goes, the block goes back to the pool."""
+
+
 class ndarray:
     """A view of stand-in device memory."""
 
@@ -35,7 +56,7 @@ class ndarray:
 
     @property
     def data(self) -> cuda.MemoryPointer:
-        return cuda.MemoryPointer(int(self._a.ctypes.data))
+        return cuda.MemoryPointer(int(self._a.ctypes.data), self)
 
     shape = property(lambda self: self._a.shape)
     dtype = property(lambda self: self._a.dtype)
@@ -55,29 +76,46 @@ class ndarray:
     def reshape(self, *shape) -> ndarray:
         return ndarray(self._a.reshape(*shape), self)
 
-    def get(self) -> np.ndarray:
+    def get(self, stream=None) -> np.ndarray:
+        """A device-to-host copy on the current stream, waited for (cupy's `blocking=True`)."""
+        out = np.empty(self._a.shape, dtype=self._a.dtype)
+        source = self._a
+        _enqueue(lambda: out.__setitem__(Ellipsis, source), "get", reads=(source,))
         _wait_current()
-        return self._a.copy()
+        return out
 
-    def set(self, array: np.ndarray) -> None:
-        source = np.ascontiguousarray(array).view(np.uint8).ravel()
+    def set(self, array: np.ndarray, stream=None) -> None:
+        """A synchronous host-to-device copy (cupy: without a stream, `set` returns when it landed)."""
+        source = np.ascontiguousarray(array).view(np.uint8).ravel().copy()
         target = self._a.view(np.uint8).reshape(-1)
-        stream = cuda.get_current_stream()
-        stream._s.enqueue(Op(lambda: target.__setitem__(slice(None), source), "set"))
-        stream.synchronize()
+        _enqueue(lambda: target.__setitem__(slice(None), source), "set", writes=(target,))
+        _wait_current()
 
     def fill(self, value) -> None:
         target = self._a
-        cuda.get_current_stream()._s.enqueue(Op(lambda: target.fill(value), "fill"))
+        _enqueue(lambda: target.fill(value), "fill", writes=(target,))
 
     def astype(self, dtype) -> ndarray:
-        _wait_current()
-        return _new(self._a.astype(dtype))
+        out = empty(self._a.shape, dtype=dtype)
+        source, target = self._a, out._a
+        _enqueue(lambda: target.__setitem__(Ellipsis, source.astype(dtype)), "astype", reads=(source,),
+                 writes=(target,))
+        return out
 
     def _binary(self, other, op) -> ndarray:
-        _wait_current()
+        right = other._a if isinstance(other, ndarray) else other
+        probe = np.zeros(1, right.dtype) if isinstance(right, np.ndarray) else right
         with np.errstate(over="ignore"):
-            return _new(op(self._a, other._a if isinstance(other, ndarray) else other))
+            kind = np.asarray(op(np.zeros(1, self._a.dtype), probe)).dtype  # the result's type, as numpy's
+        out = empty(np.broadcast_shapes(self._a.shape, np.shape(right)), dtype=kind)
+        left, target = self._a, out._a
+
+        def run() -> None:
+            with np.errstate(over="ignore"):
+                target[...] = op(left, right)
+
+        _enqueue(run, "binary", reads=(left,) + ((right,) if isinstance(other, ndarray) else ()), writes=(target,))
+        return out
 
     def __add__(self, other) -> ndarray:
         return self._binary(other, np.add)
@@ -88,12 +126,14 @@ class ndarray:
         return self._binary(other, np.equal)
 
     def sum(self, dtype=None) -> ndarray:
-        _wait_current()
-        return _new(np.asarray(self._a.sum(dtype=dtype)))
+        out = empty((), dtype=np.zeros(1, self._a.dtype).sum(dtype=dtype).dtype)
+        source, target = self._a, out._a
+        _enqueue(lambda: target.__setitem__(Ellipsis, source.sum(dtype=dtype)), "sum", reads=(source,),
+                 writes=(target,))
+        return out
 
     def item(self):
-        _wait_current()
-        return self._a.item()
+        return self.get().item()
 
     def __bool__(self) -> bool:
         return bool(self.item())
@@ -102,10 +142,15 @@ class ndarray:
         return int(self.item())
 
 
-def _new(array: np.ndarray) -> ndarray:
-    """A new device array holding `array`'s values."""
-    out = empty(array.shape, dtype=array.dtype)
-    out._a[...] = array
+def _upload(array: np.ndarray, blocking: bool) -> ndarray:
+    """A new device array holding `array`'s values, copied on the current stream; waited for only
+    when `blocking` (cupy 14's asarray copies with blocking=False unless told)."""
+    host = np.array(array, copy=True)
+    out = empty(host.shape, dtype=host.dtype)
+    target = out._a
+    _enqueue(lambda: target.__setitem__(Ellipsis, host), "upload", writes=(target,))
+    if blocking:
+        _wait_current()
     return out
 
 
@@ -113,41 +158,42 @@ def empty(shape, dtype=np.float64) -> ndarray:
     shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw, _alloc = machine().allocate(nbytes, "device")
-    return ndarray(raw.view(dtype).reshape(shape), raw)
+    block = _Block()
+    raw, _alloc = machine().pool_allocate(nbytes, block)
+    return ndarray(raw.view(dtype).reshape(shape), block)
 
 
 def zeros(shape, dtype=np.float64) -> ndarray:
-    _wait_current()
+    """An allocation and a memset on the current stream (not waited for), as cupy's."""
     out = empty(shape, dtype)
-    out._a[...] = 0
+    out.fill(0)
     return out
 
 
 def ones(shape, dtype=np.float64) -> ndarray:
-    _wait_current()
     out = empty(shape, dtype)
-    out._a[...] = 1
+    out.fill(1)
     return out
 
 
-def asarray(array, dtype=None) -> ndarray:
+def asarray(array, dtype=None, order=None, *, blocking: bool = False) -> ndarray:
     if isinstance(array, ndarray):
         return array if dtype is None else array.astype(dtype)
-    _wait_current()
-    return _new(np.asarray(array, dtype=dtype))
+    return _upload(np.asarray(array, dtype=dtype), blocking)
 
 
 def arange(start, stop=None, step=1, dtype=None) -> ndarray:
-    _wait_current()
-    return _new(np.arange(start, stop, step, dtype=dtype))
+    return _upload(np.arange(start, stop, step, dtype=dtype), False)
 
 
 def array_equal(a, b) -> ndarray:
-    _wait_current()
     left = a._a if isinstance(a, ndarray) else np.asarray(a)
     right = b._a if isinstance(b, ndarray) else np.asarray(b)
-    return _new(np.asarray(np.array_equal(left, right)))
+    out = empty((), dtype=np.bool_)
+    target = out._a
+    _enqueue(lambda: target.__setitem__(Ellipsis, np.array_equal(left, right)), "array_equal",
+             reads=tuple(x._a for x in (a, b) if isinstance(x, ndarray)), writes=(target,))
+    return out
 
 
 _LAST_PRODUCT: list = []  # [a's bytes, b's bytes, the product] of the last distinct product
@@ -173,6 +219,10 @@ def matmul(a: ndarray, b: ndarray, out: ndarray | None = None) -> ndarray:
     target = out._a
 
     def run() -> None:
+        m = machine()
+        m.touch(a._a, "read")
+        m.touch(b._a, "read")
+        m.touch(target, "write")
         last = _LAST_PRODUCT
         if not (last and last[2].dtype == target.dtype and _same_bits(last[0], a._a)
                 and _same_bits(last[1], b._a)):
@@ -219,20 +269,34 @@ class RawModule:
 
 
 class _Pool:
+    """cupy's default device pool as the machine models it (gpu_standin.machine: pool_allocate)."""
+
     def free_all_blocks(self) -> None:
         machine().freed_pools += 1
+        machine().free_pool_blocks()
 
     def used_bytes(self) -> int:
-        return 0
+        m = machine()
+        return m.pool_bytes(m.device(), in_use=True)
 
     def total_bytes(self) -> int:
-        return 0
+        m = machine()
+        return m.pool_bytes(m.device(), in_use=False)
+
+    def n_free_blocks(self) -> int:
+        m = machine()
+        return sum(1 for a in list(m.allocations.values()) if a.pooled and a.freed and a.device == m.device())
+
+
+class _PinnedPool:
+    def free_all_blocks(self) -> None:
+        machine().freed_pools += 1
 
     def n_free_blocks(self) -> int:
         return 0
 
 
-_DEVICE_POOL, _PINNED_POOL = _Pool(), _Pool()
+_DEVICE_POOL, _PINNED_POOL = _Pool(), _PinnedPool()
 
 
 def get_default_memory_pool() -> _Pool:

@@ -1,4 +1,4 @@
-"""libcudart.so.13 as the stand-in answers it (TEST ONLY): `cudaMemcpyBatchAsync` as a real C function
+"""libcudart.so.13 as the stand-in answers it (TEST ONLY): `cudaRuntimeGetVersion` and `cudaMemcpyBatchAsync` as real C function
 pointer (a ctypes callback), so kvbench's ctypes call is marshalled exactly as against the runtime;
 the callback reads the arrays at the addresses given, as the runtime does, and queues the copies."""
 
@@ -52,9 +52,30 @@ def _batch(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream) -> int
     return SUCCESS
 
 
+VERSION_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int))
+RUNTIME_VERSION = 13000
+
+
+def _version(out) -> int:
+    out[0] = RUNTIME_VERSION
+    return SUCCESS
+
+
 class Library:
-    def __init__(self) -> None:
-        self.cudaMemcpyBatchAsync = PROTOTYPE(_batch)
+    """A CUDA 13.0 runtime; `batch=False`: one without cudaMemcpyBatchAsync."""
+
+    def __init__(self, batch: bool = True) -> None:
+        self.cudaRuntimeGetVersion = VERSION_PROTOTYPE(_version)
+        if batch:
+            self.cudaMemcpyBatchAsync = PROTOTYPE(_batch)
 
 
-LIBRARY = Library()
+LIBRARY, NO_BATCH = Library(), Library(batch=False)
+
+
+def library(name: str) -> Library:
+    """What loading `name` gives on the machine's image (`machine.cudart`); OSError where none loads."""
+    how = machine().cudart
+    if how == "missing":
+        raise OSError(f"{name}: cannot open shared object file: No such file or directory (stand-in)")
+    return NO_BATCH if how == "no-batch" else LIBRARY

@@ -26,7 +26,10 @@ def hbm_read(machine: Machine, grid: int, block: int, src: int, n: int, partials
     visit in the grid-stride loop (i mod stride in [b * block, (b + 1) * block)), in partials[b]."""
     out = machine.view(partials, grid * 8, "mapped").view(np.uint64)
     done = _part(machine, "hbm_read", n)
-    words = machine.view(src, n * 16, "mapped").view(np.uint32).reshape(-1, 4)[:done].astype(np.uint64)
+    source = machine.view(src, n * 16, "mapped")
+    machine.touch(source[:16 * done], "read")
+    machine.touch(out, "write")
+    words = source.view(np.uint32).reshape(-1, 4)[:done].astype(np.uint64)
     with np.errstate(over="ignore"):
         g = ((words[:, 0] + words[:, 1] * np.uint64(K1) + words[:, 2] * np.uint64(K2)
               + words[:, 3] * np.uint64(K3)) & M32) | np.uint64(1)
@@ -42,12 +45,16 @@ def hbm_write(machine: Machine, grid: int, block: int, dst: int, n: int, seed: i
     """Vector i gets the words (4i + seed, +1, +2, +3) mod 2**32."""
     done = _part(machine, "hbm_write", n)
     words = machine.view(dst, n * 16, "mapped").view(np.uint32)[:4 * done]
+    machine.touch(words, "write")
     words[:] = (np.arange(4 * done, dtype=np.uint64) + np.uint64(seed)).astype(np.uint32)
 
 
 def vector_copy(machine: Machine, grid: int, block: int, src: int, dst: int, n: int) -> None:
     done = _part(machine, "vector_copy", n)
-    machine.view(dst, n * 16, "mapped")[:16 * done] = machine.view(src, n * 16, "mapped")[:16 * done]
+    source, target = machine.view(src, n * 16, "mapped")[:16 * done], machine.view(dst, n * 16, "mapped")[:16 * done]
+    machine.touch(source, "read")
+    machine.touch(target, "write")
+    target[:] = source
 
 
 def kv_gather(machine: Machine, grid: int, block: int, src: int, dst: int, src_off: int, dst_off: int,
@@ -56,9 +63,14 @@ def kv_gather(machine: Machine, grid: int, block: int, src: int, dst: int, src_o
     so = machine.view(src_off, rows * 8, "mapped").view(np.uint64)
     do = machine.view(dst_off, rows * 8, "mapped").view(np.uint64)
     ln = machine.view(length, rows * 8, "mapped").view(np.uint64)
+    for table in (so, do, ln):
+        machine.touch(table, "read")
     for r in range(_part(machine, "kv_gather", rows)):
         size = int(ln[r])
-        machine.view(dst + int(do[r]), size, "mapped")[:] = machine.view(src + int(so[r]), size, "mapped")
+        source, target = machine.view(src + int(so[r]), size, "mapped"), machine.view(dst + int(do[r]), size, "mapped")
+        machine.touch(source, "read")
+        machine.touch(target, "write")
+        target[:] = source
 
 
 KERNELS = {"hbm_read": hbm_read, "hbm_write": hbm_write, "vector_copy": vector_copy, "kv_gather": kv_gather}

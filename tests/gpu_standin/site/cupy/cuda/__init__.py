@@ -152,8 +152,11 @@ def alloc_pinned_memory(size: int):
 
 
 class MemoryPointer:
-    def __init__(self, ptr: int) -> None:
-        self.ptr = ptr
+    """An array's address; like cupy's, it keeps the memory alive while it is held (its `ptr`, an int,
+    does not)."""
+
+    def __init__(self, ptr: int, owner: object = None) -> None:
+        self.ptr, self._owner = ptr, owner
 
 
 Stream.null = None  # type: ignore[assignment]

@@ -81,7 +81,9 @@ def memsetAsync(ptr: int, value: int, size: int, stream: int) -> None:
     m.view(ptr, size, "device")
 
     def run() -> None:
-        m.view(ptr, size, "device")[:] = value
+        target = m.view(ptr, size, "device")
+        m.touch(target, "write")
+        target[:] = value
 
     m.stream_by_ptr(stream).enqueue(Op(run, "memset"))
 
