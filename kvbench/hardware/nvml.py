@@ -27,10 +27,15 @@ def nvml_session() -> Iterator[ModuleType | None]:
 
 
 def call(fn, *args):
-    """fn(*args), or None where NVML raises (a field this GPU or driver does not support)."""
+    """fn(*args), or None where NVML answers with an error (`pynvml.NVMLError`: NotSupported,
+    NoPermission, ... for a field this GPU or driver does not have). Anything else (a wrong argument,
+    a bug in the caller) is not a missing field: it raises, so a test sees it instead of a field
+    silently disappearing."""
+    import pynvml
+
     try:
         return fn(*args)
-    except Exception:  # NVML raises NVMLError_NotSupported and friends per field
+    except pynvml.NVMLError:
         return None
 
 

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
+import pynvml
 import pytest
 
 from kvbench.hardware import contention, nvml_watch, proc_load
@@ -93,7 +94,7 @@ class FakeNvml:
 
     def _maybe(self, name):
         if name in self.unsupported:
-            raise RuntimeError("NVMLError_NotSupported")
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
 
     def nvmlDeviceGetHandleByPciBusId(self, bus):
         return SimpleNamespace(bus=bus)
@@ -119,7 +120,7 @@ class FakeNvml:
 
     def nvmlEventSetWait_v2(self, events, timeout_ms):
         if not self.xids:
-            raise RuntimeError("NVMLError_Timeout")
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_TIMEOUT)
         return SimpleNamespace(device=SimpleNamespace(bus="0000:17:00.0"), eventData=self.xids.pop(0))
 
     def nvmlDeviceGetPciInfo(self, h):
