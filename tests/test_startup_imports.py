@@ -104,6 +104,8 @@ def test_a_read_only_command_loads_no_heavy_library(args, small_db):
     assert not POSTGRES & loaded, f"kvbench {' '.join(args)} on SQLite loaded {sorted(POSTGRES & loaded)}"
     if args[0] in ("list", "version"):  # no database opened: no SQLAlchemy either
         assert "sqlalchemy" not in tops
+    if args[:2] == ("host", "list") or args[0] in ("tag", "version"):  # nothing computed: no numpy either
+        assert "numpy" not in tops
     if args[0] == "tag":  # SQLite's own dialect is what its write needs (INSERT … ON CONFLICT), and only it
         assert "sqlalchemy.dialects.sqlite" in loaded
 

@@ -8,10 +8,22 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from kvbench.analyze.noise import allowance_words
-from kvbench.benches.describe import describe_params
 from kvbench.report.fit_table import FittedTable
 from kvbench.units import format_gbps, format_size
+
+
+# The benchmark registry (every benchmark module, numpy with them) and the noise model load when a
+# table describes a case, not for `host list`, which only lists hosts (tests/test_startup_imports.py).
+def describe_params(bench: str, params: dict[str, Any]) -> str:
+    from kvbench.benches.describe import describe_params as describe
+
+    return describe(bench, params)
+
+
+def allowance_words(allowance_ln: float) -> str:
+    from kvbench.analyze.noise import allowance_words as words
+
+    return words(allowance_ln)
 
 
 def _table(title: str, columns: Iterable[str]) -> Table:
