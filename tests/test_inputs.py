@@ -34,8 +34,9 @@ def test_a_model_config_is_checked_field_by_field(tmp_path, config, message):
 
 def test_an_output_path_that_cannot_be_written_is_refused_before_the_run(tmp_path):
     db = tmp_path / "k.sqlite"
+    (tmp_path / "a-file").write_text("x")  # a folder that does not exist is made; one inside a file cannot be
     _one_line_exit_2(cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", f"sqlite:///{db}", "--json",
-                             str(tmp_path / "no" / "such" / "dir" / "run.json")), "folder")
+                             str(tmp_path / "a-file" / "such" / "dir" / "run.json")), "is not a folder")
     assert not db.exists()  # nothing ran, nothing was written
     _one_line_exit_2(cli("run", "--suite", "tests/fixtures/tiny.toml", "--json", str(tmp_path)), "is a directory")
 

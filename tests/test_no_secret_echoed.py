@@ -54,8 +54,9 @@ def test_redaction_hides_only_the_password(text, shown):
 
 def test_redacted_messages_keep_the_text_around_the_url(tmp_path):
     env = {"KVBENCH_DB": f"sqlite:///{tmp_path / 'k.sqlite'}", "KVBENCH_HOST_ID": "echobox"}
-    proc = cli("export", "1", "-o", f"{URL}/x/y.json", env=env)
-    assert SECRET not in proc.stdout + proc.stderr and "127.0.0.1:1/db/x" in proc.stderr, proc.stderr
+    proc = cli("export", "1", "-o", f"/proc/{URL}/x/y.json", env=env)  # a folder that cannot be made in /proc
+    assert proc.returncode == 2 and SECRET not in proc.stdout + proc.stderr, proc.stderr
+    assert "127.0.0.1:1/db/x" in proc.stderr, proc.stderr
     proc = cli("run", "--set", f"{URL}=1", env=env)
     assert proc.returncode == 2 and SECRET not in proc.stdout + proc.stderr, proc.stderr
     assert "--set postgresql://kv:***@127.0.0.1:1/db: no selected benchmark takes" in proc.stderr, proc.stderr

@@ -96,6 +96,7 @@ def write_text(text: str | bytes, target: str) -> None:
         return
     path = Path(target)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # every output path makes its folders (check_writable)
         if path.exists() and not path.is_file():  # a device or a pipe: written in place
             path.write_bytes(data)
         else:
@@ -129,16 +130,22 @@ def check_writable(target: str | None, option: str, db: str | None = None, input
     if path.is_dir():
         raise BadInput(f"bad {option} '{target}': it is a directory; give a file name")
     parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise BadInput(f"bad {option} '{target}': folder '{parent}' does not exist")
+    # a folder that does not exist yet is made when the output is written (write_text): here the
+    # nearest folder that exists must be one, and writable, so the refusal comes before the work
+    existing = parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise BadInput(f"bad {option} '{target}': '{existing}' is not a folder, so folder '{parent}' cannot be made")
     if path.exists() and not os.access(path, os.W_OK):
         raise BadInput(f"bad {option} '{target}': not writable")
     # The output is written through a temporary file beside it: make one now, so that a read-only or
     # pseudo filesystem (/proc) is refused before the work, not after it.
     try:
-        tempfile.NamedTemporaryFile(dir=parent, prefix=".kvbench-probe-").close()
+        tempfile.NamedTemporaryFile(dir=existing, prefix=".kvbench-probe-").close()
     except OSError as exc:
-        raise BadInput(f"bad {option} '{target}': not writable ({exc.strerror})") from None
+        made = "" if existing == parent else f" (folder '{parent}' would be made in '{existing}')"
+        raise BadInput(f"bad {option} '{target}': not writable{made} ({exc.strerror})") from None
     database = sqlite_path(db or default_url())
     if database is not None and path.resolve() == database.resolve():
         raise BadInput(f"bad {option} '{target}': that is the results database; give another file")

@@ -57,6 +57,7 @@ def doctor(json_out: JsonOption = None,
 
     if not 0 < seconds <= 600:
         raise BadInput(f"bad --seconds {seconds:g}: give a window between 0 and 600 s")
+    check_writable(json_out, "--json")  # before the seconds of sampling
     with nvml_session() as nvml:
         findings = run_checks(Box(nvml=nvml, seconds=seconds, own_pid=os.getpid()))
     if json_out:

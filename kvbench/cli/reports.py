@@ -30,7 +30,6 @@ def report(
     """One self-contained HTML report (plots embedded) or Markdown for a ticket; its first heading starts with
     the acceptance's overall verdict (PASS, FAIL or INCOMPLETE)."""
     from kvbench.analyze.profile import load_profile, profile_path
-    from kvbench.report import content, render
 
     by_name = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}.get(
         Path(output).suffix.lower()) if output else None
@@ -44,6 +43,8 @@ def report(
     wanted = profile_path(profile)
     host_profile = load_profile(wanted) if wanted else None
     check_writable(output, "--output", db, [*(runs or []), *([baseline] if baseline else [])])
+    from kvbench.report import content, render  # matplotlib and seaborn: seconds, so after every check of input
+
     docs = documents(runs or ["latest"], db)
     base = documents([baseline], db)[0] if baseline else None
     history = None
@@ -64,12 +65,12 @@ def plot(
 ) -> None:
     """One figure for a slide: rate vs size for a benchmark, or KV strategies vs block size for kv.restore."""
     from kvbench.benches.registry import get_bench
-    from kvbench.report import plots
 
     get_bench(bench)  # an unknown id is bad input, with the closest one suggested
     if not output.endswith((".png", ".svg")):
         raise BadInput(f"bad --output '{output}': use a .png or .svg file")
     check_writable(output, "--output", db, [run_ref])
+    from kvbench.report import plots  # matplotlib: after the checks of input
     (doc,) = documents([run_ref], db)
     fig = plots.kv_strategies(doc["results"]) if bench == "kv.restore" else plots.bandwidth_vs_size(doc["results"], bench)
     if fig is None:
