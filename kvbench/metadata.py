@@ -21,6 +21,10 @@ _KEYS = (
     # every benchmark
     Key("buffers", "", "each buffer's kind, size (bytes) and NUMA node, by role (src, dst, host, local, ...); "
         "numa_unknown: why the node is unknown (a refused move_pages query, as on gVisor)"),
+    Key("host_pages", "", "the page size every host buffer of the case was asked to have (`pages`: base | thp | "
+        "hugetlb-2M | hugetlb-1G) and each buffer as allocated (`buffers`: kind, size_bytes, pages, huge_fraction "
+        "= bytes on huge pages over the buffer's mapping, read from /proc/self/smaps, huge_page_bytes, "
+        "pages_warning when backed short of what was asked); docs/measurement.md, \"Page size\""),
     Key("warning", "", "what makes this result less than clean, in words (kept beside the case's own)"),
     Key("bottleneck", "", "the path segment whose spec peak the result is judged against"),
     Key("overhead_fraction", "fraction", "timer and loop overhead over one sample"),
@@ -143,6 +147,7 @@ FRAGMENT_BYTES = "fragment_bytes"
 FRAGMENTS = "fragments"
 GPU_BUS_ID = "gpu_bus_id"
 GPU_NUMA_NODE = "gpu_numa_node"
+HOST_PAGES = "host_pages"
 HOST_NUMA_NODE = "host_numa_node"
 LINK = "link"
 PAIRED = "paired"

@@ -26,7 +26,8 @@ from kvbench.hosts import adopt_older_ids, stored_id
 from kvbench.interrupts import Interrupted
 from kvbench.lifecycle import heartbeat, owner, pid_namespace, process_start, reap
 from kvbench.measure.engine import Pair, Settings, measure
-from kvbench.metadata import CONTENTION
+from kvbench.memory.pages import CaseBuffers, PoolRefused, pages_unavailable_reason
+from kvbench.metadata import CONTENTION, HOST_PAGES
 from kvbench.plan.cases import Case
 from kvbench.result import Result
 from kvbench.store.database import Store
@@ -63,28 +64,35 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
     is then recorded per pair of samples (metadata `paired`)."""
     bench = get_bench(case.bench)
     base = {"bench": case.bench, "params": case.params, "case_hash": case.case_hash}
-    reason = bench.case_unavailable_reason(case.params)
+    reason = bench.case_unavailable_reason(case.params) or _pages_unavailable_reason(case.params)
     if reason:
         return Result(**base, status="skipped", reason=reason)
+    buffers = CaseBuffers(case.params.get("pages"))  # every host buffer the case allocates takes its page size
     try:
-        prepared = bench.prepare(case.params)
+        with buffers:
+            prepared = bench.prepare(case.params)
+    except PoolRefused as exc:  # the hugetlb pool was too small for all of the case's buffers
+        return Result(**base, status="skipped", reason=str(exc))
     except Exception as exc:  # a library's own error type (NIXL, cupy) fails this case, not the run
         return Result(**base, status="failed", reason=f"could not prepare: {type(exc).__name__}: {exc}",
                       metadata={"traceback": traceback.format_exc(limit=5)})
     try:
         if pair is not None:  # inside the case's try: one that cannot be built fails the case, its buffers freed
-            prepared.workload.pair = pair()
+            with buffers:  # the peer's buffers at the case's page size: a comparison at equal pages
+                prepared.workload.pair = pair()
         with contention.watch(_case_gpus(bench, case, facts)) as seen:  # around the timed part, not inside it
             measurement = measure(prepared.workload, settings, on_sample)
             derived = prepared.derive(measurement)  # while the case's buffers and requests still exist
     except IntegrityError as exc:
         return Result(**base, status="failed", reason=f"integrity check failed: {exc}", metadata=prepared.metadata)
+    except PoolRefused as exc:  # the other side's buffers did not fit in the hugetlb pool left
+        return Result(**base, status="skipped", reason=str(exc))
     except Exception as exc:
         return Result(**base, status="failed", reason=f"{type(exc).__name__}: {exc}",
                       metadata={**prepared.metadata, "traceback": traceback.format_exc(limit=5)})
     finally:
         prepared.close()
-    metadata = result_metadata(prepared.metadata, derived, seen.record())
+    metadata = result_metadata(prepared.metadata, derived, seen.record(), buffers.record())
     # The peak is taken after the copies: a GPU link read while they ran replaces its max gen/width.
     try:
         peak = path_peak(bench.path(case.params), facts, links_under_load(case.params, metadata))
@@ -97,13 +105,26 @@ def run_case(case: Case, facts: HostFacts, settings: Settings, on_sample: Callab
 
 
 def result_metadata(prepared: dict[str, Any], derived: dict[str, Any],
-                    seen: dict[str, Any] | None = None) -> dict[str, Any]:
+                    seen: dict[str, Any] | None = None, pages: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a result records: the case's metadata, then what was derived from its samples (which
-    wins a clash), then the contention seen while it was timed, with a warning from each kept."""
-    seen = seen or {}
+    wins a clash), then the contention seen while it was timed, then its host buffers' page size
+    (`host_pages`: asked, and each buffer's huge-page backing), with a warning from each kept."""
+    seen, pages = seen or {}, dict(pages or {})
     troubles = [*(f"contended: {why}" for why in seen.get("contended", [])), *seen.get("faults", [])]
-    warning = "; ".join(w for w in (prepared.get("warning"), derived.get("warning"), *troubles) if w)
-    return {**prepared, **derived, **({CONTENTION: seen} if seen else {}), **({"warning": warning} if warning else {})}
+    warning = "; ".join(w for w in (prepared.get("warning"), derived.get("warning"), *troubles, pages.pop("warning", None))
+                        if w)
+    kept = {HOST_PAGES: pages} if pages.get("buffers") else {}
+    return {**prepared, **derived, **({CONTENTION: seen} if seen else {}), **kept,
+            **({"warning": warning} if warning else {})}
+
+
+def _pages_unavailable_reason(params: dict[str, Any]) -> str | None:
+    """Why the case's host buffers cannot have the page size it asks for here (THP off, a hugetlb
+    pool too small for every buffer of `size`): the case is skipped with it."""
+    asked = params.get("pages")
+    if not asked or asked == "base":
+        return None
+    return pages_unavailable_reason(asked, int(params.get("size") or 0))
 
 
 def _case_gpus(bench: Benchmark, case: Case, facts: HostFacts) -> list[str]:

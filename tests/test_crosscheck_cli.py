@@ -44,3 +44,12 @@ def test_a_bad_storage_crosscheck_flag_is_named_as_typed(tmp_path, args, message
     # hostile trial H27: `--depth 0` said "bad batch=0" (the benchmark's parameter, not the flag)
     proc = run_cli("crosscheck", "storage", "--path", str(tmp_path), *args)
     assert proc.returncode == 2 and message in proc.stderr and "batch" not in proc.stderr, proc.stderr
+
+
+def test_the_dram_crosscheck_judges_each_page_size_on_its_own_and_refuses_an_unknown_one():
+    proc = run_cli("crosscheck", "dram", "--size", "8MiB", "--repeats", "2", "--pages", "base,thp", timeout=600)
+    assert "pages=base on every side" in proc.stdout and "pages=thp on every side" in proc.stdout
+    verdict = " ".join(proc.stderr.split())  # one verdict naming both, however the terminal wraps it
+    assert proc.returncode in (0, 1, 3) and "pages=base: " in verdict and "pages=thp: " in verdict, proc.stderr[-2000:]
+    bad = run_cli("crosscheck", "dram", "--pages", "base,huge")
+    assert bad.returncode == 2 and "bad --pages 'base,huge'" in bad.stderr and "Traceback" not in bad.stderr

@@ -21,7 +21,7 @@ from kvbench.analyze.accept_rules import (  # noqa: F401  (load_rules, rules_for
 from kvbench.analyze.paired import paired_ratio, ratio_text
 from kvbench.analyze.accept_cases import not_judged, rule_limits, rule_needs, sides
 from kvbench.analyze.runs import RunDocument
-from kvbench.benches.describe import canonical_subset, describe_params
+from kvbench.benches.describe import canonical_subset, describe_params, older_results_filled
 from kvbench.benches.registry import all_benches
 from kvbench.hardware.peaks import ABOVE_PEAK_TOLERANCE, above_peak, above_peak_warning
 from kvbench.metadata import LINK, PCIE_REPLAY_DELTA, PER_GPU_GBPS
@@ -340,7 +340,7 @@ def _judge_recorded(rule: Rule, doc: RunDocument) -> list[Verdict]:
 def judge(doc: RunDocument, rules: list[RulesFile]) -> list[Verdict]:
     """Every rule's verdicts, each with the hardware its cases need, its threshold as numbers with a
     unit, and the cases of its benchmarks it did not judge, with why (accept_cases.py)."""
-    out = []
+    out, doc = [], older_results_filled(doc)  # stored before `pages` existed: judged as pages=base
     for rules_file in rules:
         for rule in rules_file.rule:
             verdicts = judge_rule(rule, doc)

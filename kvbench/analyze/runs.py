@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kvbench.analyze.cluster_runs import cluster_id_of, cluster_run_ids, merge_ranks
-from kvbench.benches.describe import canonical_subset
+from kvbench.benches.describe import canonical_subset, older_results_filled
 from kvbench.errors import BadInput
 from kvbench.input_files import EXPORT_MAX_BYTES, read_json_file
 from kvbench.records import ResultRecord, RunRecord, validate_document
@@ -25,10 +25,11 @@ def run_document(store: Store, run_id: int) -> RunDocument:
     run = store.run(run_id)
     host = store.host(run["host_id"]) or {}
     samples = store.run_samples(run_id)
-    return document(dataclasses.replace(RunRecord.from_row(run), partial=store.partial(run_id)),
-                    {"id": run["host_id"], "hostname": host.get("hostname"), "facts": host.get("facts")},
-                    [ResultRecord.from_row(r, samples.get(r["id"], [])) for r in store.results(run_id)],
-                    {"id": run["context_id"], "facts": store.context(run["context_id"])})
+    return older_results_filled(document(
+        dataclasses.replace(RunRecord.from_row(run), partial=store.partial(run_id)),
+        {"id": run["host_id"], "hostname": host.get("hostname"), "facts": host.get("facts")},
+        [ResultRecord.from_row(r, samples.get(r["id"], [])) for r in store.results(run_id)],
+        {"id": run["context_id"], "facts": store.context(run["context_id"])}))
 
 
 def load_document(ref: str, store_factory, prefer_hosts=None) -> RunDocument:
@@ -53,7 +54,7 @@ def load_document(ref: str, store_factory, prefer_hosts=None) -> RunDocument:
                 result["params"] = canonical_subset(result["bench"], result["params"])
             except BadInput as exc:
                 raise BadInput(f"{where}: result {i}: {exc}") from None
-        return doc
+        return older_results_filled(doc)
     store = store_factory()
     cluster = cluster_id_of(ref)
     if cluster is not None:

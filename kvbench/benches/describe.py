@@ -28,6 +28,23 @@ def canonical_subset(bench_id: str, params: dict[str, Any], strict: bool = False
     return out
 
 
+def with_added_defaults(bench_id: str, params: dict[str, Any]) -> dict[str, Any]:
+    """`params` of a stored result with every parameter added since (`Param.added`, as `pages`) that
+    it lacks filled in at its default: a result stored before the parameter existed was measured at
+    that default, and a rule or report naming it (`pages = "base"`) must find it."""
+    spec = all_benches().get(bench_id)
+    if spec is None:
+        return params
+    missing = {name: p.parse(name, p.default) for name, p in spec.params.items() if p.added and name not in params}
+    return {**params, **missing} if missing else params
+
+
+def older_results_filled(doc: dict[str, Any]) -> dict[str, Any]:
+    """A run document whose results carry every parameter added since they were stored, at its default
+    (`with_added_defaults`); the results are copies, `doc` is left as it was."""
+    return {**doc, "results": [{**r, "params": with_added_defaults(r["bench"], r["params"])} for r in doc["results"]]}
+
+
 def describe_params(bench_id: str, params: dict[str, Any], skip_defaults: bool = True) -> str:
     """`size=256MiB threads=2`: parameters (those not at their default, unless asked), sizes in binary
     units; `(defaults)` when nothing differs."""

@@ -80,6 +80,23 @@ class Param:
         return out
 
 
+# memory.pages.PAGES and DEFAULT_PAGES, written out: importing the memory package loads numpy, which
+# read-only commands must not pay for (tests/test_runner_pages.py holds the two equal)
+PAGES = ("base", "thp", "hugetlb-2M", "hugetlb-1G")
+PAGES_PARAM = Param(
+    "choice", "base", "page size of every host buffer: base (4 KiB, the default: what engines' KV pools "
+    "get on a stock kernel), thp (MADV_HUGEPAGE), hugetlb-2M, hugetlb-1G (the hugetlb pool); the fraction "
+    "huge pages back is recorded per buffer", choices=PAGES, added=True)
+
+
+def with_pages(params: dict[str, Param]) -> dict[str, Param]:
+    """`params` plus `pages` when the benchmark takes host memory (a `memory` parameter) and does not
+    declare `pages` itself: every host buffer has a page size, and a case at another one is another case."""
+    if "pages" in params or not any(p.kind == "memory" for p in params.values()):
+        return params
+    return {**params, "pages": PAGES_PARAM}
+
+
 def coerce_text(value: str) -> Any:
     """A `--set` value from the command line: ints stay ints, everything else stays text."""
     try:

@@ -22,7 +22,11 @@ _BENCHES: dict[str, Benchmark] = {}
 
 
 def register(cls: type[Benchmark]) -> type[Benchmark]:
-    """Class decorator: make a benchmark available under its `id`."""
+    """Class decorator: make a benchmark available under its `id` (one taking host memory gets the
+    `pages` parameter: `params.with_pages`)."""
+    from kvbench.benches.params import with_pages
+
+    cls.params = with_pages(cls.params)
     _BENCHES[cls.id] = cls()
     return cls
 

@@ -43,16 +43,27 @@ def _ends_on_signals() -> Iterator[None]:
 def crosscheck_dram(
     size: Annotated[str, typer.Option(help="buffer size")] = "256MiB",
     repeats: Annotated[int, typer.Option(help="mbw iterations")] = 10,
+    pages: Annotated[str, typer.Option(help="page sizes, comma-separated, each compared on its own: "
+                                       "base | thp | hugetlb-2M | hugetlb-1G")] = "base,thp",
 ) -> None:
-    """mbw (MEMCPY, MCBLOCK) and numpy copyto next to kvbench dram.copy, single-threaded."""
+    """mbw (MEMCPY, MCBLOCK) and numpy copyto next to kvbench dram.copy, single-threaded, every side's
+    buffers of one page size at a time (a copy on other pages is another case)."""
     from kvbench.crosscheck.dram import crosscheck_dram as run_crosscheck
+    from kvbench.memory.pages import PAGES
     from kvbench.report.crosscheck import render
     from kvbench.units import parse_size
 
-    with _ends_on_signals():
-        figures = run_crosscheck(parse_size(size), repeats)
-    render(out, figures)
-    conclude(crosscheck_verdict(figures, 0.95))
+    asked = [p.strip() for p in pages.split(",") if p.strip()]
+    bad = [p for p in asked if p not in PAGES]
+    if bad or not asked:
+        raise BadInput(f"bad --pages '{pages}': give one or more of {', '.join(PAGES)}, comma-separated")
+    size_bytes, verdicts = parse_size(size, "--size"), []
+    for page in dict.fromkeys(asked):
+        with _ends_on_signals():
+            figures = run_crosscheck(size_bytes, repeats, page)
+        render(out, figures, f"dram.copy crosscheck, pages={page} on every side (single thread, GB/s = 1e9 B/s)")
+        verdicts.append(crosscheck_verdict(figures, 0.95, label=f"pages={page}"))
+    conclude(combine(verdicts))
 
 
 @crosscheck_app.command("storage")

@@ -104,6 +104,7 @@ class HostFacts:
     extra: dict = field(default_factory=dict)
     system_id: str | None = None  # a hash of the DMI UUID / serial or machine-id (sysfs.system_identity)
     system_id_source: str | None = None
+    pages: dict = field(default_factory=dict)  # THP mode and hugetlb pools (hardware/page_sizes.py); no part of the id
 
     def visible_gpus(self) -> tuple[Gpu, ...]:
         """The GPUs this process's CUDA sees (CUDA_VISIBLE_DEVICES), in CUDA's order; every GPU, in

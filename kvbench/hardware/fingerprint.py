@@ -9,7 +9,7 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from kvbench.hardware import dimm, identity, nvml, sysfs
+from kvbench.hardware import dimm, identity, nvml, page_sizes, sysfs
 from kvbench.hardware.facts import HostFacts
 
 
@@ -32,6 +32,7 @@ def collect_facts(root: str = "/", gpus: bool = True, dram: bool = True,
         gpu_reason=gpu_reason,
         system_id=system_id,
         system_id_source=system_id_source,
+        pages=page_sizes.page_facts(root),
     )
 
 
@@ -65,13 +66,15 @@ def context_id(ctx: dict) -> str:
 
 
 def system_state(facts: HostFacts, root: str = "/") -> dict:
-    """Volatile state at the start of a run: current links, CPU governor, PCIe replay counters."""
+    """Volatile state at the start of a run: current links, CPU governor, PCIe replay counters, the
+    page sizes the kernel offers now (THP mode, hugetlb pools: root changes them between runs)."""
     governor = Path(root, "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
     return {
         "governor": governor.read_text().strip() if governor.exists() else None,
         "gpu_links": {g.bus_id: {"gen": g.link.gen, "width": g.link.width} for g in facts.gpus},
         "downtrained": [d.bdf for d in facts.pci if d.link.downtrained],
         "pcie_replays": nvml.replay_counters(),
+        "pages": page_sizes.page_facts(root),
     }
 
 

@@ -1,17 +1,14 @@
 """Host memory: pageable buffers and buffers bound to a NUMA node.
 
-Both come from anonymous `mmap` (page-aligned, so pages can be bound before first touch) and
-are touched before they are handed out, so page faults are never measured.
+Both come from anonymous `mmap` of the case's page size (`memory.pages`: base pages, THP or a
+hugetlb pool; page-aligned, so pages can be bound before first touch), are touched before they are
+handed out, so page faults are never measured, and record how much of them huge pages back.
 """
 
 from __future__ import annotations
 
-import mmap
-
-import numpy as np
-
 from kvbench.errors import BadInput
-from kvbench.memory import numa
+from kvbench.memory import numa, pages
 from kvbench.memory.headroom import HostMemory, host_headroom
 from kvbench.memory.region import Region
 
@@ -27,30 +24,31 @@ def check_fits(size_bytes: int, kind: str, room: HostMemory | None = None) -> No
         )
 
 
-def _mapping(size_bytes: int) -> tuple[mmap.mmap, np.ndarray]:
-    mapping = mmap.mmap(-1, max(size_bytes, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    return mapping, np.frombuffer(mapping, dtype=np.uint8, count=size_bytes)
+def _mapping(size_bytes: int) -> pages.HostMapping:
+    """An untouched mapping of the page size the case asked for (`pages.asked`)."""
+    return pages.HostMapping(size_bytes, pages.asked())
 
 
-def _region(kind: str, size_bytes: int, mapping: mmap.mmap, array: np.ndarray) -> Region:
-    array.fill(0)  # first touch: fault every page in now, not inside a timed copy
-    node, unknown = numa.node_of(int(array.ctypes.data), size_bytes) if size_bytes else (None, None)
-
-    def release() -> None:
-        try:
-            mapping.close()
-        except BufferError:
-            pass  # a view is still alive somewhere; the mapping goes when it does
-
-    return Region(kind=kind, size_bytes=size_bytes, host_array=array, numa_node=node, _release=release,
-                  facts={"numa_unknown": unknown} if unknown else {})
+def _region(kind: str, size_bytes: int, mapping: pages.HostMapping) -> Region:
+    array = mapping.array
+    try:
+        array.fill(0)  # first touch: fault every page in now, not inside a timed copy
+        node, unknown = numa.node_of(int(array.ctypes.data), size_bytes) if size_bytes else (None, None)
+        backing = mapping.backing()
+    except BaseException:
+        mapping.close()
+        raise
+    facts = {**({"numa_unknown": unknown} if unknown else {}), **backing}
+    region = Region(kind=kind, size_bytes=size_bytes, host_array=array, numa_node=node, _release=mapping.close,
+                    facts=facts)
+    pages.list_buffer(region.describe())
+    return region
 
 
 def pageable_buffer(size_bytes: int) -> Region:
     """Ordinary pageable host memory wherever the kernel puts it; the node found is recorded."""
     check_fits(size_bytes, "pageable")
-    mapping, array = _mapping(size_bytes)
-    return _region("pageable", size_bytes, mapping, array)
+    return _region("pageable", size_bytes, _mapping(size_bytes))
 
 
 def numa_buffer(size_bytes: int, node: int) -> Region:
@@ -62,9 +60,13 @@ def numa_buffer(size_bytes: int, node: int) -> Region:
     if node_free is not None and (host.available_bytes is None or node_free < host.available_bytes):
         host = HostMemory(node_free, f"NUMA node {node} MemFree")
     check_fits(size_bytes, f"numa:{node}", host)
-    mapping, array = _mapping(size_bytes)
-    numa.bind_to_node(int(array.ctypes.data), size_bytes, node)
-    region = _region(f"numa:{node}", size_bytes, mapping, array)
+    mapping = _mapping(size_bytes)
+    try:
+        numa.bind_to_node(mapping.address, mapping.length, node)
+    except BaseException:
+        mapping.close()
+        raise
+    region = _region(f"numa:{node}", size_bytes, mapping)
     if region.numa_node is not None and region.numa_node != node:  # unknown (query refused): mbind's word stands
         region.close()
         raise RuntimeError(f"pages bound to NUMA node {node} were found on node {region.numa_node}")

@@ -4,11 +4,9 @@ place with cudaHostRegister (portable, mapped), so a buffer bound to a node can 
 from __future__ import annotations
 
 from kvbench.backends.cuda import cupy_module
+from kvbench.memory.cuda_memory import REGISTER_FLAGS
 from kvbench.memory.kinds import allocate, parse_kind
 from kvbench.memory.region import Region
-
-# cudaHostRegisterPortable | cudaHostRegisterMapped: usable from every GPU, and by kernels
-REGISTER_FLAGS = 1 | 2
 
 
 def host_buffer(memory: str, size: int) -> tuple[Region, bool]:

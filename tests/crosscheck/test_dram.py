@@ -17,7 +17,7 @@ def test_mbw_average_is_parsed_and_converted_from_mib():
 @pytest.mark.skipif(shutil.which("mbw") is None, reason="mbw is not installed (Debian package mbw)")
 def test_mbw_runs_and_mcblock_is_not_a_copy_peer():
     memcpy, mcblock = mbw(16 << 20, 2)
-    assert memcpy.gbps > 0 and memcpy.comparable
+    assert memcpy.gbps > 0 and (memcpy.comparable or "not the page size asked" in memcpy.note)  # THP always
     assert mcblock.gbps > 0 and not mcblock.comparable
 
 
@@ -48,3 +48,31 @@ def test_a_numpy_peer_that_copies_nothing_fails_the_crosscheck(monkeypatch):
     monkeypatch.setattr(dram, "numpy_copyto", broken)
     ours, peers = crosscheck_dram(8 << 20, repeats=2)
     assert ours.gbps is None and "numpy copyto" in ours.note
+
+
+@pytest.mark.parametrize("pages", ["base", "thp"])
+def test_every_side_copies_on_the_page_size_asked_and_says_so(pages):
+    from kvbench.memory.pages import pages_unavailable_reason
+
+    if pages_unavailable_reason(pages):
+        pytest.skip(pages_unavailable_reason(pages))
+    ours, peers = crosscheck_dram(8 << 20, repeats=2, pages=pages)
+    (numpy_figure,) = [p for p in peers if p.name == "numpy copyto"]
+    for figure in (ours, numpy_figure):
+        assert figure.gbps > 0 and f"pages={pages}" in figure.note and "huge pages back" in figure.note
+    if pages == "base":
+        assert "back 0% and 0%" in ours.note and "back 0% and 0%" in numpy_figure.note
+    for figure in peers:
+        if figure.name.startswith("mbw") and figure.gbps:
+            assert f"pages={pages} asked of glibc" in figure.note
+
+
+def test_a_mbw_run_on_other_pages_than_asked_is_shown_not_compared(monkeypatch):
+    import kvbench.crosscheck.dram as dram
+
+    if shutil.which("mbw") is None:
+        pytest.skip("mbw is not installed (Debian package mbw)")
+    monkeypatch.setattr(dram, "_rollup_huge_bytes", lambda pid: 64 << 20)  # as if glibc had given it THP
+    memcpy, _mcblock = mbw(16 << 20, 2, "base")
+    assert memcpy.gbps > 0 and not memcpy.comparable and "not the page size asked" in memcpy.note
+    assert all("skipped" in f.note for f in mbw(16 << 20, 2, "hugetlb-1G"))
