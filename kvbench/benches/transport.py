@@ -81,9 +81,11 @@ def validate_transport(params: dict[str, Any]) -> None:
 
 
 def mooncake_batch(params: dict[str, Any], operation: str, region, peer, offsets: list[int], lengths: list[int],
-                   stack: ExitStack) -> tuple[MooncakeTransfer, dict[str, Any]]:
-    """(the batch `offsets`/`lengths` of `region` to or from the same offsets of `peer`'s buffer over
-    Mooncake, what the result records of it). The engines close with `stack`."""
+                   stack: ExitStack, remote_offsets: list[int] | None = None,
+                   rows: int | None = None) -> tuple[MooncakeRun, dict[str, Any]]:
+    """(the pieces `offsets`/`lengths` of `region` to or from `remote_offsets` (default: the same
+    offsets) of `peer`'s buffer over Mooncake, in batches of at most `rows` pieces submitted one
+    after the other; what the result records of it). The engines close with `stack`."""
     address = getattr(peer, "address", ("127.0.0.1", 0))[0]
     engine = Engine(local_address_towards(address), params["mooncake_metadata"], params["mooncake_protocol"],
                     params["mooncake_device"], params["timeout_s"])
@@ -92,6 +94,23 @@ def mooncake_batch(params: dict[str, Any], operation: str, region, peer, offsets
                                         params["mooncake_device"], params["timeout_s"]))
     _, base, _ = nixl_memory(region)
     engine.register(base, region.size_bytes)
-    transfer = MooncakeTransfer(engine, operation, segment, [base + o for o in offsets],
-                                [peer.base + o for o in offsets], lengths, params["timeout_s"])
-    return transfer, {"version": mooncake_version(), **engine.describe(), "peer_segment": segment}
+    remote_offsets = offsets if remote_offsets is None else remote_offsets
+    step = rows or max(len(offsets), 1)
+    batches = [MooncakeTransfer(engine, operation, segment, [base + o for o in offsets[i:i + step]],
+                                [peer.base + o for o in remote_offsets[i:i + step]], lengths[i:i + step],
+                                params["timeout_s"]) for i in range(0, len(offsets), step)]
+    return MooncakeRun(batches), {"version": mooncake_version(), **engine.describe(), "peer_segment": segment,
+                                  "batches": len(batches)}
+
+
+class MooncakeRun:
+    """Every batch of one operation, submitted one after the other; calling it runs them all."""
+
+    def __init__(self, batches: list[MooncakeTransfer]) -> None:
+        self.batches = batches
+
+    def __call__(self) -> None:
+        for batch in self.batches:
+            batch.run()
+
+    run = __call__

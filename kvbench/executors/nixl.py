@@ -34,6 +34,7 @@ class NixlSource:
     backends: tuple[str, ...]
     rows: Callable[[DescriptorList], np.ndarray]
     timeout_s: float = DEFAULT_TIMEOUT_S
+    peer: object = None  # the far side, where the pool is another agent's (peers/initiator.py)
 
 
 class NixlRun:

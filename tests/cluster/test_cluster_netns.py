@@ -302,13 +302,15 @@ def test_real_mpirun_four_ranks_on_one_host(nodes, tmp_path):
 
 
 def test_ring_across_four_namespaces_over_mooncake(nodes, tmp_path, mooncake_env):
-    """The same pattern with every pair's bytes on Mooncake's Transfer Engine over TCP (P2P handshake
+    """The ring with net.write, net.read and kv.restore (src=remote: the pool on the target), every
+    pair's bytes on Mooncake's Transfer Engine over TCP (P2P handshake
     between the namespaces' addresses), the peers' control messages still NIXL's; the test-only CUDA
     driver is on each rank's loader path (tests/mooncake_driver.py)."""
     env = {"LD_LIBRARY_PATH": mooncake_env["LD_LIBRARY_PATH"], "MC_LOG_LEVEL": "WARNING"}
     procs, db = [], tmp_path / "k.sqlite"
     suite = tmp_path / "suite.toml"
-    suite.write_text(SUITE + '[[bench]]\nid = "net.write"\n[[bench]]\nid = "net.read"\n')
+    suite.write_text(SUITE + '[[bench]]\nid = "net.write"\n[[bench]]\nid = "net.read"\n' + KV_SWEEP
+                     + 'src = "remote"\nstrategy = "nixl"\n')
     for rank in range(WORLD):
         launch_env, extra = launcher_env("torchrun", nodes, rank)
         procs.append(nodes.launch(rank, {**launch_env, **env}, [*COMMON, "--timeout", "60", "--pattern", "ring",
@@ -317,7 +319,8 @@ def test_ring_across_four_namespaces_over_mooncake(nodes, tmp_path, mooncake_env
     for status, err in finish(procs, 900):
         assert status == 0, err[-2500:]
     results = stored(db)
-    assert sorted(r["bench"] for r in results) == ["net.read"] * WORLD + ["net.write"] * WORLD
+    assert sorted(r["bench"] for r in results) == ["kv.restore"] * WORLD + ["net.read"] * WORLD + ["net.write"] * WORLD
+    check_restores(results, nodes.addresses, nodes.hosts, "ring")  # each from the pool its target allocated
     for r in results:
         assert r["status"] == "ok" and r["verified"], (r["params"], r["reason"])
         assert r["params"]["transport"] == "mooncake" and r["extra"]["nixl_backend"] is None
@@ -326,3 +329,5 @@ def test_ring_across_four_namespaces_over_mooncake(nodes, tmp_path, mooncake_env
         assert mooncake["peer_segment"].startswith(f"{r['params']['peer_addr']}:")  # the far namespace's address
         assert mooncake["segment"].startswith(f"{SUBNET}.") and mooncake["segment"] != mooncake["peer_segment"]
     assert directed(results) == sorted((nodes.hosts[i], nodes.hosts[(i + 1) % WORLD]) for i in range(WORLD))
+    kv = sorted((r["params"]["src_host"], r["params"]["dst_host"]) for r in results if r["bench"] == "kv.restore")
+    assert kv == sorted((d, s) for s, d in directed(results))  # a restore's bytes leave the target

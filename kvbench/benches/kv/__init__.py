@@ -20,6 +20,7 @@ from kvbench.benches.kv.case import KVCase, layout_metadata
 from kvbench.benches.params import Param
 from kvbench.benches.peer_params import PAIR_HOSTS, REMOTE_PEER, added_later
 from kvbench.benches.registry import register
+from kvbench.benches.transport import TRANSPORT, uses_mooncake, validate_transport
 from kvbench.benches.under_load import LOAD, refuse_load, with_load
 from kvbench.errors import BadInput
 from kvbench.executors.registry import all_executors, get_executor
@@ -77,6 +78,7 @@ class _KVTransfer(Benchmark):
         "pipeline": Param("choice", "on", "via: read chunk k+1 while chunk k is scattered (on), or one after the "
                           "other (off)", choices=("on", "off"), added=True),
         **added_later({**REMOTE_PEER, **PAIR_HOSTS}),  # peer=remote (and peer=local's timeout_s)
+        **TRANSPORT,  # src=remote, strategy=nixl: the pool's fragments over NIXL, Mooncake, or both
     }
 
     def _shape(self, params: dict[str, Any]) -> KVShape:
@@ -99,6 +101,11 @@ class _KVTransfer(Benchmark):
         refuse_load(params, None if self.direction == "restore" and self._family(params) is cuda
                     and parse_kind(params["dst"]).name == "device"
                     else "it runs beside kv.restore's CUDA strategy copies into GPU memory (dst=device)")
+        validate_transport(params)
+        if uses_mooncake(params) and (params["strategy"] != "nixl" or parse_kind(params["src"]).name != "remote"
+                                      or params["via"] != "none" or self.direction != "restore"):
+            raise BadInput(f"bad transport={params['transport']}: Mooncake restores from src=remote with "
+                           "strategy=nixl and via=none")
         if params["via"] != "none":
             twohop.check_params(params)
         elif self._family(params) is nixl:

@@ -18,13 +18,20 @@ import numpy as np
 from kvbench.backends.nixl import backend_unavailable_reason, desc_array, make_agent
 from kvbench.benches.base import Prepared
 from kvbench.benches.kv.case import KVCase, rates
+from kvbench.benches.transport import (
+    AGAINST_NIXL,
+    mooncake_batch,
+    transport_unavailable_reason,
+    uses_mooncake,
+    uses_nixl_data,
+)
 from kvbench.errors import BadInput, IntegrityError
-from kvbench.executors.nixl import NixlSource
+from kvbench.executors.nixl import REQUEST_ROWS, NixlSource
 from kvbench.executors.registry import get_executor
 from kvbench.hardware.path import Segment
 from kvbench.kv.check import first_mismatch
 from kvbench.kv.descriptors import DescriptorList
-from kvbench.measure.engine import Workload
+from kvbench.measure.engine import Pair, Workload
 from kvbench.memory.files import create_files, mount_of
 from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
@@ -38,7 +45,7 @@ def unavailable_reason(params: dict[str, Any], direction: str) -> str | None:
     src = parse_kind(params["src"]).name
     if direction != "restore" or src not in ("file", "remote"):
         return "strategy nixl serves kv.restore from src=file or src=remote"
-    reason = backend_unavailable_reason("POSIX" if src == "file" else "UCX")
+    reason = backend_unavailable_reason("POSIX" if src == "file" else "UCX") or transport_unavailable_reason(params)
     if reason:
         return reason
     if src == "file" and params["file_layout"] == "per_block" and params["src_layout"] not in ("page_first", "contiguous"):
@@ -79,6 +86,12 @@ def prepare(case: KVCase) -> Prepared:
             whole_dst, mem_type))
         run = get_executor("nixl").bind(source, dst, descriptors)
         stack.callback(run.close)
+        mooncake = None
+        if not from_file and uses_mooncake(params):  # the same fragments over Mooncake, 8,192 a batch
+            mooncake = mooncake_batch(params, "READ", dst, source.peer, [int(o) for o in descriptors.dst_offset],
+                                      [int(n) for n in descriptors.length], stack,
+                                      remote_offsets=[int(o) for o in descriptors.src_offset], rows=REQUEST_ROWS)
+            meta = {**meta, "mooncake": mooncake[1]}
         cleanup = stack.pop_all()
 
     def check() -> None:
@@ -91,9 +104,17 @@ def prepare(case: KVCase) -> Prepared:
     def derive(m) -> dict[str, Any]:
         return {**rates(params["tokens"], len(descriptors), m), "telemetry": run.telemetry()}
 
-    metadata = {**case.layout, **meta, "nixl_backend": run.backend, "requests": len(run.transfers),
-                "fragments": len(descriptors), "buffers": {"dst": dst.describe(), **meta.get("buffers", {})}}
-    return Prepared(Workload(descriptors.total_bytes, run, guarded.poison, check), metadata, cleanup.close, derive)
+    nixl_moves = mooncake is None or uses_nixl_data(params)
+    metadata = {**case.layout, **meta, "nixl_backend": run.backend if nixl_moves else None,
+                "requests": len(run.transfers) if nixl_moves else mooncake[1]["batches"],
+                "fragments": len(descriptors), "buffers": {"dst": dst.describe(), **meta.get("buffers", {})},
+                **({"transport": params["transport"]} if "transport" in params else {})}
+    if mooncake is None:
+        return Prepared(Workload(descriptors.total_bytes, run, guarded.poison, check), metadata, cleanup.close, derive)
+    workload = Workload(descriptors.total_bytes, mooncake[0], guarded.poison, check)
+    if nixl_moves:  # transport=both: NIXL's requests on the same buffers, timed interleaved with Mooncake's
+        workload.pair = Pair(AGAINST_NIXL, Workload(descriptors.total_bytes, run, guarded.poison, check))
+    return Prepared(workload, metadata, cleanup.close, derive)
 
 
 def file_source(case: KVCase, expected: np.ndarray, stack: ExitStack, register_dst,
@@ -150,5 +171,5 @@ def peer_source(case: KVCase, expected: np.ndarray, stack: ExitStack, register_d
     def rows(descriptors: DescriptorList) -> np.ndarray:
         return desc_array(peer.base + descriptors.src_offset, descriptors.length, peer.device)
 
-    return (NixlSource(agent, peer.mem_type, peer.name, ("UCX",), rows, timeout_s=params["timeout_s"]),
+    return (NixlSource(agent, peer.mem_type, peer.name, ("UCX",), rows, timeout_s=params["timeout_s"], peer=peer),
             {"buffers": {"src": peer.describe()}})
