@@ -6,7 +6,8 @@ engine; `engine=sm`: the vector_copy kernel (kernels/hbm.cu) reaching the peer's
 access enabled. `direction=write`: the source GPU pushes (its stream, its copy engine or SMs);
 `read`: the destination GPU pulls. `bidir=yes` runs A→B and B→A at once, each on its initiating
 GPU's stream, and reports the sum with each direction in `directions_gbps`. Every copy is verified:
-the destination is poisoned before it and must hold the source's pattern after. The pair's link
+the destination is poisoned before it and must hold the source's pattern after, and the guard bytes
+on both sides of it the poison; each direction's source has its own pattern (seed 40 + its GPU). The pair's link
 (NVLink links and version, PCIe peer-to-peer, or none: staged through host memory) comes from NVML;
 its peak from peaks.toml's [[nvlink]] rows or the GPUs' PCIe links. docs/gpu-p2p.md maps the cases
 onto nvbandwidth's device_to_device tests.
@@ -39,7 +40,8 @@ from kvbench.hardware.peaks import Peak, nvlink_spec
 from kvbench.measure.cuda_timer import AllGpusEventTimer, CudaEventTimer
 from kvbench.measure.engine import Workload
 from kvbench.memory.cuda_memory import check_gpu
-from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.guard import GUARD_BYTES
+from kvbench.memory.pattern import POISON, fill_pattern
 
 
 def parse_pair(text: str) -> tuple[int, int]:
@@ -195,14 +197,15 @@ def _build(params: dict[str, Any], a: int, b: int, stack: ExitStack) -> Prepared
         expected = np.empty(size, dtype=np.uint8)
         fill_pattern(expected, seed=40 + src)
         source = upload(expected, src)  # landed before the other GPU's stream reads it (direction=read)
-        with cp.cuda.Device(dst):
-            target = cp.empty(size, dtype=cp.uint8)
+        with cp.cuda.Device(dst):  # guards on both sides: a copy that writes outside its bytes fails
+            whole = cp.empty(size + 2 * GUARD_BYTES, dtype=cp.uint8)
+        target = whole[GUARD_BYTES:GUARD_BYTES + size]
         initiator = src if write else dst
         with cp.cuda.Device(initiator):
             stream = cp.cuda.Stream(non_blocking=True)
             kernel = kernel_module("hbm", initiator).get_function("vector_copy") if engine == "sm" else None
-        lanes.append({"src": src, "dst": dst, "source": source, "target": target, "expected": expected,
-                      "initiator": initiator, "stream": stream, "kernel": kernel})
+        lanes.append({"src": src, "dst": dst, "source": source, "target": target, "whole": whole,
+                      "expected": expected, "initiator": initiator, "stream": stream, "kernel": kernel})
     for gpu in {a, b}:
         stack.callback(cp.cuda.Device(gpu).synchronize)  # nothing in flight when the buffers go
     grid, block = launch_shape(lanes[0]["initiator"])
@@ -221,17 +224,24 @@ def _build(params: dict[str, Any], a: int, b: int, stack: ExitStack) -> Prepared
     def reset() -> None:
         for lane in lanes:
             cp.cuda.Device(lane["initiator"]).synchronize()  # the last copy landed before the poison
-            poison_between_copies(lane["dst"], lane["target"])
+            poison_between_copies(lane["dst"], lane["whole"])
 
     def check() -> None:
         for lane in lanes:
             cp.cuda.Device(lane["initiator"]).synchronize()
             with cp.cuda.Device(lane["dst"]):
-                got = lane["target"].get()
+                whole = lane["whole"].get()
+            got = whole[GUARD_BYTES:GUARD_BYTES + size]
             if not np.array_equal(got, lane["expected"]):
                 wrong = int(np.count_nonzero(got != lane["expected"]))
                 raise IntegrityError(f"GPU {lane['src']} -> GPU {lane['dst']}: {wrong} of {size} bytes differ "
                                      "from the source's pattern")
+            for side, guard in (("before", whole[:GUARD_BYTES]), ("after", whole[GUARD_BYTES + size:])):
+                changed = int(np.count_nonzero(guard != POISON))
+                if changed:
+                    raise IntegrityError(f"GPU {lane['src']} -> GPU {lane['dst']}: {changed} guard bytes {side} the "
+                                         f"destination are no longer the poison {POISON:#04x} (a copy wrote outside "
+                                         "its bytes)")
 
     streams = {lane["initiator"]: lane["stream"] for lane in lanes}
     timer = AllGpusEventTimer(streams) if bidir else CudaEventTimer(lanes[0]["stream"], lanes[0]["initiator"])

@@ -16,7 +16,8 @@ M32 = np.uint64(0xFFFFFFFF)
 
 
 def _part(machine: Machine, name: str, n: int) -> int:
-    """How many of `n` units the (possibly broken) kernel handles."""
+    """How many of `n` units the (possibly broken) kernel handles (past:N / before:N: all of them,
+    then `Machine.spill` writes outside)."""
     how = machine.broken(name)
     return 0 if how == "nothing" else n // 2 if how == "half" else n
 
@@ -47,6 +48,7 @@ def hbm_write(machine: Machine, grid: int, block: int, dst: int, n: int, seed: i
     words = machine.view(dst, n * 16, "mapped").view(np.uint32)[:4 * done]
     machine.touch(words, "write")
     words[:] = (np.arange(4 * done, dtype=np.uint64) + np.uint64(seed)).astype(np.uint32)
+    machine.spill("hbm_write", dst, n * 16)
 
 
 def vector_copy(machine: Machine, grid: int, block: int, src: int, dst: int, n: int) -> None:
@@ -55,6 +57,7 @@ def vector_copy(machine: Machine, grid: int, block: int, src: int, dst: int, n: 
     machine.touch(source, "read")
     machine.touch(target, "write")
     target[:] = source
+    machine.spill("vector_copy", dst, n * 16)
 
 
 def kv_gather(machine: Machine, grid: int, block: int, src: int, dst: int, src_off: int, dst_off: int,
@@ -71,6 +74,7 @@ def kv_gather(machine: Machine, grid: int, block: int, src: int, dst: int, src_o
         machine.touch(source, "read")
         machine.touch(target, "write")
         target[:] = source
+        machine.spill("kv_gather", dst + int(do[r]), size)
 
 
 KERNELS = {"hbm_read": hbm_read, "hbm_write": hbm_write, "vector_copy": vector_copy, "kv_gather": kv_gather}

@@ -61,6 +61,7 @@ class FreedBlockUse(CudaError):
     readable, and the next allocation of its size gets it). TEST ONLY: a GPU reads it silently."""
 
 
+SPILL = 0x5A  # what a copy broken as past:N / before:N writes outside its bytes (never the poison 0xA5)
 HOST = -1  # the host's entry in a clock: its own accesses to device memory, in program order
 POOL_ROUND = 512  # cupy's pool rounds every block up to a multiple of 512 bytes
 
@@ -532,15 +533,40 @@ class Machine:
 
     # --- what tests break ------------------------------------------------------------------
     def broken(self, what: str) -> str | None:
-        """How `what` (memcpy, memset or a kernel's name) is broken for this test, if it is."""
+        """How `what` (memcpy, memset or a kernel's name) is broken for this test, if it is: "nothing",
+        "half", "past:N" or "before:N" (all bytes, then N more written after its end or before its
+        start). `what@D` breaks only the work that runs on device D's streams (one direction of a
+        bidirectional case)."""
+        running = self.running
+        if running is not None and running.stream is not None:
+            scoped = self.breakage.get(f"{what}@{running.stream.device}")
+            if scoped is not None:
+                return scoped
         return self.breakage.get(what)
+
+    def spill(self, what: str, address: int, size: int) -> None:
+        """Where `what` is broken as "past:N" or "before:N": N bytes of SPILL written just after (or
+        before) the `size` bytes it wrote at `address`, as a copy or kernel off by N would. Memory
+        that is no allocation is an illegal address, as on a GPU (never written here)."""
+        how = self.broken(what) or ""
+        where, _, count = how.partition(":")
+        if where not in ("past", "before"):
+            return
+        n = int(count)
+        start = address + size if where == "past" else address - n
+        if self.find(start, n) is None:
+            raise CudaError(f"cudaErrorIllegalAddress: {what} wrote {n} bytes at {start:#x}, outside any allocation")
+        out = self.view(start, n, "any")
+        self.touch(out, "write")
+        out[:] = SPILL
 
     def counted(self, name: str) -> None:
         self.launches[name] = self.launches.get(name, 0) + 1
 
 
 def copy_bytes(machine: Machine, dst: np.ndarray, src: np.ndarray) -> None:
-    """A copy as the stand-in does it: all bytes, or (breakage for tests) none or the first half."""
+    """A copy as the stand-in does it: all bytes, or (breakage for tests) none, the first half, or all
+    and N bytes more past its end or before its start."""
     machine.touch(src, "read")
     machine.touch(dst, "write")
     how = machine.broken("memcpy")
@@ -551,6 +577,8 @@ def copy_bytes(machine: Machine, dst: np.ndarray, src: np.ndarray) -> None:
         dst[:half] = src[:half]
         return
     dst[:] = src
+    if dst.nbytes:
+        machine.spill("memcpy", int(dst.ctypes.data), int(dst.nbytes))
 
 
 _MACHINE: Machine | None = None
