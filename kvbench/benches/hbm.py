@@ -29,6 +29,8 @@ from kvbench.hardware.path import Segment
 from kvbench.measure.cuda_timer import CudaEventTimer
 from kvbench.measure.engine import Workload
 from kvbench.memory.cuda_memory import check_gpu
+from kvbench.memory.guard import GUARD_BYTES
+from kvbench.memory.pattern import POISON
 
 # hbm_write's 32-bit words count up from SEED: the reset poison's word (0xA5A5A5A5) is the one value
 # they reach last, after 2**32 words, so no buffer under 16 GiB ever holds it where the pattern belongs.
@@ -122,7 +124,9 @@ class _Hbm(Benchmark):
         l2 = cp.cuda.runtime.getDeviceProperties(gpu)["l2CacheSize"]
         scrub = cp.empty(max(2 * l2, 1 << 20), dtype=cp.uint8)
         src = cp.empty(size, dtype=cp.uint8) if self.kind in ("read", "copy") else None
-        dst = cp.empty(size, dtype=cp.uint8) if self.kind in ("write", "copy") else None
+        # the destination with guards on both sides: a kernel that writes outside its bytes fails the check
+        whole = cp.empty(size + 2 * GUARD_BYTES, dtype=cp.uint8) if self.kind in ("write", "copy") else None
+        dst = whole[GUARD_BYTES:GUARD_BYTES + size] if whole is not None else None
         partials = cp.empty(grid, dtype=cp.uint64)  # hbm_read: each block's checksum, every timed launch
         want_checksum = expected_read_checksum(size) if self.kind == "read" else None
         if src is not None:
@@ -145,7 +149,7 @@ class _Hbm(Benchmark):
             kernel((grid,), (block,), kernel_args, stream=stream)
 
         def reset() -> None:  # the read's destination is its checksum: poisoned like any other
-            poison_between_copies(gpu, dst if dst is not None else partials)
+            poison_between_copies(gpu, whole if whole is not None else partials)
 
         def check() -> None:
             stream.synchronize()
@@ -155,6 +159,11 @@ class _Hbm(Benchmark):
                     raise IntegrityError(f"hbm_read's checksum {got:#x} is not the pattern's {want_checksum:#x}: "
                                          "a vector was skipped, read twice or read from the wrong place")
                 return
+            guards = np.concatenate([whole[:GUARD_BYTES].get(), whole[GUARD_BYTES + size:].get()])
+            if int(np.count_nonzero(guards != POISON)):
+                raise IntegrityError(f"{'hbm_write' if self.kind == 'write' else 'vector_copy'} wrote outside its "
+                                     f"{size} bytes: {int(np.count_nonzero(guards != POISON))} guard bytes around the "
+                                     f"destination are no longer the poison {POISON:#04x}")
             for lo, hi in chunks(size):  # write and copy both leave the pattern hbm_write makes
                 if not bool(cp.array_equal(dst[lo:hi].view(cp.uint32), write_pattern(cp, lo, hi, SEED))):
                     raise IntegrityError(f"{'hbm_write' if self.kind == 'write' else 'vector_copy'} left words that "

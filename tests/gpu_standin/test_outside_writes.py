@@ -34,6 +34,8 @@ MOVERS = [
     ("kv.handoff", {**HANDOFF, "strategy": "gather-copy-scatter"}, "kv_gather@1"),
     *[("kv.restore", {**KV, "strategy": s}, "memcpy") for s in ("ce-loop", "ce-graph", "ce-batch", "gpu-contiguous")],
     ("kv.restore", {**KV, "strategy": "sm-gather"}, "kv_gather"),
+    ("hbm.write", {"size": "1MiB"}, "hbm_write"),
+    ("hbm.copy", {"size": "1MiB"}, "vector_copy"),
 ]
 
 
