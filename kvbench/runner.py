@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
+import time
 import traceback
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,15 +137,49 @@ def _case_gpus(bench: Benchmark, case: Case, facts: HostFacts) -> list[str]:
         return []
 
 
+REMEASURE_SHARE = 0.1  # the default re-measurement budget: a tenth of the run's own time
+
+
+def contention_load(result: Result) -> float | None:
+    """The share of the box (0–1) others took while `result` was timed (CPU plus steal), None when it
+    was not contended (kvbench/analyze/contended.py judges the same record)."""
+    record = result.metadata.get(CONTENTION) or {}
+    if result.status != "ok" or not record.get("contended"):
+        return None
+    host = record.get("host") or {}
+    return float(host.get("others_cpu_fraction") or 0.0) + float(host.get("steal_fraction") or 0.0)
+
+
+def _quieter(again: Result, first: Result) -> bool:
+    """Whether a re-measurement is the one to keep: ok, and clean or less contended than the first."""
+    if again.status != "ok":
+        return False
+    load = contention_load(again)
+    return load is None or load < (contention_load(first) or 0.0)
+
+
+def _summary(result: Result) -> dict[str, Any]:
+    record = result.metadata.get(CONTENTION) or {}
+    return {"status": result.status, "gbps": result.gbps, "contended": list(record.get("contended") or []),
+            "others_cpu_fraction": (record.get("host") or {}).get("others_cpu_fraction")}
+
+
 def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Settings, info: RunInfo,
             on_result: Callable[[Result], None] | None = None,
             on_sample: Callable[[], None] | None = None,
             on_start: Callable[[int, Case], None] | None = None,
-            run_one: Callable[[int, Case], Result | None] | None = None, planned: int | None = None) -> int:
+            run_one: Callable[[int, Case], Result | None] | None = None, planned: int | None = None,
+            remeasure_s: float | None = None) -> int:
     """Run every case into a new run of `store`; returns the run id. `on_start(i, case)` is called
     as case i (from 0) starts, `on_result(result)` as it ends. `run_one(i, case)` replaces
     `run_case` (a rank of a cluster waits for its round first); None stores nothing for that case,
     and `planned` is then the count of cases the run expects to store.
+
+    A case measured under contention is measured once more at the end of the run, while budget is
+    left (`remeasure_s` seconds, checked before each; None: REMEASURE_SHARE of the time the run took;
+    0: never), and the quieter of the two is stored, the other summarised in its metadata
+    (`remeasured`): a busy minute need not decide the run's verdict. Until then the first result is
+    held, and stored as it is if the run ends early. A cluster rank (`run_one`) re-measures nothing.
 
     A signal (`Interrupted`: SIGINT, SIGTERM, SIGHUP) or KeyboardInterrupt marks the run `aborted`,
     any other escape `failed`; both re-raise.
@@ -153,6 +189,10 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
     except DBAPIError as exc:
         raise BadInput(f"cannot write to database {store.url}: {_first_line(exc)}") from None
     failed = 0
+    held: dict[int, tuple[Case, Result]] = {}  # contended results waiting for their re-measurement, by case index
+    store_result = lambda result: store.add_result(run_id, result.to_row(),  # noqa: E731
+                                                   list(result.measurement.samples_s) if result.measurement else [])
+    started = time.monotonic()
     try:
         with heartbeat(store, run_id):  # a long case is never taken for a dead run
             for i, case in enumerate(cases):
@@ -161,14 +201,30 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
                 result = run_one(i, case) if run_one else run_case(case, facts, settings, on_sample)
                 if result is None:
                     continue
-                store.add_result(run_id, result.to_row(),
-                                 list(result.measurement.samples_s) if result.measurement else [])
+                if run_one is None and remeasure_s != 0 and contention_load(result) is not None:
+                    held[i] = (case, result)
+                else:
+                    store_result(result)
                 failed += result.status == "failed"
                 if on_result:
                     on_result(result)
+            budget = REMEASURE_SHARE * (time.monotonic() - started) if remeasure_s is None else remeasure_s
+            deadline = time.monotonic() + budget
+            for i in sorted(held):
+                case, first = held[i]
+                kept = first
+                if time.monotonic() < deadline:
+                    again = run_case(case, facts, settings, on_sample)
+                    kept, other = (again, first) if _quieter(again, first) else (first, again)
+                    kept = dataclasses.replace(kept, metadata={
+                        **kept.metadata, "remeasured": {"kept": "again" if kept is again else "first",
+                                                        "other": _summary(other)}})
+                store_result(kept)
+                del held[i]
     except Unwritable as exc:  # the database file was deleted or replaced: nothing left to mark
         raise Unwritable(f"{exc}; run {run_id} ended there") from None
     except KeyboardInterrupt as exc:
+        _store_held(store_result, held)
         name = exc.name if isinstance(exc, Interrupted) else "SIGINT"
         _finish(store, run_id, "aborted", f"interrupted ({name})", fingerprint.end_state())
         if isinstance(exc, Interrupted):
@@ -181,11 +237,23 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
                        f"{'is marked failed, its finished results kept' if marked else 'could not be marked failed'}"
                        ) from None
     except BaseException as exc:
+        _store_held(store_result, held)
         _finish(store, run_id, "failed", f"{type(exc).__name__}: {exc}")
         raise
     store.finish_run(run_id, "failed" if failed else "complete", f"{failed} case(s) failed" if failed else None,
                      fingerprint.end_state())
     return run_id
+
+
+def _store_held(store_result: Callable[[Result], Any], held: dict[int, tuple[Case, Result]]) -> None:
+    """Store the contended results still waiting for a re-measurement, as measured: a run that ends
+    early loses none of them (best effort: the database may be what failed)."""
+    for i in sorted(held):
+        try:
+            store_result(held[i][1])
+        except (DBAPIError, Unwritable):
+            return
+    held.clear()
 
 
 def _begin(cases: list[Case], store: Store, facts: HostFacts, info: RunInfo, planned: int) -> int:

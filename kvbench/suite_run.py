@@ -36,6 +36,7 @@ class RunRequest:
     db: str | None = None
     max_cases: int = MAX_CASES
     cases: tuple[str, ...] = ()  # only these case ids of the plan (accept's re-measurement); () = all
+    remeasure_s: float | None = None  # budget to re-measure contended cases at the end; None: a share of the run
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ def run_suite(request: RunRequest, progress: Console) -> RunOutcome:
     store = open_store(request.db)
     facts = host_facts()
     with signals_end_runs(), RunProgress(progress, len(cases), describe_params) as shown:
-        run_id = execute(cases, store, facts, settings, info, on_result=shown.done, on_start=shown.start)
+        run_id = execute(cases, store, facts, settings, info, on_result=shown.done, on_start=shown.start,
+                         remeasure_s=request.remeasure_s)
     failed = sum(r["status"] == "failed" for r in store.results(run_id))
     return RunOutcome(run_id, store, failed)

@@ -107,7 +107,7 @@ def weigh_contention(verdict: str, note: str, base: dict[str, Any], new: dict[st
         return AMBIGUOUS_CONTENDED, (f"{verdict} on the fast end, but the {faker_name} run was more contended "
                                      f"({said}), which can explain up to {explains:.1f}× slower; re-measure. {note}")
     why = (f"beyond the {explains:.1f}× its contention can explain" if more_contended(faker, other) else
-           "both sides equally contended")
+           f"the {faker_name} run no more contended than the other")
     return verdict, f"{note}; {said}: judged on the fast end, {why}"
 
 

@@ -100,6 +100,9 @@ def run(
     repeat: Annotated[int, typer.Option("--repeat", min=1, max=100, help="run the selection N times, each in a fresh "
                                         "process, as N runs; shows the spread between them (--json: the last run)")]
     = 1,
+    remeasure_s: Annotated[float | None, typer.Option(
+        "--remeasure-s", help="seconds to measure the cases a busy neighbour contended once more at the end of the "
+        "run, keeping the quieter result (default: a tenth of the run's time; 0: never)")] = None,
     peaks: PeaksOption = None,
 ) -> None:
     """Run a suite (or some benchmarks) and store every sample. Exit 0 when every case that could run here ran ok,
@@ -114,8 +117,10 @@ def run(
         raise BadInput(f"bad --precision {precision:g}: give a fraction between 0 and 1 (0.01 is ±1 %){hint}")
     if max_time is not None and not 0 < max_time <= 3600:
         raise BadInput(f"bad --max-time {max_time:g}: give seconds per case, above 0 and at most 3600")
+    if remeasure_s is not None and not 0 <= remeasure_s <= 86_400:
+        raise BadInput(f"bad --remeasure-s {remeasure_s:g}: give seconds, 0 (never) to 86400")
     request = RunRequest(suite=suite, benches=tuple(bench or ()), tags=pairs(tag, "--tag"), samples=samples, db=db,
-                         precision=precision, max_time_s=max_time,
+                         precision=precision, max_time_s=max_time, remeasure_s=remeasure_s,
                          overrides={k: coerce_text(v) for k, v in pairs(set_, "--set").items()}, max_cases=max_cases)
     run_and_show(request, json_out, repeat)
 
