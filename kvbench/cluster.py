@@ -51,8 +51,11 @@ class Slot:
     measure: bool
 
 
-def pulls(bench_id: str) -> bool:
-    """True when the initiator pulls the bytes from the target (a read: net.read, kv.restore)."""
+def pulls(bench_id: str, params: dict | None = None) -> bool:
+    """True when the initiator pulls the bytes from the target (a read: net.read, kv.restore; not a
+    kv.restore with mode=push, whose initiator writes into the target)."""
+    if (params or {}).get("mode") == "push":
+        return False
     return getattr(get_bench(bench_id), "operation", "WRITE") == "READ"
 
 
@@ -87,7 +90,7 @@ def share(cases: list[Case], rounds: list[list[tuple[int, int]]], rank: int, ros
                 continue
             entry = roster[target] or {"addr": "0.0.0.0", "port": 1}
             for case in cases:
-                src, dst = (target, initiator) if pulls(case.bench) else (initiator, target)
+                src, dst = (target, initiator) if pulls(case.bench, case.params) else (initiator, target)
                 params = get_bench(case.bench).canonical_params({
                     **case.params, "peer_addr": entry["addr"], "peer_port": entry["port"],
                     "peer_name": target_name(target), "src_host": hosts[src], "dst_host": hosts[dst]})
@@ -97,7 +100,8 @@ def share(cases: list[Case], rounds: list[list[tuple[int, int]]], rank: int, ros
 
 
 def cluster_record(slot: Slot, pattern: str, rounds: list, hosts: list[str], cluster: str = "") -> dict:
-    src, dst = (slot.target, slot.initiator) if pulls(slot.case.bench) else (slot.initiator, slot.target)
+    src, dst = ((slot.target, slot.initiator) if pulls(slot.case.bench, slot.case.params)
+                else (slot.initiator, slot.target))
     return {"pattern": pattern, "round": slot.round, "src_host": hosts[src], "dst_host": hosts[dst],
             "src_rank": src, "dst_rank": dst, "concurrency": len(rounds[slot.round]),
             **({"id": cluster} if cluster else {})}

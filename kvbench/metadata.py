@@ -101,7 +101,10 @@ _KEYS = (
     # storage and network
     Key("nixl_backend", "", "the NIXL backend that served the requests (query_xfer_backend)"),
     Key("nixl_version", "", "NIXL's version"),
-    Key("requests", "count", "prepared NIXL requests cycled through"),
+    Key("requests", "count", "prepared NIXL requests cycled through (kv.restore requests=R: the requests of one burst, "
+        "posted at once)"),
+    Key("mode", "", "kv.restore burst: pull (this side reads the peer's pool) or push (it writes into the peer's slots)"),
+    Key("request_fragments", "count", "kv.restore burst: fragments of one request (its own block table)"),
     Key("telemetry", "µs", "NIXL's post and transfer time of the last request, and its descriptors"),
     Key("posix_api", "", "the POSIX plugin's I/O engine"),
     Key("direct", "", "files opened O_DIRECT"),

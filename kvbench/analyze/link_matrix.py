@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvbench.analyze.fleet import robust_spread
-from kvbench.metadata import CLUSTER
+from kvbench.metadata import CLUSTER, PAIRED, REQUEST_MS
+
+WIRE_CEILING = {"src_layout": "contiguous", "dst_layout": "contiguous"}  # a KV burst's paired side (benches/kv/burst.py)
 
 # Parameters that name the pair or how it was reached, not what was measured: cells of one matrix
 # differ in them and agree on everything else.
@@ -36,6 +38,11 @@ class LinkCell:
     result_id: int | None
     round: int | None
     concurrency: int | None  # pairs moving at once in the pair's round
+    # a burst of KV requests (kv.restore requests=R): its fraction of the wire ceiling (the same bytes as one
+    # descriptor, timed interleaved: the paired ratio) and its requests' p50 / p99 latency (ms)
+    wire_fraction: float | None = None
+    request_p50_ms: float | None = None
+    request_p99_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -75,9 +82,14 @@ def _cell(src: str, dst: str, row: dict[str, Any] | None, missing: str) -> LinkC
     cluster = (row.get("extra") or {}).get(CLUSTER) or {}
     ok = row["status"] == "ok" and row.get("gbps_median") is not None
     reason = row.get("reason") or (None if ok else f"{row['status']} with no rate or reason stored")
+    extra = row.get("extra") or {}
+    paired = extra.get(PAIRED) or {}
+    ceiling = paired.get("median") if ok and paired.get("against") == WIRE_CEILING else None
+    requests = (extra.get(REQUEST_MS) or {}) if ok else {}
     return LinkCell(src, dst, row["status"] if row["status"] != "ok" or ok else "failed",
                     float(row["gbps_median"]) if ok else None, None if ok else reason, None, False,
-                    row.get("run_id"), row.get("id"), cluster.get("round"), cluster.get("concurrency"))
+                    row.get("run_id"), row.get("id"), cluster.get("round"), cluster.get("concurrency"),
+                    ceiling, requests.get("p50"), requests.get("p99"))
 
 
 def link_matrices(rows: list[dict[str, Any]], run_id: int | str | None = None, k: float = 3.0,

@@ -109,6 +109,9 @@ def fleet_cmd(
                                                 "'latest' (the newest cluster run) or a run id (a rank's run: its "
                                                 "whole launch); default: the newest result of each pair across "
                                                 "runs")] = None,
+    show: Annotated[str, typer.Option("--show", help="--pairs: what each cell shows: gbps | fraction (of the wire "
+                                      "ceiling, a kv.restore burst's) | p50 | p99 (ms per request of a burst)")]
+    = "gbps",
     json_out: JsonOption = None,
     db: DbOption = None,
 ) -> None:
@@ -122,12 +125,18 @@ def fleet_cmd(
         get_bench(bench_id)  # an unknown id is bad input, with the closest one suggested
     if run_ref is not None and not link_pairs:
         raise BadInput("--run picks the run of --pairs: add --pairs")
+    from kvbench.report.link_table import SHOWN
+
+    if show not in SHOWN:
+        raise BadInput(f"bad --show '{show}': choose {', '.join(SHOWN)}")
+    if show != "gbps" and not link_pairs:
+        raise BadInput("--show picks what the cells of --pairs show: add --pairs")
     if link_pairs and outliers_only:
         raise BadInput("--outliers is for hosts, --pairs for links: give one of them")
     check_writable(json_out, "--json", db)
     store = open_store(db, read_only=True)
     if link_pairs:
-        _link_matrix(store, bench, run_ref, json_out)
+        _link_matrix(store, bench, run_ref, json_out, show)
         return
     rows = store.latest_ok_results(bench or None)
     if not rows:
@@ -162,7 +171,8 @@ def _pairs_run(store, run_ref: str | None) -> tuple[int | str | None, list[int] 
     return f"{PREFIX}{cluster}", cluster_run_ids(store, cluster)
 
 
-def _link_matrix(store, bench: list[str] | None, run_ref: str | None, json_out: str | None) -> None:
+def _link_matrix(store, bench: list[str] | None, run_ref: str | None, json_out: str | None,
+                 show: str = "gbps") -> None:
     """`fleet --pairs`: one matrix per benchmark, pattern and case, from the benchmarks that run
     against a peer (or those named)."""
     from kvbench.analyze.link_matrix import link_matrices
@@ -183,6 +193,6 @@ def _link_matrix(store, bench: list[str] | None, run_ref: str | None, json_out: 
         if json_out == "-":
             return
     for m in matrices:
-        out.print(link_table(m))
+        out.print(link_table(m, show))
         for line in link_notes(m):
             out.print(line, markup=False, highlight=False)

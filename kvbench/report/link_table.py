@@ -15,27 +15,39 @@ from kvbench.units import format_gbps
 _WORD = {"failed": "[bold red]FAILED[/]", "skipped": "[yellow]skipped[/]", "missing": "[dim]missing[/]"}
 
 
-def _shown(cell: Any) -> str:
+# what a matrix's cells can show: (the cell's field, the unit in the title, how a value is written)
+SHOWN = {"gbps": ("gbps", "GB/s (1e9 B/s)", format_gbps),
+         "fraction": ("wire_fraction", "fraction of the wire ceiling (the same bytes as one descriptor)",
+                      lambda v: f"{v:.2f}"),
+         "p50": ("request_p50_ms", "p50 ms per request of a burst", lambda v: f"{v:.3g}"),
+         "p99": ("request_p99_ms", "p99 ms per request of a burst", lambda v: f"{v:.3g}")}
+
+
+def _shown(cell: Any, show: str = "gbps") -> str:
     if cell is None:
         return ""
     if cell.status != "ok":
         return _WORD.get(cell.status, escape(cell.status))
-    rate = format_gbps(cell.gbps)
+    field, _, written = SHOWN[show]
+    value = getattr(cell, field)
+    if value is None:
+        return "[dim]n/a[/]"  # an ok pair that measured no such value (not a burst)
+    rate = written(value)
     return f"[bold red]{rate} SLOW[/]" if cell.slow else rate
 
 
-def matrix_title(m: Any) -> str:
+def matrix_title(m: Any, show: str = "gbps") -> str:
     where = ((m.run_id if isinstance(m.run_id, str) else f"run {m.run_id}") if m.run_id is not None
              else "newest result of each pair")
     pattern = f" · pattern {m.pattern}" if m.pattern else ""
-    return escape(f"{m.bench} {describe_params(m.bench, m.params)}{pattern} · {where} · GB/s (1e9 B/s), "
+    return escape(f"{m.bench} {describe_params(m.bench, m.params)}{pattern} · {where} · {SHOWN[show][1]}, "
                   "source ↓ destination →")
 
 
-def link_table(m: Any) -> FittedTable:
-    rows = [[escape(src), *("·" if src == dst and m.cell(src, dst) is None else _shown(m.cell(src, dst))
+def link_table(m: Any, show: str = "gbps") -> FittedTable:
+    rows = [[escape(src), *("·" if src == dst and m.cell(src, dst) is None else _shown(m.cell(src, dst), show)
                             for dst in m.hosts)] for src in m.hosts]
-    return FittedTable(matrix_title(m), [("src \\ dst", "id"), *((escape(h), "number") for h in m.hosts)], rows)
+    return FittedTable(matrix_title(m, show), [("src \\ dst", "id"), *((escape(h), "number") for h in m.hosts)], rows)
 
 
 def link_notes(m: Any) -> list[str]:

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from kvbench.benches.base import Benchmark, Prepared
-from kvbench.benches.kv import cuda, host, nixl, twohop
+from kvbench.benches.kv import burst, cuda, host, nixl, twohop
 from kvbench.benches.kv.case import KVCase, layout_metadata
 from kvbench.benches.params import Param
 from kvbench.benches.peer_params import PAIR_HOSTS, REMOTE_PEER, added_later
@@ -75,6 +75,11 @@ class _KVTransfer(Benchmark):
         "chunk": Param("size", "16MiB", "via: bytes read into a staging buffer at a time (whole blocks, at least "
                        "one)", minimum=4096, added=True),
         "load": LOAD,
+        "requests": Param("int", 1, "src=remote strategy=nixl: concurrent requests per burst (1 to 64), each its "
+                          "own random block table of `tokens` tokens (the disaggregated prefill → decode handoff)",
+                          minimum=1, added=True),
+        "mode": Param("choice", "pull", "src=remote strategy=nixl: pull (this side reads the peer's pool) or push "
+                      "(this side writes its pool into the peer's slots)", choices=("pull", "push"), added=True),
         "pipeline": Param("choice", "on", "via: read chunk k+1 while chunk k is scattered (on), or one after the "
                           "other (off)", choices=("on", "off"), added=True),
         **added_later({**REMOTE_PEER, **PAIR_HOSTS}),  # peer=remote (and peer=local's timeout_s)
@@ -86,6 +91,8 @@ class _KVTransfer(Benchmark):
 
     def _blocks(self, params: dict[str, Any]) -> tuple[int, int]:
         blocks = params["tokens"] // params["block_tokens"]
+        if burst.wanted(params):
+            return blocks, burst.pool_blocks(params, blocks)
         return blocks, params["pool_blocks"] or 4 * blocks
 
     def validate(self, params: dict[str, Any]) -> None:
@@ -106,6 +113,14 @@ class _KVTransfer(Benchmark):
                                       or params["via"] != "none" or self.direction != "restore"):
             raise BadInput(f"bad transport={params['transport']}: Mooncake restores from src=remote with "
                            "strategy=nixl and via=none")
+        if burst.wanted(params):
+            if self.direction != "restore":
+                raise BadInput("bad requests= or mode=push with kv.offload: bursts are kv.restore's (mode=push is the "
+                               "prefill side's write)")
+            burst.check_params(params)
+            if uses_mooncake(params):
+                raise BadInput(f"bad transport={params['transport']} with requests={params['requests']} "
+                               f"mode={params['mode']}: bursts of requests run over NIXL (transport=nixl)")
         if params["via"] != "none":
             twohop.check_params(params)
         elif self._family(params) is nixl:
@@ -125,6 +140,8 @@ class _KVTransfer(Benchmark):
                 check_gpu(kind.index or 0, sizes[key], given=f"{key}={params[key]}")
 
     def _family(self, params: dict[str, Any]) -> ModuleType:
+        if burst.wanted(params):
+            return burst  # R requests at once, pulled or pushed, beside the wire ceiling
         if params["via"] != "none":
             return twohop  # NIXL reads into staging, the strategy scatters: a family of its own
         return FAMILIES[get_executor(params["strategy"]).family]
@@ -147,8 +164,8 @@ class _KVTransfer(Benchmark):
         prepared = self._family(params).prepare(case)
         if params["load"] != "none":
             prepared = with_load(prepared, params["load"], parse_kind(params["dst"]).index or 0)
-        if self.direction != "restore":
-            return prepared
+        if self.direction != "restore" or burst.wanted(params):
+            return prepared  # a burst times each of its requests itself (request_ms)
         # A restore is also one request a serving engine waits on: REQUESTS of them timed one by one.
         prepared.workload.requests = REQUESTS
         derive = prepared.derive
