@@ -146,3 +146,33 @@ def test_the_terminal_matrix_shows_host_names_as_they_are_and_keeps_rates_whole(
     console.print(link_table(m))
     text = console.export_text()
     assert "rack[red]-1" in text and text.count("12.3") == 2
+
+
+def test_a_burst_s_cells_carry_its_fraction_of_the_wire_ceiling_and_request_latency(db_url):
+    """kv.restore requests=R stores its paired wire ceiling and request_ms; the matrix shows any of them
+    (`--show`), and an ok pair that measured no such value says n/a, never 0."""
+    store = open_store(db_url)
+    run_id = new_run(store)
+    for n, (src, dst) in enumerate([("node-a", "node-b"), ("node-b", "node-a"), ("node-a", "node-c")]):
+        params = {"requests": 16, "mode": "pull", "src_host": src, "dst_host": dst}
+        extra = {"cluster": {"pattern": "pairs", "round": n, "src_host": src, "dst_host": dst},
+                 "paired": {"against": {"src_layout": "contiguous", "dst_layout": "contiguous"}, "median": 0.5 + n / 10},
+                 "request_ms": {"p50": 2.0 + n, "p99": 9.0 + n}} if n < 2 else {
+                     "cluster": {"pattern": "pairs", "round": n, "src_host": src, "dst_host": dst}}
+        store.add_result(run_id, {"bench": "kv.restore", "params": params, "case_hash": f"k{n}", "gbps_median": 3.0,
+                                  "verified": True, "status": "ok", "reason": None, "warnings": [], "extra": extra},
+                         [1e-3] * 5)
+    store.finish_run(run_id, "complete")
+    (m,) = link_matrices(store.link_results(["kv.restore"], run_id), run_id)
+    cell = m.cell("node-b", "node-a")
+    assert (cell.wire_fraction, cell.request_p50_ms, cell.request_p99_ms) == (0.6, 3.0, 10.0)
+    assert m.cell("node-a", "node-c").wire_fraction is None
+    shown = cli("fleet", "--pairs", "--run", str(run_id), "--show", "fraction", "--db", db_url)
+    assert shown.returncode == 0 and "0.60" in shown.stdout and "n/a" in shown.stdout, shown.stdout
+    assert "fraction of the wire ceiling" in shown.stdout
+    shown = cli("fleet", "--pairs", "--run", str(run_id), "--show", "p99", "--db", db_url, "--json", "-")
+    cells = json.loads(shown.stdout)["matrices"][0]["cells"]
+    assert {(c["src_host"], c["dst_host"]): c["request_p99_ms"] for c in cells if c["status"] == "ok"}[
+        ("node-a", "node-b")] == 9.0
+    bad = cli("fleet", "--pairs", "--show", "speed", "--db", db_url)
+    assert bad.returncode == 2 and "bad --show 'speed': choose gbps, fraction, p50, p99" in bad.stderr
