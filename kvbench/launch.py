@@ -30,6 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     (this rank's target stopped on the way out)."""
     from kvbench.interrupts import Interrupted, signals_end_runs
 
+    # NIXL's own C++ log lines are not this rank's words: while rank 0 starts, each refused ask for its
+    # metadata is an ERROR line ("getsockopt gave error ... Connection refused"), and a peer killed mid-run
+    # another ("genNotif: ... NIXL_ERR_REMOTE_DISCONNECT"). kvbench says what failed in one line of its own;
+    # a NIXL_LOG_LEVEL the user sets still wins.
+    os.environ.setdefault("NIXL_LOG_LEVEL", "FATAL")
     try:
         with signals_end_runs():
             return _main(sys.argv[1:] if argv is None else argv)
