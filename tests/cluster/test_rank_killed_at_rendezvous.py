@@ -78,7 +78,8 @@ def _alive(pid: int) -> bool:
 
 def test_a_rank_killed_after_its_join_leaves_the_others_running_and_no_target_behind(tmp_path):
     port, db = free_port(), tmp_path / "k.sqlite"
-    base = {k: v for k, v in os.environ.items() if k != "UCX_LOG_FILE" and not k.startswith(
+    # as a launcher starts ranks: without the UCX_LOG_FILE and NIXL_LOG_LEVEL this test process got when it loaded NIXL
+    base = {k: v for k, v in os.environ.items() if k not in ("UCX_LOG_FILE", "NIXL_LOG_LEVEL") and not k.startswith(
         ("RANK", "WORLD_SIZE", "MASTER_", "LOCAL_RANK", "SLURM_", "OMPI_", "PMI_"))}
     own = ["--peer-addr", "127.0.0.1", "--port", str(port), "--block-size", "64KiB", "--batch", "8", "--timeout", "30",
            "--", "--bench", "net.write", "--samples", "5", "--db", f"sqlite:///{db}"]
