@@ -271,7 +271,7 @@ def _begin(cases: list[Case], store: Store, facts: HostFacts, info: RunInfo, pla
         kvbench_version=__version__, git_sha=sha, git_dirty=dirty, tags=info.tags,
         system_state={**fingerprint.system_state(facts), "temp_dirs": temp_dirs, "pid_namespace": pid_namespace(),
                       "pid_start": process_start()},
-        cases_planned=planned, owner=owner(),
+        cases_planned=planned, owner=owner(), facts=facts.to_dict(),
     )
 
 

@@ -25,7 +25,8 @@ MAY_IMPORT = {
     "peers": {"backends", "memory"},
     "benches": {"memory", "kv", "executors", "measure", "hardware", "backends", "peers"},
     "plan": {"benches", "measure", "memory", "backends"},
-    "analyze": {"store", "hardware", "kv", "benches.describe", "benches.registry", "benches.params"},
+    "analyze": {"store", "hardware", "kv", "benches.describe", "benches.registry", "benches.params",
+                "measure.stats"},  # the median's confidence interval an uncertain verdict is judged by
     "report": {"analyze", "hardware", "kv", "benches.describe", "benches.registry", "benches.params", "store",
                "crosscheck.common"},
     "crosscheck": {"benches", "measure", "memory", "plan", "runner", "this_host", "peers", "result"},

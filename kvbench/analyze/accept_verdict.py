@@ -17,6 +17,7 @@ from typing import Any
 from kvbench.analyze.accept import NO_CASE, Verdict
 from kvbench.analyze.inventory import INVENTORY
 from kvbench.analyze.profile import Profile
+from kvbench.analyze.uncertain import is_uncertain
 from kvbench.benches.describe import describe_params
 from kvbench.overall import INCOMPLETE, Overall, decide
 
@@ -88,10 +89,11 @@ def _profile_key_not_judged(verdicts: list[Verdict], expected: dict[str, str]) -
 
 def _failed_only_while_contended(verdicts: list[Verdict], expected: dict[str, str]) -> list[str]:
     """Rules that failed only on cases measured under contention (kvbench/analyze/contended.py)."""
-    rules = list(dict.fromkeys(v.rule for v in verdicts if v.verdict == INCOMPLETE))
+    busy = [v for v in verdicts if v.verdict == INCOMPLETE and not is_uncertain(v)]
+    rules = list(dict.fromkeys(v.rule for v in busy))
     if not rules:
         return []
-    count = sum(v.verdict == INCOMPLETE for v in verdicts)
+    count = len(busy)
     return [f"{count} case(s) of {', '.join(rules)} failed only while the box was contended: re-measure on a quiet box"]
 
 
@@ -106,10 +108,19 @@ def _host_rule_without_its_case(verdicts: list[Verdict], expected: dict[str, str
             "run the acceptance suite"]
 
 
+def _uncertain(verdicts: list[Verdict], expected: dict[str, str]) -> list[str]:
+    """Ratios whose 95 % interval straddles their threshold, even after re-sampling (kvbench/analyze/uncertain.py)."""
+    found = [v for v in verdicts if is_uncertain(v)]
+    if not found:
+        return []
+    shown = "; ".join(f"{v.rule} {v.measured} against {v.threshold}" for v in found)
+    return [f"{len(found)} case(s) uncertain: the 95 % interval straddles the threshold ({shown})"]
+
+
 # Each: (verdicts, expected) → reasons the acceptance is INCOMPLETE (none: it is not, for that reason).
 INCOMPLETE_WHEN: list[Callable[[list[Verdict], dict[str, str]], list[str]]] = [
     _nothing_judged, _expected_but_skipped, _profile_key_not_judged, _host_rule_without_its_case,
-    _failed_only_while_contended]
+    _failed_only_while_contended, _uncertain]
 
 
 WHOLE_RUN = ("complete", "failed")  # ended by itself with every case (a failed run: some of them failed)

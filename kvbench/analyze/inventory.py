@@ -1,32 +1,46 @@
-"""A host profile's expectations judged against the host facts a run recorded: one acceptance
-verdict per `[expect]` key (rule `inventory-<key>`), PASS, or FAIL with what was found; SKIP where
-the run recorded no such fact (which makes the overall verdict INCOMPLETE, never PASS, whatever else
-passed: accept_verdict.py). Every key is judged here whatever rule file is in use: `nvlink` from the
-links the run's gpu.p2p cases recorded (a SKU rule file's NVLink rule judges their rates besides)."""
+"""A host profile's expectations judged against the host facts a run recorded when it began (its own,
+store schema version 4; a run stored earlier carries its host's first-seen facts, and its verdicts say
+so): one acceptance verdict per `[expect]` key (rule `inventory-<key>`), PASS, or FAIL with what was
+found; SKIP where the run recorded no such fact (which makes the overall verdict INCOMPLETE, never PASS,
+whatever else passed: accept_verdict.py). Every key is judged here whatever rule file is in use:
+`nvlink` from the links the run's gpu.p2p cases recorded (a SKU rule file's NVLink rule judges their
+rates besides). Each verdict carries its numbers too (`value`, `limit`, `limit_max` in `unit`), and
+names what changed on that fact since the box's first run (kvbench/analyze/drift.py) where it changed."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from dataclasses import replace
+
 from kvbench.analyze.accept import Verdict
+from kvbench.analyze.drift import Drift
 from kvbench.analyze.profile import DRAM_TOLERANCE, Profile, dram_bytes, physical_nics
+from kvbench.store.schema import FACTS_FIRST_SEEN
 
 INVENTORY = "profile"  # what an inventory verdict needs: a profile that asks for it
 
 
-def _verdict(key: str, ok: bool | None, found: str, threshold: str, why: str = "") -> Verdict:
+# the drift keys (kvbench/analyze/drift.py) a profile key's verdict names when they changed
+DRIFT_KEYS = {"pcie_width": ("pcie_gen",), "nic_gbps": ("nics",), "gpus": ("gpus",), "gpu_model": ("gpu_model",),
+              "gpu_serials": ("gpu_serials", "gpus")}
+
+
+def _verdict(key: str, ok: bool | None, found: str, threshold: str, why: str = "", *, value: float | None = None,
+             unit: str = "", limit: float | None = None, limit_max: float | None = None) -> Verdict:
     word = "SKIP" if ok is None else "PASS" if ok else "FAIL"
     return Verdict(rule=f"inventory-{key}", bench="host", case="inventory", verdict=word, measured=found,
                    threshold=threshold, why=why or ("as the profile expects" if ok else "not what the profile expects"),
-                   needs=(INVENTORY,))
+                   needs=(INVENTORY,), value=value, unit=unit, limit=limit, limit_max=limit_max)
 
 
 def _gpus(want: int, facts: dict[str, Any]) -> Verdict:
     gpus = facts.get("gpus") or []
     names = ", ".join(sorted({g.get("name") or "?" for g in gpus}))
     found = f"{len(gpus)} GPU(s)" + (f": {names}" if names else f" ({facts.get('gpu_reason') or 'none found'})")
-    return _verdict("gpus", len(gpus) == want, found, f"= {want}")
+    return _verdict("gpus", len(gpus) == want, found, f"= {want}", value=len(gpus), unit="GPUs", limit=want,
+                    limit_max=want)
 
 
 def _gpu_model(want: str, facts: dict[str, Any]) -> Verdict:
@@ -47,7 +61,22 @@ def _link(key: str, field: str, want: int, facts: dict[str, Any]) -> Verdict:
         return _verdict(key, None, "unknown", f"≥ {label}{want}", f"link {field} unreadable for GPU {unknown}")
     low = {bus: v for bus, v in values.items() if v < want}
     found = ", ".join(f"{bus} {label}{v}" for bus, v in (low or values).items())
-    return _verdict(key, not low, found, f"≥ {label}{want} at max, every GPU")
+    return _verdict(key, not low, found, f"≥ {label}{want} at max, every GPU", value=min(values.values()),
+                    unit="PCIe generation" if field == "max_gen" else "lanes", limit=want)
+
+
+def _serials(want: list[str], facts: dict[str, Any]) -> Verdict:
+    gpus = facts.get("gpus") or []
+    have = {g.get("serial"): g for g in gpus}
+    threshold = f"{len(want)} board(s) as profiled"
+    if gpus and None in have:
+        return _verdict("gpu_serials", None, "unknown", threshold, "NVML gives no serial for every GPU")
+    missing, new = sorted(set(want) - set(have)), sorted(set(have) - set(want))
+    found = "; ".join(filter(None, [f"missing {', '.join(missing)}" if missing else "",
+                                    "new " + ", ".join(f"{s} (GPU {have[s].get('index')} {have[s].get('bus_id')})"
+                                                       for s in new) if new else ""])) or f"{len(have)} as profiled"
+    return _verdict("gpu_serials", not missing and not new, found, threshold, value=len(set(want) & set(have)),
+                    unit="boards as profiled", limit=len(want), limit_max=len(want))
 
 
 def _nics(want: int, facts: dict[str, Any], gbps: float | None, key: str = "nics") -> Verdict:
@@ -55,13 +84,14 @@ def _nics(want: int, facts: dict[str, Any], gbps: float | None, key: str = "nics
     names = ", ".join(f"{n['name']} {n['rate_gbit']:g} Gb/s" for n in found)
     at = f" at ≥ {gbps:g} Gb/s" if gbps else ""
     return _verdict(key, len(found) >= want, f"{len(found)} up{at}" + (f": {names}" if names else ""),
-                    f"≥ {want} physical, link up{at}")
+                    f"≥ {want} physical, link up{at}", value=len(found), unit="NICs up", limit=want)
 
 
 def _count(key: str, want: int, have: int | None, unit: str, exact: bool, why_unknown: str = "") -> Verdict:
     if have is None:
         return _verdict(key, None, "unknown", f"{'=' if exact else '≥'} {want}", why_unknown)
-    return _verdict(key, have == want if exact else have >= want, f"{have} {unit}", f"{'=' if exact else '≥'} {want}")
+    return _verdict(key, have == want if exact else have >= want, f"{have} {unit}", f"{'=' if exact else '≥'} {want}",
+                    value=have, unit=unit, limit=want, limit_max=want if exact else None)
 
 
 def _dram(want: float, facts: dict[str, Any]) -> Verdict:
@@ -69,7 +99,9 @@ def _dram(want: float, facts: dict[str, Any]) -> Verdict:
     threshold = f"{want:g} GB ± {DRAM_TOLERANCE:.0%}"
     if total is None:
         return _verdict("dram_gb", None, "unknown", threshold, "neither DMI nor the NUMA nodes gave a total")
-    return _verdict("dram_gb", abs(total / 1e9 - want) <= DRAM_TOLERANCE * want, f"{total / 1e9:.0f} GB", threshold)
+    return _verdict("dram_gb", abs(total / 1e9 - want) <= DRAM_TOLERANCE * want, f"{total / 1e9:.0f} GB", threshold,
+                    value=total / 1e9, unit="GB", limit=want * (1 - DRAM_TOLERANCE),
+                    limit_max=want * (1 + DRAM_TOLERANCE))
 
 
 def _nvlink(facts: dict[str, Any], results: list[dict[str, Any]], want_gpus: int | None) -> Verdict:
@@ -100,14 +132,29 @@ def _nvlink(facts: dict[str, Any], results: list[dict[str, Any]], want_gpus: int
     return _verdict("nvlink", True, f"NVLink on all {len(pairs)} ordered pairs", threshold)
 
 
-def inventory_verdicts(profile: Profile, facts: dict[str, Any] | None,
-                       results: list[dict[str, Any]] | None = None) -> list[Verdict]:
-    """One verdict per expectation the profile gives, against `facts` (a run's host facts) and, for
-    what only a case can read (NVLink between GPUs), the run's `results`."""
+def _with_drift(verdict: Verdict, key: str, drift: Drift | None, facts_source: str | None) -> Verdict:
+    """The verdict's why, naming what changed on its fact since the box's first run, and facts that are
+    the host's first-seen ones (a run stored before runs kept their own)."""
+    notes = []
+    if drift is not None:
+        changes = [c for k in DRIFT_KEYS.get(key, (key,)) for c in drift.changed(k)]
+        if changes:
+            notes.append(f"changed since run {drift.first_run}: " + "; ".join(c.text for c in changes))
+    if facts_source == FACTS_FIRST_SEEN:
+        notes.append("judged on the host's first-seen facts: this run predates facts kept per run")
+    return replace(verdict, why="; ".join([verdict.why, *notes])) if notes else verdict
+
+
+def inventory_verdicts(profile: Profile, facts: dict[str, Any] | None, results: list[dict[str, Any]] | None = None,
+                       drift: Drift | None = None, facts_source: str | None = None) -> list[Verdict]:
+    """One verdict per expectation the profile gives, against `facts` (the host facts a run recorded) and,
+    for what only a case can read (NVLink between GPUs), the run's `results`; `drift` (the run's changes
+    since the box's first run) is named in the verdicts it bears on."""
     e = profile.expect
     checks: list[tuple[str, Any, Callable[[dict[str, Any]], Verdict]]] = [
         ("gpus", e.gpus, lambda f: _gpus(e.gpus, f)),
         ("gpu_model", e.gpu_model, lambda f: _gpu_model(e.gpu_model, f)),
+        ("gpu_serials", e.gpu_serials, lambda f: _serials(e.gpu_serials, f)),
         ("pcie_gen", e.pcie_gen, lambda f: _link("pcie_gen", "max_gen", e.pcie_gen, f)),
         ("pcie_width", e.pcie_width, lambda f: _link("pcie_width", "max_width", e.pcie_width, f)),
         ("nics", e.nics, lambda f: _nics(e.nics, f, e.nic_gbps)),
@@ -127,5 +174,6 @@ def inventory_verdicts(profile: Profile, facts: dict[str, Any] | None,
     for key, wanted, check in checks:
         if wanted is None:
             continue
-        out.append(check(facts) if facts else _verdict(key, None, "-", "", "the run recorded no host facts"))
+        verdict = check(facts) if facts else _verdict(key, None, "-", "", "the run recorded no host facts")
+        out.append(_with_drift(verdict, key, drift, facts_source))
     return out

@@ -41,6 +41,9 @@ class Expect(BaseModel):
     # every ordered pair of GPUs joined by NVLink (direct or through NVSwitch): judged by the SKU's
     # gpu.p2p rule (`link = "nvlink"`), failing closed (kvbench/analyze/nvlink_rule.py)
     nvlink: bool | None = None
+    # the boards' serial numbers (NVML), as `kvbench host profile` measured them: a GPU swapped or taken out
+    # fails `inventory-gpu_serials` naming it (delete the key, or write the profile again, after a repair)
+    gpu_serials: list[str] | None = None
 
 
 class Profile(BaseModel):
@@ -99,8 +102,9 @@ def profile_path(given: str | None) -> Path | None:
 
 
 def physical_nics(facts: dict[str, Any], min_gbps: float | None = None) -> list[dict[str, Any]]:
-    """NICs that are hardware (not SR-IOV functions) with a link up (a rate known), at `min_gbps` or faster."""
-    return [n for n in facts.get("nics") or [] if not n.get("virtual") and n.get("rate_gbit")
+    """NICs that are hardware (not SR-IOV functions) with a link up (a rate known, not reported down), at
+    `min_gbps` or faster."""
+    return [n for n in facts.get("nics") or [] if not n.get("virtual") and n.get("rate_gbit") and n.get("state") != "down"
             and (min_gbps is None or n["rate_gbit"] >= min_gbps)]
 
 
@@ -120,6 +124,8 @@ def expect_from_facts(facts: dict[str, Any]) -> dict[str, Any]:
     names = sorted({g.get("name") for g in gpus if g.get("name")})
     if len(names) == 1:
         out["gpu_model"] = names[0].removeprefix("NVIDIA ")
+    if gpus and all(g.get("serial") for g in gpus):
+        out["gpu_serials"] = sorted(g["serial"] for g in gpus)
     for key, field in (("pcie_gen", "max_gen"), ("pcie_width", "max_width")):
         values = [(g.get("link") or {}).get(field) for g in gpus]
         if values and all(values):
@@ -146,12 +152,14 @@ def profile_toml(facts: dict[str, Any], source: str) -> str:
                 "nics": "physical NICs with link up, at nic_gbps or faster (at least)",
                 "nic_gbps": "Gb/s of each of those NICs", "nvme": "NVMe controllers (at least)",
                 "numa_nodes": "NUMA nodes (exact)", "dram_gb": "installed DRAM in GB (1e9 bytes), within ±5 %",
-                "dram_channels": "populated memory channels (exact)"}
+                "dram_channels": "populated memory channels (exact)",
+                "gpu_serials": "the GPU boards' serial numbers (every one present, no other)"}
     lines = ["# kvbench host profile: the inventory this server must have (kvbench accept --profile FILE).",
              "# Every key under [expect] is optional: delete what you do not want checked.",
              f'name = "{facts.get("hostname") or "host"}"', f"source = {_toml_string(source)}", "", "[expect]"]
     for key, value in expect_from_facts(facts).items():
-        text = _toml_string(value) if isinstance(value, str) else f"{value:g}" if isinstance(value, float) else str(value)
+        text = (_toml_string(value) if isinstance(value, str) else f"{value:g}" if isinstance(value, float)
+                else "[" + ", ".join(_toml_string(v) for v in value) + "]" if isinstance(value, list) else str(value))
         lines.append(f"{key} = {text}  # {comments[key]}")
     return "\n".join(lines) + "\n"
 

@@ -191,11 +191,36 @@ def _request_at(rows_by_size: dict[int, dict[str, Any]], fragment: int) -> dict[
             "run_id": timed[size].get("run_id")}
 
 
+LEG = "a leg, not a restore option: it does not end in GPU memory, so it is not set against recomputing"
+
+
+def ends_in_gpu(tier: str) -> bool:
+    """Whether a tier (`DRAM → GPU`, `file → DRAM (pinned staging) → GPU`, `DRAM → DRAM`) ends in GPU memory."""
+    return tier.split(" [")[0].rstrip().endswith("→ GPU")
+
+
+def _request_explained(tier: TierPlan, tokens: int) -> TierPlan:
+    """A request time longer than the whole restore says why (the request moved more tokens than the plan),
+    or is left out with why (it was measured under contention, or its requests overlapped): never shown bare."""
+    request, whole_ms = tier.request_ms, (tier.measured_s or 0) * 1e3
+    if not request or not whole_ms or (request.get("p99") or 0) <= whole_ms:
+        return tier
+    if (request.get("tokens") or 0) > tokens:
+        return replace(tier, note="; ".join(filter(None, [tier.note, (
+            f"one request's p99 {request['p99']:.3g} ms is longer than this plan's whole restore "
+            f"({whole_ms:.3g} ms): each measured request moved {request['tokens']} tokens, this plan {tokens}")])))
+    return replace(tier, request_ms=None, note="; ".join(filter(None, [tier.note, (
+        f"request time left out: its p99 {request['p99']:.3g} ms is longer than the whole restore "
+        f"({whole_ms:.3g} ms), which one request cannot be; re-measure on a quiet box")])))
+
+
 def decide(model: ModelGeometry, tokens: int, dtype: str, tp: int, tiers: list[TierPlan], rate: ComputeRate | None,
            mfu: float = MFU, active_params: float | None = None) -> PlanAnswer:
     """Each tier's restore time beside recomputing the same tokens: which is faster, and from how
     many tokens on restoring wins (at the tier's measured rate; none where it was not measured)."""
     kv_bytes = model.kv_bytes(tokens, dtype, tp)
+    tiers = [_request_explained(t, tokens) if ends_in_gpu(t.tier)
+             else replace(t, note="; ".join(filter(None, [t.note, LEG]))) for t in tiers]
     if rate is None:
         note = ("no compute rate: no gpu.matmul result on this host and no GPU with a datasheet figure "
                 "(kvbench plan --tflops X or --gpu NAME gives one)")
@@ -210,6 +235,9 @@ def decide(model: ModelGeometry, tokens: int, dtype: str, tp: int, tiers: list[T
 
     decided = []
     for tier in tiers:
+        if not ends_in_gpu(tier.tier):  # DRAM → DRAM beside recomputing on the GPU compares nothing
+            decided.append(tier)
+            continue
         if not tier.measured_gbps:
             decided.append(tier)
             continue

@@ -16,18 +16,25 @@ from kvbench.input_files import EXPORT_MAX_BYTES, read_json_file
 from kvbench.records import ResultRecord, RunRecord, validate_document
 from kvbench.records import run_document as document
 from kvbench.store.database import Store
+from kvbench.store.schema import FACTS_FIRST_SEEN, FACTS_OF_RUN
 
 RunDocument = dict[str, Any]  # {"run": {...}, "results": [...]} as `kvbench run --json` writes it
 
 
 def run_document(store: Store, run_id: int) -> RunDocument:
-    """The run, its host's facts, its context's and every result with its raw samples."""
+    """The run, the host facts it was measured on, its context's and every result with its raw samples.
+
+    `host.facts` are the run's own (read when it began); for a run stored before runs kept them, its
+    host's first-seen facts, and `host.facts_source` says which (`run` or `first-seen`)."""
     run = store.run(run_id)
     host = store.host(run["host_id"]) or {}
     samples = store.run_samples(run_id)
+    own = run.get("facts") is not None and run.get("facts_source") == FACTS_OF_RUN
+    facts = run["facts"] if run.get("facts") is not None else host.get("facts")
     return older_results_filled(document(
         dataclasses.replace(RunRecord.from_row(run), partial=store.partial(run_id)),
-        {"id": run["host_id"], "hostname": host.get("hostname"), "facts": host.get("facts")},
+        {"id": run["host_id"], "hostname": host.get("hostname"), "facts": facts,
+         "facts_source": FACTS_OF_RUN if own else FACTS_FIRST_SEEN},
         [ResultRecord.from_row(r, samples.get(r["id"], [])) for r in store.results(run_id)],
         {"id": run["context_id"], "facts": store.context(run["context_id"])}))
 

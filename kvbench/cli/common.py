@@ -188,6 +188,14 @@ def documents(refs: list[str], db: str | None) -> list[dict]:
     return [load_document(ref, store_factory, this_host_ids) for ref in refs]
 
 
+def judged_documents(refs: list[str], db: str | None) -> list[dict]:
+    """`documents` for a command that judges against peaks: each ok result's peak taken again from the
+    user's peaks file where one is in force (--peaks / KVBENCH_PEAKS; kvbench/analyze/user_peaks.py)."""
+    from kvbench.analyze.user_peaks import with_user_peaks
+
+    return [with_user_peaks(doc) for doc in documents(refs, db)]
+
+
 def conclude(overall: Overall, allow_incomplete: bool = False) -> None:
     """End a judging command: its overall verdict as the last line, the word first (on stderr, so a
     `--json -` or Markdown document on stdout stays whole), and its exit status (0, 1 or 3)."""

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, JsonOption, check_writable, out, this_host_ids, write_json
+from kvbench.cli.common import DbOption, JsonOption, PeaksOption, check_writable, out, this_host_ids, use_peaks, write_json
 from kvbench.errors import BadInput
 
 MAX_TOKENS = 10**9  # no model has a context near it; a larger count is a typo (10^20 priced a recompute at 10^34 ms)
@@ -36,6 +36,7 @@ def plan_cmd(
                                                                   "(for a config.json kvbench cannot count)")] = None,
     json_out: JsonOption = None,
     db: DbOption = None,
+    peaks: PeaksOption = None,
 ) -> None:
     """Restore or recompute: each tier's restore time (spec and measured, one request's p99) beside
     the prefill that would recompute the same KV, and the break-even token count."""
@@ -49,6 +50,7 @@ def plan_cmd(
 
     if not 0 < mfu <= 1:
         raise BadInput(f"bad --mfu {mfu}: a fraction above 0 and at most 1")
+    use_peaks(peaks)  # the datasheet rates recomputing is priced at: the user's where their file gives them
     _positive(tflops, "--tflops")
     if tflops and gpu:
         raise BadInput("give --tflops or --gpu, not both: each sets the rate recomputing runs at")

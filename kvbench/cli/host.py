@@ -153,3 +153,28 @@ def host_profile(output: Annotated[str, typer.Option("-o", "--output", help="pro
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     write_text(profile_toml(facts, f"measured on {facts.get('hostname') or 'this host'} by kvbench host profile, "
                                    f"{when}"), output)
+
+
+@host_app.command("drift")
+def host_drift(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id or 'latest' (default: this box's latest run)")]
+    = "latest",
+    json_out: JsonOption = None,
+    db: Annotated[str | None, typer.Option(help="results database (default: $KVBENCH_DB or the embedded one)")] = None,
+) -> None:
+    """What changed in the box's inventory (GPUs and their serials, PCIe links at max, NICs, NVMe, NUMA,
+    DRAM) by RUN: since the box's first run and since the run before, each change with the run it has
+    held since."""
+    from kvbench.analyze.drift import run_drift
+    from kvbench.report.drift import drift_lines
+    from kvbench.store import open_store
+
+    check_writable(json_out, "--json", db)
+    store = open_store(db, read_only=True)
+    mine = this_host_ids(store) if run_ref == "latest" else None
+    drift = run_drift(store, store.resolve_run(run_ref, mine))
+    if json_out:
+        write_json(drift.to_dict(), json_out)
+    if json_out != "-":
+        for line in drift_lines(drift):
+            out.print(line, markup=False, highlight=False)

@@ -4,6 +4,7 @@ acceptance is INCOMPLETE)."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +17,7 @@ from kvbench.cli.common import (
     PeaksOption,
     check_writable,
     conclude,
-    documents,
+    judged_documents,
     err,
     existing_store,
     fraction,
@@ -26,7 +27,7 @@ from kvbench.cli.common import (
     write_json,
     write_text,
 )
-from kvbench.errors import BadInput, CheckFailed
+from kvbench.errors import BadInput
 from kvbench.overall import FAIL, INCOMPLETE, PASS, Concluded, Overall
 
 
@@ -45,80 +46,79 @@ def accept(
                                                              "export instead of running the suite")] = None,
     db: DbOption = None,
     peaks: PeaksOption = None,
+    health: Annotated[str | None, typer.Option(help="GPU health thresholds TOML (default: $KVBENCH_HEALTH, else "
+                                                    "suites/rules/health/gpu.toml)")] = None,
+    level: Annotated[int, typer.Option(min=1, max=3, help="1: inventory and health counters only (no suite; within "
+                                                          "30 s); 2: the acceptance suite (its own budget); 3: with "
+                                                          "the long sweeps (not built yet)")] = 2,
 ) -> None:
     """Run the acceptance suite and judge it against the rules (and the host profile's inventory): PASS / FAIL /
     SKIP per rule, then one overall verdict as the last line. Exit 0 PASS, 1 FAIL, 3 INCOMPLETE (a rule this
     host should judge was skipped, or nothing was judged)."""
     from kvbench.analyze.accept import judge, load_rules, rules_for_host
     from kvbench.analyze.accept_verdict import accept_overall, expected_here
-    from kvbench.analyze.contended import incomplete_on_contention
-    from kvbench.analyze.inventory import inventory_verdicts
     from kvbench.analyze.junit import junit_xml
-    from kvbench.analyze.nvlink_rule import fail_closed
+    from kvbench.analyze.acceptance import acceptance_verdicts
+    from kvbench.analyze.health import health_path, load_health
     from kvbench.analyze.profile import gpus_to_match, load_profile, profile_path
     from kvbench.cli.run import run_and_show
+    from kvbench.cli.accept_steps import level_one_document, remeasure_contended, resample_uncertain, stored_drift
+    from kvbench.report.drift import drift_summary
     from kvbench.report.table import verdicts_table
     from kvbench.suite_run import RunRequest
 
+    started = time.monotonic()
     use_peaks(peaks)
     rules_files = [load_rules(Path(rules))] if rules else None  # bad rules fail before anything runs
+    health_checks = load_health(health_path(health))
     wanted = profile_path(profile)
     host_profile = load_profile(wanted) if wanted else None
     check_writable(junit, "--junit", db, [run_ref] if run_ref else [])
     check_writable(json_out, "--json", db, [run_ref] if run_ref else [])
-    measured_here = run_ref is None
-    if run_ref is None:
+    if level == 3:
+        raise BadInput("accept --level 3 (the acceptance suite with the long sweeps) is not built yet: use --level 2")
+    measured_here = run_ref is None and level == 2
+    if measured_here:
         try:
             run_ref = str(run_and_show(RunRequest(suite=suite, tags={"purpose": "acceptance"}, db=db), None,
                                        quiet=json_out == "-"))  # --json -: standard output holds the JSON alone
         except Concluded:  # still judged and written out: its failed cases fail it (accept_overall)
             run_ref = "latest"
-    (doc,) = documents([run_ref], db)
+    (doc,) = judged_documents([run_ref], db) if run_ref is not None else (level_one_document(),)
     facts = (doc.get("host") or {}).get("facts")
-    rules_files = rules_files or rules_for_host(gpus_to_match(facts, host_profile))
+    drift = stored_drift(doc, run_ref, db) if run_ref is not None else None
+    if level == 1:  # inventory and health counters only: no rule of the suite is judged
+        rules_files = []
+    rules_files = rules_files if rules_files is not None else rules_for_host(gpus_to_match(facts, host_profile))
     verdicts = judge(doc, rules_files)
+    resampled_in = None
     if measured_here:
-        doc, verdicts = _remeasure_contended(doc, verdicts, rules_files, suite, db, quiet=json_out == "-")
-    verdicts = incomplete_on_contention(verdicts, doc)
-    verdicts = fail_closed(verdicts, host_profile, rules_files)
-    if host_profile is not None:
-        verdicts = inventory_verdicts(host_profile, facts, doc["results"]) + verdicts
+        doc, verdicts = remeasure_contended(doc, verdicts, rules_files, suite, db, quiet=json_out == "-")
+        doc, verdicts, resampled_in = resample_uncertain(doc, verdicts, rules_files, suite, db, quiet=json_out == "-")
+    verdicts = acceptance_verdicts(doc, rules_files, host_profile, health_checks, drift, resampled_in, verdicts)
     # the run's own failed cases and status count however it reached here (run now, id, latest, export)
     overall = accept_overall(verdicts, expected_here(facts, host_profile), runs=[doc])
     if json_out:
         from kvbench.report.json_docs import accept_doc
 
-        write_json(accept_doc(doc, verdicts, overall), json_out)
+        write_json({**accept_doc(doc, verdicts, overall), "drift": drift.to_dict() if drift else None,
+                    "peaks_file": doc.get("peaks_file")}, json_out)
     if json_out != "-":
         out.print(verdicts_table(verdicts, f"acceptance of run {doc['run']['id']}"))
+    if doc.get("peaks_file"):
+        err.print(f"kvbench: peaks from {doc['peaks_file']} where it gives them", markup=False, highlight=False,
+                  soft_wrap=True)
+    if drift is not None and (line := drift_summary(drift)):
+        err.print(f"kvbench: {line}", markup=False, highlight=False, soft_wrap=True)
     if junit:
         write_text(junit_xml(verdicts, doc, overall=overall), junit)
+    if level == 1:
+        from kvbench.cli.accept_steps import LEVEL_1_BUDGET_S
+
+        took = time.monotonic() - started
+        err.print(f"kvbench: level 1 took {took:.1f} s of its {LEVEL_1_BUDGET_S:g} s budget"
+                  + ("" if took <= LEVEL_1_BUDGET_S else ": over budget"), markup=False, highlight=False)
     conclude(overall, allow_incomplete)
-
-
-def _remeasure_contended(doc: dict, verdicts: list, rules_files: list, suite: str, db: str | None,
-                         quiet: bool = False) -> tuple[dict, list]:
-    """Once: the cases a rule failed on while the box was contended run again into a run of their own
-    (tagged remeasure_of), and the rules are judged on the run with their new results. `quiet`: its table
-    goes to standard error (standard output holds a JSON document)."""
-    from kvbench.analyze.accept import judge
-    from kvbench.analyze.contended import contended_failures, with_remeasured
-    from kvbench.cli.run import run_and_show
-    from kvbench.suite_run import RunRequest
-
-    cases = contended_failures(verdicts, doc)
-    if not cases:
-        return doc, verdicts
-    err.print(f"kvbench: {len(cases)} case(s) failed a rule while the box was contended: measuring them once more")
-    request = RunRequest(suite=suite, tags={"purpose": "acceptance", "remeasure_of": str(doc["run"]["id"])}, db=db,
-                         cases=tuple(cases))
-    try:
-        again = str(run_and_show(request, None, quiet=quiet))
-    except CheckFailed:  # a case that failed now is judged as failed
-        again = "latest"
-    (redo,) = documents([again], db)
-    doc = with_remeasured(doc, redo)
-    return doc, judge(doc, rules_files)
 
 
 @app.command()
@@ -133,6 +133,7 @@ def compare(
                                                 "was contended: INCOMPLETE instead (dedicated runners)")] = False,
     json_out: JsonOption = None,
     db: DbOption = None,
+    peaks: PeaksOption = None,
 ) -> None:
     """Each case from BASE to NEW: same, slower, faster or ambiguous, weighed against its between-run noise.
     Exit 1 on a case slower, failed, missing, or ok in BASE and skipped in NEW; 3 (INCOMPLETE) when nothing
@@ -156,8 +157,9 @@ def compare(
             raise BadInput("give --format json (standard output) or --json FILE, not both")
         fmt, json_out = "table", "-"
     floor = fraction(threshold, "--threshold")
+    use_peaks(peaks)
     check_writable(json_out, "--json", db, [base, new])
-    base_doc, new_doc = documents([base, new], db)
+    base_doc, new_doc = judged_documents([base, new], db)
     store = existing_store(db)  # the history and this box's ids, where a database holds them
     links = _cluster_pair(base_doc, new_doc)
     if links:

@@ -9,7 +9,16 @@ from typing import Annotated
 import typer
 
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, check_writable, documents, existing_store, write_text
+from kvbench.cli.common import (
+    DbOption,
+    PeaksOption,
+    check_writable,
+    documents,
+    existing_store,
+    judged_documents,
+    use_peaks,
+    write_text,
+)
 from kvbench.errors import BadInput
 
 
@@ -26,6 +35,7 @@ def report(
     profile: Annotated[str | None, typer.Option(help="host profile for the acceptance verdict (default: "
                                                      "$KVBENCH_PROFILE)")] = None,
     db: DbOption = None,
+    peaks: PeaksOption = None,
 ) -> None:
     """One self-contained HTML report (plots embedded) or Markdown for a ticket; its first heading starts with
     the acceptance's overall verdict (PASS, FAIL or INCOMPLETE)."""
@@ -40,13 +50,14 @@ def report(
                        "what it holds, or leave --format out")
     fmt = fmt or by_name or "html"
     output = output or ("report.html" if fmt == "html" else "report.md")  # the file is named by what it holds
+    use_peaks(peaks)
     wanted = profile_path(profile)
     host_profile = load_profile(wanted) if wanted else None
     check_writable(output, "--output", db, [*(runs or []), *([baseline] if baseline else [])])
     from kvbench.report import content, render  # matplotlib and seaborn: seconds, so after every check of input
 
-    docs = documents(runs or ["latest"], db)
-    base = documents([baseline], db)[0] if baseline else None
+    docs = judged_documents(runs or ["latest"], db)
+    base = judged_documents([baseline], db)[0] if baseline else None
     history = None
     if base is not None:  # weighed against the same history `compare` uses, so both give one verdict
         from kvbench.analyze.compare import case_history

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class Gpu:
     max_memory_clock_mhz: int | None
     pci_device_id: str | None = None
     cuda_index: int | None = None  # this GPU's CUDA device number here; None: hidden from CUDA, or no CUDA
+    serial: str | None = None  # the board's serial number (NVML); None where NVML does not give it
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class Nic:
     rate_gbit: float | None  # per port, as the driver reports (Gb/s, decimal)
     model: str | None = None
     virtual: bool = False  # an SR-IOV virtual function
+    state: str | None = None  # "up" or "down" (operstate; an RDMA port's state), None where unreadable
 
 
 @dataclass(frozen=True)
@@ -119,3 +123,32 @@ class HostFacts:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def _build(cls: type, data: Any) -> Any:
+    """A facts record of `cls` from its `asdict` form; a field an older kvbench did not store is None
+    (or its default)."""
+    data = data if isinstance(data, dict) else {}
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for f in fields(cls):
+        hint, given = hints[f.name], data.get(f.name, MISSING)
+        if given is MISSING:
+            values[f.name] = f.default if f.default is not MISSING else (
+                f.default_factory() if f.default_factory is not MISSING else None)
+        elif hint in _RECORDS.values():
+            values[f.name] = _build(hint, given)
+        elif typing.get_origin(hint) is tuple and typing.get_args(hint)[0] in _RECORDS.values():
+            values[f.name] = tuple(_build(typing.get_args(hint)[0], item) for item in given or [])
+        else:
+            values[f.name] = given
+    return cls(**values)
+
+
+_RECORDS = {c.__name__: c for c in (Link, PciDevice, Gpu, Nic, Nvme, NumaNode, Dram)}
+
+
+def host_facts_from_dict(data: dict[str, Any]) -> HostFacts:
+    """HostFacts again from what a run stored (`HostFacts.to_dict()`): a stored run's peaks are taken
+    on the facts it was measured on."""
+    return _build(HostFacts, data)

@@ -79,10 +79,17 @@ def read_gpus(cuda_index: dict[str, int] | None = None) -> tuple[tuple[Gpu, ...]
                 max_memory_clock_mhz=call(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_MEM),
                 pci_device_id=f"{pci.pciDeviceId:#010x}" if pci else None,
                 cuda_index=cuda_index.get(normalize_bdf(text(pci.busId))) if pci else None,
+                serial=_serial(pynvml, h),
             ))
         return tuple(gpus), None
     finally:
         pynvml.nvmlShutdown()
+
+
+def _serial(pynvml: ModuleType, handle) -> str | None:
+    """The board's serial number, None where NVML does not give one (consumer boards, older drivers)."""
+    value = call(pynvml.nvmlDeviceGetSerial, handle) if hasattr(pynvml, "nvmlDeviceGetSerial") else None
+    return text(value).strip() or None if value is not None else None
 
 
 def driver_versions() -> dict:

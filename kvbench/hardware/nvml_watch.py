@@ -1,8 +1,9 @@
 """What a case's GPUs went through while it ran, read through NVML before and after it.
 
-`start` takes the counters (ECC errors, throttle time, energy) and registers for XID events;
-`finish` reads the clocks, throttle reasons, temperature and power as the case ends, the other
-processes on each GPU, and the differences. The NVML module (`nv`) is passed in (pynvml, or a fake in
+`start` takes the counters (ECC errors, NVLink data-link errors, throttle time, energy) and registers
+for XID events; `finish` reads the clocks, throttle reasons, temperature and power as the case ends,
+rows remapped (and whether a remap is pending), persistence mode, the other processes on each GPU,
+and the differences (kvbench/analyze/health.py judges them as DCGM-class health rules). The NVML module (`nv`) is passed in (pynvml, or a fake in
 tests). A field NVML does not support on a GPU is left out, never guessed.
 """
 
@@ -24,6 +25,9 @@ THROTTLE_BITS = {
 _XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError
 _MEMORY_CORRECTED, _MEMORY_UNCORRECTED, _VOLATILE = 0, 1, 0
 _POLICY = {"power": 0, "thermal": 1}  # NVML_PERF_POLICY_*: time the clocks were held down, ns
+# NVML_NVLINK_ERROR_DL_*: the data-link error counters of each NVLink, summed over a GPU's active links
+_NVLINK_ERRORS = {"nvlink_replay": 0, "nvlink_recovery": 1, "nvlink_crc_flit": 2, "nvlink_crc_data": 3}
+_NVLINK_LINKS = 18  # NVML_NVLINK_MAX_LINKS (NVLink 4)
 
 
 @dataclass
@@ -46,7 +50,42 @@ def _counters(nv: ModuleType, handle: Any) -> dict[str, int]:
         violation = _call(nv.nvmlDeviceGetViolationStatus, handle, policy)
         if violation is not None:
             out[f"{name}_held_ns"] = int(violation.violationTime)
+    out.update(_nvlink_errors(nv, handle))
     return {k: int(v) for k, v in out.items() if v is not None}
+
+
+def _nvlink_errors(nv: ModuleType, handle: Any) -> dict[str, int]:
+    """Each NVLink data-link error counter summed over the GPU's active links; {} without NVLink."""
+    if not hasattr(nv, "nvmlDeviceGetNvLinkErrorCounter"):
+        return {}
+    out: dict[str, int] = {}
+    for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", _NVLINK_LINKS)):
+        if _call(nv.nvmlDeviceGetNvLinkState, handle, link) != 1:  # NVML_FEATURE_ENABLED
+            continue
+        for name, counter in _NVLINK_ERRORS.items():
+            value = _call(nv.nvmlDeviceGetNvLinkErrorCounter, handle, link, counter)
+            if value is not None:
+                out[name] = out.get(name, 0) + int(value)
+    return out
+
+
+def _memory_health(nv: ModuleType, handle: Any) -> dict[str, Any]:
+    """Rows remapped for uncorrectable errors and whether a remap waits for a GPU reset (A100 and later),
+    else whether retired pages wait for one (older GPUs); persistence mode. Unsupported: left out."""
+    out: dict[str, Any] = {}
+    rows = _call(nv.nvmlDeviceGetRemappedRows, handle) if hasattr(nv, "nvmlDeviceGetRemappedRows") else None
+    if rows is not None:
+        _corrected, uncorrected, pending, failed = (int(x) for x in rows)
+        out.update(rows_remapped_uncorrectable=uncorrected, row_remap_pending=bool(pending),
+                   row_remap_failed=bool(failed))
+    elif hasattr(nv, "nvmlDeviceGetRetiredPagesPendingStatus"):
+        pending = _call(nv.nvmlDeviceGetRetiredPagesPendingStatus, handle)
+        if pending is not None:
+            out["row_remap_pending"] = bool(pending)
+    persistence = _call(nv.nvmlDeviceGetPersistenceMode, handle) if hasattr(nv, "nvmlDeviceGetPersistenceMode") else None
+    if persistence is not None:
+        out["persistence"] = bool(persistence)
+    return out
 
 
 def start(nv: ModuleType, bus_ids: list[str]) -> Watch:
@@ -121,10 +160,12 @@ def finish(watch: Watch, seconds: float, family: set[int]) -> dict[str, dict[str
             "temperature_c": _call(nv.nvmlDeviceGetTemperature, handle, getattr(nv, "NVML_TEMPERATURE_GPU", 0)),
             "power_w": round(power_mw / 1000, 1) if power_mw is not None else None,
             "other_processes": _others(nv, handle, family),
-            "xids": xids.get(bus, []),
+            # no event set (a driver or vGPU that reports no XIDs): no count, never "none seen"
+            "xids": xids.get(bus, []) if watch.events is not None else None,
         }
+        facts.update(_memory_health(nv, handle))
         then, now = watch.counters.get(bus, {}), _counters(nv, handle)
-        for key in ("ecc_corrected", "ecc_uncorrected"):
+        for key in ("ecc_corrected", "ecc_uncorrected", *_NVLINK_ERRORS):
             if key in then and key in now:
                 facts[f"{key}_delta"] = now[key] - then[key]
         if seconds > 0:

@@ -84,6 +84,10 @@ def user_peaks(path: str) -> dict:
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
             raise BadInput(f"{where}: '{key}' must be {'a table' if key == 'dram' else 'an array of tables'}")
         for entry in entries:
+            extra = sorted(set(entry) - {*_USER_TABLES[key], "source"})
+            if extra:  # a misspelt key would be dropped in silence and the shipped figure used instead
+                raise BadInput(f"{where}: [{key}] has unknown key(s) {', '.join(extra)}: give "
+                               f"{', '.join((*_USER_TABLES[key], 'source'))}")
             for field in (*_USER_TABLES[key], "source"):
                 value, number = entry.get(field), field in ("gbps", "port_gbit", "total_gbps", "tflops")
                 if number and not (isinstance(value, int | float) and not isinstance(value, bool)

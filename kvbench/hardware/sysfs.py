@@ -95,6 +95,7 @@ def nics(root: str = "/") -> tuple[Nic, ...]:
                 name=f"{dev.name}/{port.name}", kind="infiniband" if layer == "infiniband" else "ethernet",
                 bdf=_bdf_of(dev / "device"), numa_node=_numa(_read(dev / "device/numa_node")),
                 rate_gbit=float(rate.split()[0]) if rate else None, model=_read(dev / "hca_type"),
+                state=_port_state(_read(port / "state")),
             ))
     net = Path(root, "sys/class/net")
     for dev in sorted(net.iterdir()) if net.is_dir() else []:
@@ -107,8 +108,22 @@ def nics(root: str = "/") -> tuple[Nic, ...]:
             rate_gbit=speed / 1000 if speed and speed > 0 else None,
             model=_read(dev / "device/device"),
             virtual=(dev / "device/physfn").exists(),  # an SR-IOV virtual function comes and goes
+            state=_oper_state(_read(dev / "operstate")),
         ))
     return tuple(out)
+
+
+def _port_state(text: str | None) -> str | None:
+    """An RDMA port's state ("4: ACTIVE") as up or down; None when unreadable."""
+    if not text:
+        return None
+    return "up" if "ACTIVE" in text.upper() else "down"
+
+
+def _oper_state(text: str | None) -> str | None:
+    """A network interface's operstate as up or down; None when the driver says "unknown" or nothing."""
+    value = (text or "").strip().lower()
+    return value if value in ("up", "down") else "down" if value in ("lowerlayerdown", "notpresent") else None
 
 
 def nvme_devices(root: str = "/") -> tuple[Nvme, ...]:

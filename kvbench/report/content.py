@@ -6,14 +6,13 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvbench.analyze.accept import Verdict, judge, rules_for_host
+from kvbench.analyze.accept import Verdict, rules_for_host
 from kvbench.analyze.accept_verdict import accept_overall, expected_here
 from kvbench.analyze.compare import GATING, Comparison, compare_runs, differences
-from kvbench.analyze.contended import incomplete_on_contention
 from kvbench.analyze.fit import fit_results
-from kvbench.analyze.inventory import inventory_verdicts
+from kvbench.analyze.acceptance import acceptance_verdicts
+from kvbench.analyze.health import health_path, load_health
 from kvbench.analyze.numa_ratio import NearFar, near_far
-from kvbench.analyze.nvlink_rule import fail_closed
 from kvbench.analyze.peer_tier import with_peer_tier
 from kvbench.analyze.pinned_ratio import PageableVsPinned, pageable_vs_pinned
 from kvbench.analyze.profile import Profile, gpus_to_match
@@ -156,11 +155,10 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     answer = decide(geometry, tokens, "bf16", 1, tiers, rate)
     content.plan, content.plan_recompute = answer.tiers, plan_answer_lines(answer)
     content.plan_title = f"Restore or recompute {tokens} tokens of {geometry.name} (bf16, {block_tokens}-token blocks)"
-    judged = {"results": results}
+    # the verdict `accept --run` gives on the same run and profile (kvbench/analyze/acceptance.py)
+    judged = {"results": results, "host": {**(host or {}), "facts": facts}}
     rules = rules_for_host(gpus_to_match(facts, profile))
-    content.verdicts = fail_closed(incomplete_on_contention(judge(judged, rules), judged), profile, rules)
-    if profile is not None:
-        content.verdicts = inventory_verdicts(profile, facts, results) + content.verdicts
+    content.verdicts = acceptance_verdicts(judged, rules, profile, load_health(health_path(None)))
     content.overall = accept_overall(content.verdicts, expected_here(facts, profile), runs=docs)
     if fig := _drawn(content, accept_figure.QUESTION, lambda: accept_figure.acceptance_figure(content.verdicts)):
         content.figures.insert(0, fig)  # an acceptance report opens with its rules, under the verdict

@@ -16,6 +16,7 @@ from kvbench.store import schema
 from kvbench.store.durable import FileIdentity, reading, results_committed, retrying, run_committed
 from kvbench.store.hostmerge import HostMerge
 from kvbench.store.links import Links
+from kvbench.store.run_facts import RunFacts
 from kvbench.store.tags import WHOLE, Tags
 
 
@@ -23,7 +24,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Store(Tags, HostMerge, Links):
+class Store(Tags, HostMerge, Links, RunFacts):
     def __init__(self, engine: sa.Engine, shown_url: str, read_only: bool = False) -> None:
         self.engine = engine
         self.url = shown_url  # redacted: no password
@@ -62,8 +63,10 @@ class Store(Tags, HostMerge, Links):
 
     def begin_run(self, *, host_id: str, context_id: str, suite: str | None, suite_hash: str | None,
                   kvbench_version: str, git_sha: str | None, git_dirty: bool | None, tags: dict,
-                  system_state: dict, cases_planned: int | None = None, owner: dict | None = None) -> int:
-        """A new run, `running`. `owner` ({pid, boot_id, machine}) lets a later kvbench tell a crashed
+                  system_state: dict, cases_planned: int | None = None, owner: dict | None = None,
+                  facts: dict | None = None) -> int:
+        """A new run, `running`, with `facts`: the host's inventory as it is now (HostFacts.to_dict()),
+        kept with the run so that it is judged on them (its host's row keeps the first-seen ones). `owner` ({pid, boot_id, machine}) lets a later kvbench tell a crashed
         run from a live one. One run even when the connection is lost at COMMIT and the write is made
         again: the retry looks for the run the first attempt may have committed (same host, owner and
         start, to the microsecond) before it inserts."""
@@ -73,7 +76,8 @@ class Store(Tags, HostMerge, Links):
                       suite_hash=suite_hash, kvbench_version=kvbench_version, git_sha=git_sha, git_dirty=git_dirty,
                       tags=tags, tags_at={key: started.isoformat() for key in tags}, system_state=system_state,
                       cases_planned=cases_planned, heartbeat_at=started,
-                      pid=owner.get("pid"), boot_id=owner.get("boot_id"), machine=owner.get("machine"))
+                      pid=owner.get("pid"), boot_id=owner.get("boot_id"), machine=owner.get("machine"),
+                      facts=facts, facts_source=schema.FACTS_OF_RUN if facts is not None else None)
         return self._begin_run(values, {})
 
     @retrying

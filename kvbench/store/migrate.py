@@ -118,7 +118,8 @@ def ensure_schema(engine: sa.Engine, shown: str) -> None:
 
 def _upgrade(conn: sa.Connection, version: int) -> None:
     """From `version` to this one: each later version's added columns and indexes (create_all made
-    its new tables), then what a version's data needs (2: result rows carry their run's host)."""
+    its new tables), then what a version's data needs (2: result rows carry their run's host; 4: runs
+carry their host's first-seen facts, labelled as such)."""
     inspector = sa.inspect(conn)
     for added in (schema.ADDED_IN[v] for v in sorted(schema.ADDED_IN) if v > version):
         for table_name, names in added.items():
@@ -137,6 +138,10 @@ def _upgrade(conn: sa.Connection, version: int) -> None:
         conn.execute(schema.result.update().values(host_id=sa.select(schema.run.c.host_id)
                                                    .where(schema.run.c.id == schema.result.c.run_id)
                                                    .scalar_subquery()))
+    if version < 4:  # runs stored before facts were kept per run: their host's first-seen facts, labelled so
+        conn.execute(schema.run.update().where(schema.run.c.facts.is_(None))
+                     .values(facts=sa.select(schema.host.c.facts).where(schema.host.c.id == schema.run.c.host_id)
+                             .scalar_subquery(), facts_source=schema.FACTS_FIRST_SEEN))
 
 
 def check_version(engine: sa.Engine, shown: str, upgradable: bool = False) -> None:

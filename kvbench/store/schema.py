@@ -4,7 +4,10 @@ Version 2 added what a shared, long-lived database needs: the process that owns 
 id, machine) and its heartbeat, so a later kvbench can tell a crashed run from a running one; the
 number of cases a run planned, so a partial run is never taken for a whole one; and host aliases,
 so history recorded under an older host id stays this host's. Version 3 added when each tag was
-set, so the baseline is the run the user named last.
+set, so the baseline is the run the user named last. Version 4 stores with every run the inventory
+it was measured on (`run.facts`: GPUs, links, NICs, NVMe, NUMA, DRAM, as `host.facts` holds them), so
+a verdict judges the machine as it was during the run, not as it was at its first run; runs an
+older kvbench stored are given their host's first-seen facts, labelled so (`facts_source`).
 
 Every moment is stored in UTC and read back with its time zone on every database (SQLite keeps
 none: `UtcDateTime` adds it back).
@@ -18,7 +21,7 @@ import sqlalchemy as sa
 
 from kvbench.records import STATS
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = sa.MetaData()
 
@@ -92,7 +95,13 @@ run = sa.Table(
     sa.Column("heartbeat_at", UtcDateTime()),
     # version 3
     sa.Column("tags_at", sa.JSON),  # tag → when it was set (ISO 8601, UTC); a tag given at the start: started_at
+    # version 4
+    sa.Column("facts", sa.JSON),  # the host's inventory when this run began (HostFacts.to_dict())
+    sa.Column("facts_source", sa.String(32)),  # FACTS_OF_RUN, or FACTS_FIRST_SEEN for a run stored before version 4
 )
+
+FACTS_OF_RUN = "run"  # read when the run began
+FACTS_FIRST_SEEN = "first-seen"  # the host's facts from its first run (a run an older kvbench stored)
 
 result = sa.Table(
     "result", metadata,
@@ -132,4 +141,5 @@ sample = sa.Table(
 # Columns and indexes version 2 added to tables version 1 had (the migration adds them in place).
 # The columns each version added to a table that already existed (new tables: create_all makes them).
 ADDED_IN = {2: {"run": ("cases_planned", "pid", "boot_id", "machine", "heartbeat_at"), "result": ("host_id",)},
-            3: {"run": ("tags_at",)}}
+            3: {"run": ("tags_at",)},
+            4: {"run": ("facts", "facts_source")}}

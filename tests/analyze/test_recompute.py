@@ -77,3 +77,28 @@ def test_decide_says_which_is_faster_tier_by_tier():
     assert answer.tiers[0].faster == "restore" and answer.tiers[0].break_even_tokens == 1
     assert answer.tiers[1].faster is None  # nothing measured: no verdict from a spec figure
     assert decide(llama, 8192, "bf16", 1, tiers, None).recompute is None
+
+
+def test_a_tier_that_does_not_end_in_gpu_memory_is_a_leg_never_set_against_recomputing():
+    llama = get_model("Llama-3.1-70B")
+    kv = llama.kv_bytes(8192, "bf16")
+    tiers = [TierPlan("DRAM → DRAM", kv, None, None, 9.0, kv / 9e9, "host", ""),
+             TierPlan("file → DRAM (pinned staging) → GPU", kv, 14.0, kv / 14e9, 10.0, kv / 10e9, "staged", "")]
+    answer = decide(llama, 8192, "bf16", 1, tiers, ComputeRate(989.0, "spec", "spec"))
+    leg, staged = answer.tiers
+    assert leg.faster is None and leg.break_even_tokens is None and "a leg, not a restore option" in leg.note
+    assert staged.faster is not None and "leg" not in staged.note
+    assert "a leg" in decide(llama, 8192, "bf16", 1, tiers, None).tiers[0].note
+
+
+@pytest.mark.parametrize("request_tokens,kept", [(16384, True), (4096, False)])
+def test_a_request_longer_than_the_whole_restore_is_explained_or_left_out(request_tokens, kept):
+    llama = get_model("Llama-3.1-70B")
+    kv = llama.kv_bytes(8192, "bf16")
+    request = {"p50": 900.0, "p99": 2000.0, "tokens": request_tokens}  # the whole restore takes ~54 ms
+    tiers = [TierPlan("DRAM → GPU", kv, 63.0, kv / 63e9, 50.0, kv / 50e9, "ce-batch", "", request_ms=request)]
+    (tier,) = decide(llama, 8192, "bf16", 1, tiers, ComputeRate(989.0, "spec", "spec")).tiers
+    if kept:
+        assert tier.request_ms == request and f"each measured request moved {request_tokens} tokens" in tier.note
+    else:
+        assert tier.request_ms is None and "request time left out" in tier.note

@@ -88,6 +88,10 @@ def nvmlDeviceGetUUID(handle: _Handle) -> str:
     return _gpu(handle).uuid
 
 
+def nvmlDeviceGetSerial(handle: _Handle) -> str:
+    return _gpu(handle).board_serial
+
+
 def nvmlDeviceGetMemoryInfo(handle: _Handle) -> _Memory:
     gpu = _gpu(handle)
     free = machine().free_bytes(gpu.index)
@@ -187,9 +191,9 @@ def nvmlSystemGetCudaDriverVersion() -> int:
 
 
 # What kvbench's contention watch and `doctor` read (kvbench/hardware/nvml_watch.py, doctor.py). The
-# simulated GPUs have no other processes and no throttling; what the stand-in cannot simulate (ECC,
-# energy, violation time, temperature, power, XID events, persistence) is not supported, as on GPUs
-# whose NVML lacks a field, so kvbench leaves those facts out.
+# simulated GPUs have no other processes and no throttling; what the stand-in cannot simulate (energy,
+# violation time, temperature, power) is not supported, as on GPUs whose NVML lacks a field, so kvbench
+# leaves those facts out; the health counters below are too unless a test asks for them.
 def nvmlDeviceGetComputeRunningProcesses(handle: _Handle) -> list:
     _gpu(handle)
     return []
@@ -200,7 +204,7 @@ nvmlDeviceGetGraphicsRunningProcesses = nvmlDeviceGetComputeRunningProcesses
 
 def nvmlDeviceGetCurrentClocksThrottleReasons(handle: _Handle) -> int:
     _gpu(handle)
-    return 0
+    return int((getattr(machine(), "health", None) or {}).get("throttle", 0))
 
 
 nvmlDeviceGetCurrentClocksEventReasons = nvmlDeviceGetCurrentClocksThrottleReasons
@@ -210,6 +214,90 @@ def _not_supported(*args) -> None:
     raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
 
 
-nvmlDeviceGetTotalEccErrors = nvmlDeviceGetTotalEnergyConsumption = nvmlDeviceGetViolationStatus = _not_supported
-nvmlDeviceGetTemperature = nvmlDeviceGetPowerUsage = nvmlDeviceGetPersistenceMode = _not_supported
-nvmlEventSetCreate = nvmlDeviceRegisterEvents = nvmlEventSetWait_v2 = nvmlEventSetFree = _not_supported
+nvmlDeviceGetTotalEnergyConsumption = nvmlDeviceGetViolationStatus = _not_supported
+nvmlDeviceGetTemperature = nvmlDeviceGetPowerUsage = _not_supported
+
+
+# Health counters (kvbench/hardware/nvml_watch.py, judged by kvbench/analyze/health.py): unsupported, as
+# above, unless a test sets `machine().health` to a dict, which makes them supported and clean except the
+# faults it names — "xid": an XID raised on GPU 0 during the case; "ecc_uncorrected", "nvlink_crc": how much
+# each read of that counter grows (so a case sees a delta); "row_remap_pending": True; "throttle": reason
+# bits; "persistence": False. A test-made fault, never a measurement.
+NVML_ERROR_TIMEOUT = 10
+NVML_NVLINK_ERROR_DL_REPLAY, NVML_NVLINK_ERROR_DL_RECOVERY = 0, 1
+NVML_NVLINK_ERROR_DL_CRC_FLIT, NVML_NVLINK_ERROR_DL_CRC_DATA = 2, 3
+_reads: dict[tuple, int] = {}
+
+
+def _health(handle: _Handle | None = None) -> dict:
+    if handle is not None:
+        _gpu(handle)
+    health = getattr(machine(), "health", None)
+    if health is None:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    return health
+
+
+def _growing(key: tuple, step: int) -> int:
+    """A counter that grows by `step` at every read (a fault that keeps happening)."""
+    _reads[key] = _reads.get(key, 0) + step
+    return _reads[key]
+
+
+def nvmlDeviceGetTotalEccErrors(handle: _Handle, error_type: int, counter_type: int) -> int:
+    health = _health(handle)
+    return _growing(("ecc", id(machine()), handle.index, error_type), health.get("ecc_uncorrected", 0)
+                    if error_type == 1 else 0)
+
+
+def nvmlDeviceGetNvLinkErrorCounter(handle: _Handle, link: int, counter: int) -> int:
+    _link(handle, link)
+    health = _health(handle)
+    step = health.get("nvlink_crc", 0) if counter == NVML_NVLINK_ERROR_DL_CRC_FLIT and link == 0 else 0
+    return _growing(("nvlink", id(machine()), handle.index, link, counter), step)
+
+
+def nvmlDeviceGetRemappedRows(handle: _Handle) -> tuple[int, int, int, int]:
+    pending = bool(_health(handle).get("row_remap_pending"))
+    return (0, int(pending), int(pending), 0)
+
+
+def nvmlDeviceGetRetiredPagesPendingStatus(handle: _Handle) -> int:
+    return int(bool(_health(handle).get("row_remap_pending")))
+
+
+def nvmlDeviceGetPersistenceMode(handle: _Handle) -> int:
+    return int(_health(handle).get("persistence", True))
+
+
+@dataclass
+class _EventData:
+    device: _Handle
+    eventType: int
+    eventData: int
+
+
+@dataclass
+class _EventSet:
+    pending: list
+
+
+def nvmlEventSetCreate() -> _EventSet:
+    _health()
+    return _EventSet([])
+
+
+def nvmlDeviceRegisterEvents(handle: _Handle, types: int, events: _EventSet) -> None:
+    xid = _health(handle).get("xid")
+    if xid is not None and handle.index == 0:
+        events.pending.append(_EventData(handle, types, int(xid)))
+
+
+def nvmlEventSetWait_v2(events: _EventSet, timeout_ms: int) -> _EventData:
+    if not events.pending:
+        raise NVMLError(NVML_ERROR_TIMEOUT)
+    return events.pending.pop(0)
+
+
+def nvmlEventSetFree(events: _EventSet) -> None:
+    events.pending.clear()

@@ -95,6 +95,11 @@ class Gpu:
     sms: int = 4
     l2_bytes: int = 1 << 20
     name: str = "kvbench GPU stand-in (numpy, not a GPU)"
+    serial: str | None = None  # a test swaps a board by setting it; None: the stand-in's own per index
+
+    @property
+    def board_serial(self) -> str:
+        return self.serial or f"STANDIN{self.index:06d}"
 
     @property
     def bus_id(self) -> str:

@@ -1,0 +1,104 @@
+"""The steps of `kvbench accept` beyond judging a run (kvbench/cli/judge.py): measuring again what a busy
+box or a too-wide interval left undecided, the judged run's inventory drift, and level 1 (inventory and
+health counters only, no suite)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from kvbench.cli.common import err, existing_store, judged_documents
+from kvbench.errors import CheckFailed
+
+LEVEL_1_BUDGET_S = 30.0  # what `accept --level 1` may take: the host's facts and one health window
+HEALTH_WINDOW_S = 2.0  # seconds the GPUs' health counters are watched at level 1 (XIDs, ECC, NVLink, throttling)
+
+
+def level_one_document() -> dict:
+    """`accept --level 1` on this host now: its facts, and one result holding what NVML said about every
+    GPU over HEALTH_WINDOW_S (no benchmark runs; nothing is stored)."""
+    from kvbench.hardware import contention
+    from kvbench.hardware.identity import host_id
+    from kvbench.metadata import CONTENTION
+    from kvbench.this_host import host_facts
+
+    facts = host_facts()
+    buses = [g.bus_id for g in facts.gpus if g.bus_id]
+    results = []
+    if buses:
+        with contention.watch(buses) as seen:
+            time.sleep(HEALTH_WINDOW_S)
+        results.append({"bench": "gpu.health", "params": {"seconds": HEALTH_WINDOW_S}, "case": "health-window",
+                        "status": "ok", "metadata": {CONTENTION: seen.record()}})
+    return {"run": {"id": "level 1 (now)", "host_id": host_id(facts), "status": "complete"},
+            "host": {"id": host_id(facts), "facts": facts.to_dict(), "facts_source": "run"}, "results": results}
+
+
+def resample_uncertain(doc: dict, verdicts: list, rules_files: list, suite: str, db: str | None,
+                        quiet: bool = False) -> tuple[dict, list, int | None]:
+    """Once: the cases of ratio verdicts whose 95 % interval straddles their threshold run again into a
+    run of their own (tagged resample_of), sampled until the interval is narrower than their distance
+    from it or RESAMPLE_BUDGET_S is spent; judged again on their new results. Returns the document,
+    the verdicts and the re-sampling run (None: nothing straddled)."""
+    from kvbench.analyze.accept import judge
+    from kvbench.analyze.contended import with_remeasured
+    from kvbench.analyze.uncertain import RESAMPLE_BUDGET_S, resample_plan
+    from kvbench.cli.run import run_and_show
+    from kvbench.suite_run import RunRequest
+
+    cases, precision = resample_plan(verdicts, doc)
+    if not cases:
+        return doc, verdicts, None
+    err.print(f"kvbench: {len(cases)} case(s) judged a ratio whose 95 % interval straddles its threshold: "
+              f"re-sampling them (to ±{precision:.1%}, at most {RESAMPLE_BUDGET_S:g} s each)")
+    request = RunRequest(suite=suite, tags={"purpose": "acceptance", "resample_of": str(doc["run"]["id"])}, db=db,
+                         cases=tuple(cases), precision=precision, max_time_s=RESAMPLE_BUDGET_S)
+    try:
+        again = str(run_and_show(request, None, quiet=quiet))
+    except CheckFailed:  # a case that failed now is judged as failed
+        again = "latest"
+    (redo,) = judged_documents([again], db)
+    doc = with_remeasured(doc, redo)
+    return doc, judge(doc, rules_files), int(redo["run"]["id"])
+
+
+def stored_drift(doc: dict, run_ref: str, db: str | None):
+    """The judged run's inventory drift (kvbench/analyze/drift.py) where it is a stored run; None for an
+    export file, or where no database holds it."""
+    from kvbench.analyze.drift import run_drift
+
+    if Path(run_ref).suffix == ".json" or Path(run_ref).is_file():
+        return None
+    store = existing_store(db)
+    if store is None:
+        return None
+    try:
+        stored = store.run(doc["run"]["id"])
+    except Exception:  # noqa: BLE001 — a run this database does not hold has no stored history here
+        return None
+    return run_drift(store, stored["id"]) if stored.get("host_id") == doc["run"].get("host_id") else None
+
+
+def remeasure_contended(doc: dict, verdicts: list, rules_files: list, suite: str, db: str | None,
+                         quiet: bool = False) -> tuple[dict, list]:
+    """Once: the cases a rule failed on while the box was contended run again into a run of their own
+    (tagged remeasure_of), and the rules are judged on the run with their new results. `quiet`: its table
+    goes to standard error (standard output holds a JSON document)."""
+    from kvbench.analyze.accept import judge
+    from kvbench.analyze.contended import contended_failures, with_remeasured
+    from kvbench.cli.run import run_and_show
+    from kvbench.suite_run import RunRequest
+
+    cases = contended_failures(verdicts, doc)
+    if not cases:
+        return doc, verdicts
+    err.print(f"kvbench: {len(cases)} case(s) failed a rule while the box was contended: measuring them once more")
+    request = RunRequest(suite=suite, tags={"purpose": "acceptance", "remeasure_of": str(doc["run"]["id"])}, db=db,
+                         cases=tuple(cases))
+    try:
+        again = str(run_and_show(request, None, quiet=quiet))
+    except CheckFailed:  # a case that failed now is judged as failed
+        again = "latest"
+    (redo,) = judged_documents([again], db)
+    doc = with_remeasured(doc, redo)
+    return doc, judge(doc, rules_files)

@@ -1,0 +1,82 @@
+"""A ratio whose 95 % interval straddles its threshold is re-sampled, then named INCOMPLETE (uncertain)
+with both ends; one whose interval clears it keeps its PASS or FAIL (kvbench/analyze/uncertain.py)."""
+
+import numpy as np
+import pytest
+
+from kvbench.analyze.accept import judge
+from kvbench.analyze.accept_verdict import accept_overall
+from kvbench.analyze.uncertain import RESAMPLE_BUDGET_S, name_uncertain, resample_plan
+from kvbench.cli import accept_steps
+from tests.analyze.rules import kv_ratio, load, quick_run, rule
+
+HOST_CASE = "e9cbdd1c4780b7ac"  # the stored run's kv.restore strategy=host case (block_tokens 16)
+
+
+def with_ratios(doc, ratios):
+    """The stored run with its fragmented kv.restore case's ratio to contiguous measured in the case, pair by pair."""
+    for r in doc["results"]:
+        if r["case"] == HOST_CASE:
+            p10, median, p90 = (float(x) for x in np.percentile(ratios, [10, 50, 90]))
+            r["metadata"] = {**(r.get("metadata") or {}), "paired": {
+                "against": {"strategy": "contiguous"}, "median": median, "p10": p10, "p90": p90,
+                "pairs": len(ratios), "ratios": list(ratios)}}
+    return doc
+
+
+STRADDLING = [0.51, 0.6, 0.7, 0.78, 0.9, 0.95, 0.97, 0.97, 0.98, 0.99, 1.0, 1.01]  # median 0.96, interval 0.70–0.99
+CLEAR = [0.95, 0.96, 0.96, 0.97, 0.97, 0.97, 0.98, 0.98, 0.99, 1.0]
+
+
+@pytest.fixture
+def rules(tmp_path):
+    return [load(tmp_path, rule("kv-fragments-vs-contiguous", "kv.restore", ratio=kv_ratio(0.8)))]
+
+
+def test_a_stored_run_s_straddling_ratio_is_incomplete_with_both_ends_and_says_it_was_not_resampled(rules):
+    doc = with_ratios(quick_run(), STRADDLING)
+    (verdict,) = judge(doc, rules)
+    assert verdict.verdict == "PASS"  # what it would have been: a PASS nobody can trust
+    (named,) = name_uncertain([verdict], doc, None)
+    assert named.verdict == "INCOMPLETE" and named.why.startswith("uncertain: ")
+    assert "95 % interval 0.700–0.990" in named.measured and "straddles 0.8 x" in named.why
+    assert "not re-sampled" in named.why and "would have been PASS" in named.why
+    overall = accept_overall([named], {})
+    assert overall.word == "INCOMPLETE" and "uncertain" in overall.line and "contended" not in overall.line
+
+
+def test_a_ratio_whose_interval_clears_its_threshold_keeps_its_verdict(rules):
+    doc = with_ratios(quick_run(), CLEAR)
+    verdicts = judge(doc, rules)
+    assert name_uncertain(verdicts, doc, None) == verdicts and resample_plan(verdicts, doc) == ([], None)
+
+
+def test_an_unpaired_ratio_has_no_interval_and_is_left_as_judged(rules):
+    doc = quick_run()
+    verdicts = judge(doc, rules)
+    assert verdicts[0].measured.endswith("(unpaired)") and name_uncertain(verdicts, doc, None) == verdicts
+
+
+@pytest.mark.parametrize("again,word", [(CLEAR, "PASS"), (STRADDLING, "INCOMPLETE")],
+                         ids=["interval-clears-after-resampling", "still-straddling-after-resampling"])
+def test_accept_resamples_a_straddling_case_once_then_judges_it_or_names_it_uncertain(rules, monkeypatch, again, word):
+    doc = with_ratios(quick_run(), STRADDLING)
+    asked = []
+
+    def run_and_show(request, _progress, quiet=False):
+        asked.append(request)
+        return 2
+
+    monkeypatch.setattr("kvbench.cli.run.run_and_show", run_and_show)
+    redo = {"run": {"id": 2, "host_id": doc["run"]["host_id"]},
+            "results": [r for r in with_ratios(quick_run(), again)["results"] if r["case"] == HOST_CASE]}
+    monkeypatch.setattr(accept_steps, "judged_documents", lambda refs, db: [redo])
+    doc2, verdicts, resampled_in = accept_steps.resample_uncertain(doc, judge(doc, rules), rules, "acceptance", None)
+    (request,) = asked
+    assert request.cases == (HOST_CASE,) and request.max_time_s == RESAMPLE_BUDGET_S
+    assert 0 < request.precision < (0.96 - 0.8) / 0.96  # narrow enough to clear the threshold
+    assert request.tags["resample_of"] == str(doc["run"]["id"]) and resampled_in == 2
+    (verdict,) = name_uncertain(verdicts, doc2, resampled_in)
+    assert verdict.verdict == word
+    if word == "INCOMPLETE":
+        assert "after re-sampling in run 2" in verdict.why and "0.700–0.990" in verdict.measured
