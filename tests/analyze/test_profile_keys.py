@@ -15,7 +15,8 @@ TWO = {"gpus": [H200, {**H200, "index": 1, "bus_id": "0000:18:00.0"}]}
 PASSED = Verdict("dram-copy", "dram.copy", "all", "PASS", "9 GB/s", "≥ 1 MB/s", "")
 # one value each key can take: a test that a new key without a check fails here
 VALUES = {"gpus": 2, "gpu_model": "H200", "pcie_gen": 5, "pcie_width": 16, "nics": 1, "nic_gbps": 100.0, "nvme": 1,
-          "numa_nodes": 1, "dram_gb": 100.0, "dram_channels": 8, "nvlink": True}
+          "numa_nodes": 1, "dram_gb": 100.0, "dram_channels": 8, "nvlink": True,
+          "gpu_serials": ["1650000000", "1650000001"]}
 
 
 def p2p(pair: str, kind: str | None) -> dict:
