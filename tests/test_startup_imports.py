@@ -90,6 +90,7 @@ READ_ONLY = [
     ("tag", "1", "note"),
     ("history", "dram.copy"),
     ("compare", "1", "2"),
+    ("host", "drift", "2"),
     ("version",),
 ]
 

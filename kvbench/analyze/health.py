@@ -135,7 +135,9 @@ def judge_health(doc: RunDocument, health: HealthFile) -> list[Verdict]:
         # the GPU rules that did not run say so themselves
         head = dict(rule=check.id, bench="gpu", needs=("gpu",) if records else (), unit=unit, limit_max=check.max)
         if not seen:
-            why = ("no GPU case ran" if not records else f"NVML gave no {unit} for the GPUs of {len(records)} case(s)")
+            cases = len({id(r) for r, _bus, _gpu in records})
+            why = ("no GPU case ran" if not records else
+                   f"NVML gave no {unit} for {len(records)} GPU reading(s) over {cases} case(s)")
             out.append(Verdict(**head, case="all GPU cases", verdict="SKIP", measured="-", threshold=threshold,
                                why=f"not judged: {why}"))
             continue
