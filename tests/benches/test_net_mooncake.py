@@ -113,3 +113,38 @@ def test_the_transport_parameters_leave_earlier_cases_the_same_cases():
               if k not in ("transport", "mooncake_metadata", "mooncake_protocol", "mooncake_device")}
     assert case_hash("net.write", spec.canonical_params({}), spec.params) == case_hash(
         "net.write", before, {k: v for k, v in spec.params.items() if k in before})
+
+
+def test_http_metadata_through_the_wheel_s_own_metadata_server(mooncake_env):
+    """mooncake_metadata=http://…: the engines publish and find their segments through the HTTP
+    metadata server the wheel ships (python -m mooncake.http_metadata_server) instead of the P2P handshake."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from kvbench.peers.protocol import free_port
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "mooncake.http_metadata_server", "--port", str(port), "--host",
+                               "127.0.0.1", "--log-level", "WARNING"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=mooncake_env)
+    try:
+        url = f"http://127.0.0.1:{port}/metadata"
+        deadline = time.monotonic() + 60
+        while True:  # up once it answers at all (a missing key is an HTTP error, which is an answer)
+            try:
+                urllib.request.urlopen(f"{url}?key=probe", timeout=2)
+                break
+            except urllib.error.HTTPError:
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "the metadata server did not start"
+                time.sleep(0.2)
+        result = run_case_in_child(mooncake_env, "net.write", {**SMALL, "peer": "local", "transport": "mooncake",
+                                                               "mooncake_metadata": url})
+        assert result["status"] == "ok" and result["verified"], result["reason"]
+        assert result["metadata"]["mooncake"]["metadata"] == url
+    finally:
+        server.kill()
+        server.wait(timeout=10)
