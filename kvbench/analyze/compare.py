@@ -207,7 +207,8 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
     on = "" if estimator == MEDIAN else f" (median {change:+.1%})"
     note = (f"{judged:+.1%} on the {estimator}{on}; {ranges}; {basis}; {allowance_words(allowed)}"
             + (f"; {returned}" if returned else ""))
-    verdict, note = weigh_contention(verdict, note, base, new, size, drop=judged < 0, require_quiet=require_quiet)
+    verdict, note = weigh_contention(verdict, note, base, new, size, drop=judged < 0, require_quiet=require_quiet,
+                                     measured=noise is not None)
     return Comparison(**head, base_gbps=b_rate, new_gbps=n_rate, change=change, verdict=verdict,
                       note=note, base_range=_range(base), new_range=_range(new), between_run=noise,
                       history_runs=len(history), allowance_ln=allowed, estimator=estimator, judged_change=judged)

@@ -54,12 +54,28 @@ def test_a_drop_the_new_run_s_contention_can_explain_is_held_back():
                              f"{BUSY}), which can explain up to 8.0× slower; re-measure.")
 
 
+BESIDE_THE_HOG = [10.3, 9.8, 10.1]  # three earlier runs' fast ends, all beside the same neighbour
+
+
 def test_two_runs_beside_one_steady_neighbour_are_judged_on_the_fast_end():
     # both runs beside the same 2-process hog: the drop is the code's, not the neighbour's
-    c = compare_case(contended(result(10.0, seed=1), load=0.66), contended(result(5.8, seed=2), load=0.68))
+    c = compare_case(contended(result(10.0, seed=1), load=0.66), contended(result(5.8, seed=2), load=0.68),
+                     history=BESIDE_THE_HOG)
     assert c.verdict == "slower" and c.estimator == FAST_END and "the new run no more contended than the other" in c.note
-    same = compare_case(contended(result(10.0, seed=1), load=0.66), contended(result(9.9, seed=2), load=0.70))
+    same = compare_case(contended(result(10.0, seed=1), load=0.66), contended(result(9.9, seed=2), load=0.70),
+                        history=BESIDE_THE_HOG)
     assert same.verdict == "same" and not has_regression([same]) and not held_back_drops([same])
+
+
+def test_a_contended_drop_is_not_judged_against_an_assumed_allowance():
+    # measured on the dev VM (benchmarks/compare_power.py, other engineers' load): identical runs 1 and 2
+    # of a case moved -54 % on the fast end, both sides "equally" contended, and nothing measured how
+    # this busy box varies: held back, not `slower`, until 3 runs exist
+    c = compare_case(contended(result(10.0, seed=1), load=0.55), contended(result(4.6, seed=2), load=0.64))
+    assert c.verdict == AMBIGUOUS_CONTENDED and held_back_drops([c]) == [c]
+    assert "fewer than 3 earlier runs the noise of this busy box is unknown" in c.note
+    far = compare_case(contended(result(10.0, seed=1), load=0.55), contended(result(1.0, seed=2), load=0.64))
+    assert far.verdict == "slower"  # 10x: beyond the 2.8x its contention can explain
 
 
 def test_a_slow_tail_a_neighbour_caused_is_not_a_drop():
