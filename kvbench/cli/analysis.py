@@ -87,7 +87,7 @@ def history(
         from kvbench.report.history_plot import history_figure
         from kvbench.report.plots import figure_bytes
 
-        allowances = [next((v.allowance for v in reversed(judged) if v is not None), None) for judged in verdicts]
+        allowances = [next((v.allowance_ln for v in reversed(judged) if v is not None), None) for judged in verdicts]
         write_text(figure_bytes(history_figure(bench, found, allowances), plot.rsplit(".", 1)[-1]), plot)
     if json_out:
         from kvbench.report.json_docs import history_doc

@@ -195,7 +195,7 @@ def history_series(docs: list[RunDocument], comparisons: list[Comparison]
             if r["status"] == "ok" and (r.get("gbps") or {}).get("median"):
                 key = (r["bench"], repr(sorted(r["params"].items())))
                 cases.setdefault(key, []).append({**r, "run_id": d["run"]["id"], "started_at": d["run"].get("started_at")})
-    allowed = {(x.bench, repr(sorted(x.params.items()))): x.allowance for x in comparisons}
+    allowed = {(x.bench, repr(sorted(x.params.items()))): x.allowance_ln for x in comparisons}
     out: dict[str, tuple[list, list]] = {}
     for (bench, key), series in cases.items():
         if len(series) >= 2:
