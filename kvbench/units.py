@@ -33,6 +33,23 @@ def parse_size(value: int | str, name: str = "size") -> int:
     return int(match.group(1)) * _UNITS[match.group(2).lower()]
 
 
+_COUNT = re.compile(r"^\s*([+-]?\d+)\s*([kK]?)\s*$")
+COUNT_FORM = "a whole number such as 8192, or 8k (k = 1000)"
+
+
+def parse_count(value: int | str, name: str) -> int:
+    """A whole count from `8192`, `"8192"` or `"8k"` / `"8K"` (× 1000, decimal as kvbench's GB are);
+    `BadInput` naming `name` (`--tokens`, `tokens=`) and the accepted forms otherwise."""
+    if isinstance(value, bool):
+        raise BadInput(f"bad {name} {value!r}: give {COUNT_FORM}")
+    if isinstance(value, int):
+        return value
+    match = _COUNT.match(str(value))
+    if not match:
+        raise BadInput(f"bad {name} '{value}': give {COUNT_FORM}")
+    return int(match.group(1)) * (1000 if match.group(2) else 1)
+
+
 def format_size(size_bytes: int) -> str:
     """`268435456` → `"256MiB"`; sizes that are no whole binary unit stay in bytes."""
     for unit, factor in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvbench.errors import BadInput
-from kvbench.units import parse_size
+from kvbench.units import COUNT_FORM, parse_count, parse_size
 
 
 def resolve_address(value: str, label: str) -> str:
@@ -54,10 +54,16 @@ class Param:
         if self.kind == "size":
             out = parse_size(value, name)
         elif self.kind == "int":
-            try:
-                out = int(value)
-            except (TypeError, ValueError):
-                raise BadInput(f"bad {name}={value!r}: expected an integer") from None
+            if isinstance(value, str):  # `--set tokens=8k` as the CLI's --tokens takes it
+                try:
+                    out = parse_count(value, name)
+                except BadInput:
+                    raise BadInput(f"bad {name}={value!r}: give {COUNT_FORM}") from None
+            else:
+                try:
+                    out = int(value)
+                except (TypeError, ValueError):
+                    raise BadInput(f"bad {name}={value!r}: expected an integer") from None
         elif self.kind == "text":
             return str(value)
         elif self.kind == "address":

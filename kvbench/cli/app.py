@@ -13,7 +13,7 @@ _typer_type = TyperOption.display_type_rich
 # What an option's value is, where its name alone would not say (typer writes `<list[str]>`, `<float>`).
 _PLACEHOLDERS = {"set": "KEY=VALUE", "tag": "KEY=VALUE", "bench": "ID", "samples": "N", "repeat": "N",
                  "max_cases": "N", "precision": "FRACTION", "max_time": "SECONDS", "timeout": "SECONDS",
-                 "junit": "FILE", "output": "FILE", "rules": "FILE", "profile": "FILE", "run_ref": "RUN"}
+                 "junit": "FILE", "output": "FILE", "rules": "FILE", "profile": "FILE|NAME", "run_ref": "RUN"}
 
 
 def _shown_type(self: TyperOption, ctx) -> str | None:

@@ -3,6 +3,7 @@ or recompute it, and which strategy moves it at which fragment size."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Annotated
 
 import typer
@@ -14,6 +15,16 @@ from kvbench.errors import BadInput
 MAX_TOKENS = 10**9  # no model has a context near it; a larger count is a typo (10^20 priced a recompute at 10^34 ms)
 
 
+def token_count(text: str) -> int:
+    """`--tokens` as a count (8192, 8k = 8000), from 1 to MAX_TOKENS; one line naming it otherwise."""
+    from kvbench.units import parse_count
+
+    count = parse_count(text, "--tokens")
+    if not 1 <= count <= MAX_TOKENS:
+        raise BadInput(f"bad --tokens {text}: give from 1 to {MAX_TOKENS:,} tokens")
+    return count
+
+
 def _positive(value: float | None, option: str) -> float | None:
     if value is not None and not (value > 0 and value < float("inf")):
         raise BadInput(f"bad {option} {value}: must be a finite number above 0")
@@ -23,7 +34,7 @@ def _positive(value: float | None, option: str) -> float | None:
 @app.command("plan")
 def plan_cmd(
     model: Annotated[str, typer.Option(help="model preset or config.json path")],
-    tokens: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="tokens to restore")],
+    tokens: Annotated[str, typer.Option(metavar="N", help="tokens to restore: 8192, or 8k (k = 1000)")],
     tp: Annotated[int, typer.Option(min=1, help="tensor-parallel degree (divides KV heads and prefill alike)")] = 1,
     dtype: Annotated[str, typer.Option(help="bf16 | fp16 | fp8")] = "bf16",
     block_tokens: Annotated[int, typer.Option("--block-tokens", min=1, help="tokens per KV block")] = 16,
@@ -48,6 +59,7 @@ def plan_cmd(
     from kvbench.store import open_store
     from kvbench.this_host import host_facts
 
+    tokens = token_count(tokens)
     if not 0 < mfu <= 1:
         raise BadInput(f"bad --mfu {mfu}: a fraction above 0 and at most 1")
     use_peaks(peaks)  # the datasheet rates recomputing is priced at: the user's where their file gives them
@@ -70,7 +82,7 @@ def plan_cmd(
         others = measured_models(rows)
         if others:  # another model's rates and request times are not this model's
             raise BadInput(f"no kv.restore results of {geometry.name} for this host in {store.url} (measured: "
-                           f"{', '.join(others)}); run 'kvbench run --suite kv-restore --set model={geometry.name}'")
+                           f"{', '.join(others)}); run 'kvbench run --suite kv-restore --set model={shlex.quote(model)}'")
         raise BadInput(f"no kv.restore results for this host in {store.url}; run 'kvbench run --suite kv-restore' first")
     rate = compute_rate(store.host_results(mine, "gpu.matmul"), gpus, tflops, gpu)
     answer = decide(geometry, tokens, dtype, tp, tiers, rate, mfu, params)

@@ -31,7 +31,8 @@ def report(
                                                              "html)")] = None,
     baseline: Annotated[str | None, typer.Option(help="compare with this run ('baseline' = the tagged one)")] = None,
     model: Annotated[str, typer.Option(help="model for the restore plan")] = "Llama-3.1-70B",
-    tokens: Annotated[int, typer.Option(min=1, help="tokens for the restore plan")] = 8192,
+    tokens: Annotated[str, typer.Option(metavar="N", help="tokens for the restore plan: 8192, or 8k (k = 1000)")]
+    = "8192",
     profile: Annotated[str | None, typer.Option(help="host profile for the acceptance verdict (default: "
                                                      "$KVBENCH_PROFILE)")] = None,
     db: DbOption = None,
@@ -40,7 +41,9 @@ def report(
     """One self-contained HTML report (plots embedded) or Markdown for a ticket; its first heading starts with
     the acceptance's overall verdict (PASS, FAIL or INCOMPLETE)."""
     from kvbench.analyze.profile import load_profile, profile_path
+    from kvbench.cli.decide import token_count
 
+    tokens = token_count(tokens)
     by_name = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}.get(
         Path(output).suffix.lower()) if output else None
     if fmt is not None and fmt not in ("html", "markdown"):
