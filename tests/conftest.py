@@ -119,6 +119,8 @@ def fixed_host_headroom(monkeypatch):
     from kvbench.memory.headroom import HostMemory
 
     monkeypatch.setattr(host, "host_headroom", lambda root="/": HostMemory(64 << 30, "fixed by tests/conftest.py"))
+    # and no growth: a refusal never touches this box's memory to see whether it grows (this VM has a balloon)
+    monkeypatch.setattr(host, "growable_memory", lambda root="/": None)
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,12 @@ Three things bound it, and kvbench takes the tightest that applies:
 * A cgroup limit (v2 `memory.max`, v1 `memory.limit_in_bytes`, up the hierarchy): a container
   gets OOM-killed at its limit whatever the host has free. Reclaimable page cache
   (inactive_file) does not count as used.
+
+Where the memory map does not show it, a VM can still grow as it is used: a virtio balloon or
+virtio-mem device bound, or memory blocks offline (hotplug). `growable_memory` says which, so a
+refusal can say that memory may still be granted, and the guard retries once after touching what
+is free (a balloon deflates, blocks come online), instead of failing a command that passes a minute
+later.
 """
 
 from __future__ import annotations
@@ -127,3 +133,24 @@ def host_headroom(root: str = "/") -> HostMemory:
     if limited is not None and (room.available_bytes is None or limited[0] < room.available_bytes):
         room = HostMemory(limited[0], limited[1])
     return room
+
+
+def growable_memory(root: str = "/") -> str | None:
+    """Why this VM's memory can grow as it is used, in words (None: no sign of it): a virtio balloon
+    or virtio-mem device bound to its driver, or memory blocks offline that hotplug can bring online."""
+    signs = []
+    for driver, what in (("virtio_balloon", "a virtio balloon"), ("virtio_mem", "a virtio-mem device")):
+        folder = Path(root, "sys/bus/virtio/drivers", driver)
+        if folder.is_dir() and any(p.name.startswith("virtio") for p in folder.iterdir()):
+            signs.append(f"{what} is bound")
+    memory = Path(root, "sys/devices/system/memory")
+    offline = [b for b in (memory.glob("memory*") if memory.is_dir() else [])
+               if (_read(b / "state") or "").strip() == "offline"]
+    if offline:
+        try:
+            block = int((_read(memory / "block_size_bytes") or "0").strip(), 16)
+        except ValueError:
+            block = 0
+        signs.append(f"{len(offline)} memory block(s)" + (f" ({len(offline) * block} bytes)" if block else "")
+                     + " offline")
+    return "; ".join(signs) or None

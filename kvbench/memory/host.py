@@ -9,19 +9,49 @@ from __future__ import annotations
 
 from kvbench.errors import BadInput
 from kvbench.memory import numa, pages
-from kvbench.memory.headroom import HostMemory, host_headroom
+from kvbench.memory.headroom import HostMemory, growable_memory, host_headroom, meminfo
 from kvbench.memory.region import Region
 
 
 def check_fits(size_bytes: int, kind: str, room: HostMemory | None = None) -> None:
     """Refuse, before allocating, a buffer that would not fit in 90 % of the memory free for it
     (`room`; by default what the host can give now: see `headroom.host_headroom`)."""
+    measured = room is None
     room = room or host_headroom()
-    if room.available_bytes is not None and size_bytes > 0.9 * room.available_bytes:
-        raise BadInput(
-            f"buffer of {size_bytes} bytes for '{kind}' is larger than 90% of the "
-            f"{room.available_bytes} bytes free there ({room.basis}); choose a smaller size"
-        )
+    if room.available_bytes is None or size_bytes <= 0.9 * room.available_bytes:
+        return
+    grows = growable_memory() if measured else None
+    if grows:  # a VM whose memory grows as it is used: touch what the kernel calls free once, then read again
+        free_now = meminfo().get("MemAvailable") or 0  # never more: touching must not itself run the box dry
+        _touch(min(int(0.9 * room.available_bytes), int(0.9 * free_now), size_bytes))
+        room = host_headroom()
+        if room.available_bytes is None or size_bytes <= 0.9 * room.available_bytes:
+            return
+    raise BadInput(
+        f"buffer of {size_bytes} bytes for '{kind}' is larger than 90% of the "
+        f"{room.available_bytes} bytes free there ({room.basis}); choose a smaller size"
+        + (f", or retry: this VM's memory can still grow as it is used ({grows}), and was touched once "
+           "without growing enough" if grows else "")
+    )
+
+
+def _touch(size_bytes: int) -> None:
+    """Write one byte of every page of `size_bytes` of fresh memory, then free it: a balloon deflates
+    or hotplugged memory comes online as a guest's memory is used."""
+    import mmap
+
+    import numpy as np
+
+    if size_bytes <= 0:
+        return
+    try:
+        mapping = mmap.mmap(-1, size_bytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except OSError:  # not even that could be mapped: the refusal that follows says so
+        return
+    try:
+        np.frombuffer(mapping, dtype=np.uint8)[::mmap.PAGESIZE] = 1
+    finally:
+        mapping.close()
 
 
 def _mapping(size_bytes: int) -> pages.HostMapping:

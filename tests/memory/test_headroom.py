@@ -73,3 +73,56 @@ def test_a_cgroup_v1_limit_is_respected(tmp_path):
 def test_unreadable_memory_facts_refuse_nothing(tmp_path):
     assert host_headroom(str(tmp_path)).available_bytes is None
     check_fits(1 << 50, "pageable", HostMemory(None, "unknown"))
+
+
+def test_signs_that_a_vm_s_memory_grows_as_it_is_used(tmp_path):
+    from kvbench.memory.headroom import growable_memory
+
+    plain = tree(tmp_path / "plain", 64 * GiB, 60 * GiB, files={"sys/bus/virtio/drivers/virtio_balloon/bind": ""})
+    assert growable_memory(plain) is None  # the driver loaded, no device bound to it
+    vm = tree(tmp_path / "vm", 8 * GiB, GiB, files={
+        "sys/bus/virtio/drivers/virtio_balloon/virtio0/x": "", "sys/bus/virtio/drivers/virtio_mem/virtio3/x": "",
+        "sys/devices/system/memory/block_size_bytes": "8000000\n",
+        "sys/devices/system/memory/memory0/state": "online\n", "sys/devices/system/memory/memory1/state": "offline\n",
+        "sys/devices/system/memory/memory2/state": "offline\n"})
+    assert growable_memory(vm) == ("a virtio balloon is bound; a virtio-mem device is bound; "
+                                   f"2 memory block(s) ({2 * 0x8000000} bytes) offline")
+
+
+@pytest.mark.parametrize("grows_after_touch", [True, False])
+def test_on_a_vm_that_grows_the_guard_touches_memory_once_then_reads_again(monkeypatch, grows_after_touch):
+    """Issue 43.11: a 1.6 GB buffer refused against 0.78 GB MemAvailable passed a minute later."""
+    from kvbench.memory import host
+
+    reads = iter([HostMemory(780_000_000, "MemAvailable"),
+                  HostMemory(8 * GiB if grows_after_touch else 790_000_000, "MemAvailable")])
+    touched = []
+    monkeypatch.setattr(host, "host_headroom", lambda: next(reads))
+    monkeypatch.setattr(host, "growable_memory", lambda: "a virtio balloon is bound")
+    monkeypatch.setattr(host, "_touch", touched.append)
+    monkeypatch.setattr(host, "meminfo", lambda: {"MemAvailable": 780_000_000})
+    if grows_after_touch:
+        check_fits(1_600_000_000, "pageable")
+    else:
+        with pytest.raises(BadInput, match=r"choose a smaller size, or retry: this VM's memory can still grow as it "
+                                           r"is used \(a virtio balloon is bound\)"):
+            check_fits(1_600_000_000, "pageable")
+    assert touched == [int(0.9 * 780_000_000)]
+
+
+def test_without_signs_of_growth_the_guard_refuses_at_once_and_touches_nothing(monkeypatch):
+    from kvbench.memory import host
+
+    monkeypatch.setattr(host, "host_headroom", lambda: HostMemory(780_000_000, "MemAvailable"))
+    monkeypatch.setattr(host, "growable_memory", lambda: None)
+    monkeypatch.setattr(host, "_touch", lambda n: pytest.fail("touched memory on a box that does not grow"))
+    with pytest.raises(BadInput) as refused:
+        check_fits(1_600_000_000, "pageable")
+    assert str(refused.value).endswith("(MemAvailable); choose a smaller size")
+
+
+def test_touching_writes_every_page_and_gives_it_back():
+    from kvbench.memory.host import _touch
+
+    _touch(4 << 20)
+    _touch(0)
