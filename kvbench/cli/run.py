@@ -129,7 +129,9 @@ def run(
 def results(
     run_refs: Annotated[list[str] | None, typer.Argument(metavar="RUN...", help="run ids, 'latest', 'baseline' or "
                                                          "JSON exports (several: --format csv)")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table | json | csv (json: as --json -)")] = "table",
+    fmt: Annotated[str, typer.Option("--format", help="table | json | csv (json: as --json -) | nvbandwidth (its "
+                                                      "testcases' matrices) | nvbandwidth-json (its --json shape)")
+                   ] = "table",
     json_out: JsonOption = None,
     db: DbOption = None,
 ) -> None:
@@ -139,8 +141,8 @@ def results(
     from kvbench.records import result_row
     from kvbench.report.table import results_csv, results_table, run_csv_fields
 
-    if fmt not in ("table", "json", "csv"):
-        raise BadInput(f"bad --format '{fmt}': choose table, json or csv")
+    if fmt not in ("table", "json", "csv", "nvbandwidth", "nvbandwidth-json"):
+        raise BadInput(f"bad --format '{fmt}': choose table, json, csv, nvbandwidth or nvbandwidth-json")
     if fmt == "json":
         if json_out not in (None, "-"):
             raise BadInput("give --format json (standard output) or --json FILE, not both")
@@ -158,12 +160,31 @@ def results(
         return
     (doc,) = docs
     run = doc["run"]
+    if fmt.startswith("nvbandwidth"):
+        if fmt == "nvbandwidth" and json_out:
+            raise BadInput("--json writes kvbench's document; for nvbandwidth's JSON shape use --format nvbandwidth-json")
+        _nvbandwidth(doc, fmt, json_out)
+        return
     if json_out:
         write_text(json.dumps(doc, indent=2, default=str) + "\n", json_out)
     if json_out != "-":
         out.print(results_table([result_row(r) for r in doc["results"]], describe_params,
                                 title=f"run {run['id']} · {run.get('suite') or 'ad hoc'} · {run['status']} · started "
                                 f"{run.get('started_at') or '?'}"))
+
+
+def _nvbandwidth(doc: dict, fmt: str, json_out: str | None) -> None:
+    """A run's PCIe and GPU-to-GPU cells as nvbandwidth's testcases: text, or its JSON (to --json FILE or stdout)."""
+    from kvbench.analyze.nvbandwidth_shape import nvbandwidth_cases, nvbandwidth_json
+
+    gpus = len(((doc.get("host") or {}).get("facts") or {}).get("gpus") or []) or None
+    cases = nvbandwidth_cases(doc["results"], gpus)
+    if fmt == "nvbandwidth-json":
+        write_text(json.dumps(nvbandwidth_json(cases, doc["run"]), indent=2) + "\n", json_out or "-")
+        return
+    from kvbench.report.nvbandwidth_text import nvbandwidth_text
+
+    sys.stdout.write(nvbandwidth_text(cases, doc["run"]["id"]))
 
 
 @app.command()

@@ -13,6 +13,7 @@ from kvbench.analyze.fit import fit_results
 from kvbench.analyze.acceptance import acceptance_verdicts
 from kvbench.analyze.health import health_path, load_health
 from kvbench.analyze.numa_ratio import NearFar, near_far
+from kvbench.analyze.nvbandwidth_shape import nvbandwidth_cases
 from kvbench.analyze.peer_tier import with_peer_tier
 from kvbench.analyze.pinned_ratio import PageableVsPinned, pageable_vs_pinned
 from kvbench.analyze.profile import Profile, gpus_to_match
@@ -23,7 +24,7 @@ from kvbench.analyze.transport_choice import TransportChoice, transport_choices
 from kvbench.kv.geometry import get_model
 from kvbench.overall import Overall
 from kvbench.records import result_row
-from kvbench.report import accept_figure, history_plot, link_heatmap, plots
+from kvbench.report import accept_figure, history_plot, link_heatmap, nvbandwidth_figure, plots
 from kvbench.report.analysis_tables import plan_answer_lines
 
 # Questions whose figures need GPU results; listed with the reason when the runs lack them.
@@ -127,6 +128,10 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
         if fig := _drawn(content, question, lambda draw=draw: draw(results)):
             content.figures.append(fig)
             drawn[key] = True
+    gpu_count = len(((host or {}).get("facts") or {}).get("gpus") or []) or None
+    if fig := _drawn(content, nvbandwidth_figure.QUESTION, lambda: nvbandwidth_figure.nvbandwidth_figure(
+            nvbandwidth_cases([r for r in results if r["run_id"] == docs[-1]["run"]["id"]], gpu_count))):
+        content.figures.append(fig)  # the newest run's, as nvbandwidth users know the matrices
     if fig := _drawn(content, link_heatmap.QUESTION, lambda: link_heatmap.link_heatmap(results)):
         content.figures.append(fig)  # only a run with cluster results (pairs naming two hosts) has one
     content.numa = near_far(results)

@@ -170,3 +170,22 @@ def test_ce_batch_that_cannot_find_its_runtime_fails_the_call_instead_of_passing
     assert "ce-batch case(s) skipped on a host whose driver supports CUDA 13.0" in log
     assert "no CUDA runtime library could be loaded" in log
     assert log.splitlines()[-1].startswith("== done: 1 step(s) failed: ce-batch ran (status 1")
+
+
+def test_results_in_nvbandwidth_s_json_shape(full_check):
+    """Issue 39: `results --format nvbandwidth-json` on a stand-in GPU run (two simulated GPUs) parses with
+    nvbandwidth's field names, its PCIe and peer testcases laid out as nvbandwidth's matrices (the rates are
+    the stand-in's, inside this temporary database only)."""
+    _stage, out, _proc, env = full_check
+    proc = kvbench("results", "1", "--format", "nvbandwidth-json", "--db", f"sqlite:///{out / 'gpu-check.sqlite'}",
+                   env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    tests = {t["name"]: t for t in json.loads(proc.stdout)["nvbandwidth"]["testcases"]}
+    assert {"host_to_device_memcpy_ce", "device_to_host_memcpy_ce", "host_to_device_bidirectional_memcpy_ce"} <= set(tests)
+    assert any(name.startswith("device_to_device_") for name in tests)
+    for t in tests.values():
+        assert {"name", "status", "bandwidth_description", "bandwidth_matrix", "sum"} <= set(t)
+        assert all(isinstance(v, str) for row in t["bandwidth_matrix"] for v in row)
+        assert len(t["bandwidth_matrix"][0]) == 2  # a column per GPU of the host
+    h2d = tests["host_to_device_memcpy_ce"]["bandwidth_matrix"]
+    assert len(h2d) == 1 and float(h2d[0][0]) > 0  # CPU row, GPU 0 measured

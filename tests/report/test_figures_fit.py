@@ -10,7 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kvbench.report import accept_figure, content, history_plot, link_heatmap, plots
+from kvbench.analyze.nvbandwidth_shape import nvbandwidth_cases
+from kvbench.report import accept_figure, content, history_plot, link_heatmap, nvbandwidth_figure, plots
+from tests.analyze.test_nvbandwidth_shape import rows as nvb_rows
 from kvbench.store import open_store
 from tests.conftest import FIXTURES
 from tests.report.figure_fit import misfits
@@ -60,6 +62,7 @@ def _figures(cluster_results: list[dict]) -> dict[str, object]:
         "acceptance": lambda: accept_figure.acceptance_figure(content.build(
             [json.loads((FIXTURES / "runs" / "quick-cpu-vm.json").read_text())]).verdicts),
         "link matrix": lambda: link_heatmap.link_heatmap(cluster_results),
+        "nvbandwidth testcases": lambda: nvbandwidth_figure.nvbandwidth_figure(nvbandwidth_cases(nvb_rows(), 2)),
     }
 
 
@@ -75,7 +78,7 @@ def cluster_results(tmp_path_factory) -> list[dict]:
 
 
 KINDS = ["rate by size, one run", "rate by size, three runs", "kv strategies", "kv strategies, two runs", "numa",
-         "bidirectional", "all gpus", "history", "acceptance", "link matrix"]
+         "bidirectional", "all gpus", "history", "acceptance", "link matrix", "nvbandwidth testcases"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
