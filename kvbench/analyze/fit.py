@@ -21,12 +21,20 @@ from kvbench.metadata import FRAGMENTS
 SWEPT = ("block_tokens", "tokens", "seed", "pool_blocks")
 
 
+POOR_R2 = 0.9  # below it a fit is flagged wherever it is shown (tables, report, JSON)
+
+
 @dataclass(frozen=True)
 class TransferFit:
     alpha_us: float  # seconds per fragment × 1e6
     beta_gbps: float | None  # None when the bytes term fitted to zero (cost all per-fragment)
     r2: float
     points: int
+
+    @property
+    def poor(self) -> bool:
+        """R² below POOR_R2: the line explains too little of the times for α and β to be quoted as facts."""
+        return self.r2 < POOR_R2
 
 
 def fit_alpha_beta(fragments: Iterable[float], size_bytes: Iterable[float], seconds: Iterable[float]) -> TransferFit | None:

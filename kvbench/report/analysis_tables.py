@@ -47,8 +47,9 @@ def fit_table(fits: list[tuple[dict[str, Any], Any]], run_id: int | str) -> Tabl
         if result is None:
             table.add_row(bench, series, "-", "-", "-", "-")
             continue
+        r2 = f"{result.r2:.3f}" + (" [yellow](poor fit: R² < 0.9)[/]" if result.poor else "")
         table.add_row(bench, series, f"{result.alpha_us:.3f}",
-                      f"{result.beta_gbps:.1f}" if result.beta_gbps else "∞", f"{result.r2:.3f}", str(result.points))
+                      f"{result.beta_gbps:.1f}" if result.beta_gbps else "∞", r2, str(result.points))
     return table
 
 

@@ -69,8 +69,8 @@ def pairs_doc(matrices: list[Any]) -> dict[str, Any]:
 
 def fit_doc(run_id: int, fits: list[tuple[dict[str, Any], Any]]) -> dict[str, Any]:
     """Each series (its parameters but block_tokens) with α in µs per fragment and β in GB/s, or
-    `fit: null` where it cannot be fitted."""
-    return {"run": run_id, "fits": [{"series": params, "fit": dataclasses.asdict(fit) if fit else None}
+    `fit: null` where it cannot be fitted; `poor` true where R² is below 0.9 (analyze/fit.POOR_R2)."""
+    return {"run": run_id, "fits": [{"series": params, "fit": {**dataclasses.asdict(fit), "poor": fit.poor} if fit else None}
                                     for params, fit in fits]}
 
 

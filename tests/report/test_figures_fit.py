@@ -122,3 +122,20 @@ def test_a_report_of_two_runs_of_a_case_holds_its_history_with_compare_s_allowan
     assert allowances and all(a is not None and a > 0 for a in allowances)  # compare's own, case by case
     alone = content.build([first])
     assert not [f for f in alone.figures if f.question.startswith("Has ")]  # one run: no history to draw
+
+
+def test_a_poor_fit_is_flagged_in_the_tables_and_the_json():
+    """Issue 39: `fit` printed α, β at R² 0.199 without a warning."""
+    from rich.console import Console
+
+    from kvbench.analyze.fit import TransferFit
+    from kvbench.report.analysis_tables import fit_table
+    from kvbench.report.json_docs import fit_doc
+
+    fits = [({"bench": "kv.restore", "model": "m"}, TransferFit(1.5, 20.0, 0.199, 5)),
+            ({"bench": "kv.restore", "model": "n"}, TransferFit(1.5, 20.0, 0.97, 5))]
+    console = Console(width=160, record=True, color_system=None)
+    console.print(fit_table(fits, 1))
+    text = console.export_text()
+    assert text.count("poor fit: R² < 0.9") == 1 and "0.199" in text
+    assert [f["fit"]["poor"] for f in fit_doc(1, fits)["fits"]] == [True, False]
