@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from kvbench.analyze.noise import allowance_words
 from kvbench.benches.describe import describe_params
 from kvbench.metadata import CONTENTION
 from kvbench.report.plots import plt, value_text, wrapped
@@ -66,11 +67,9 @@ def history_figure(bench: str, found: list[tuple[list[dict[str, Any]], list[Any]
             ax.fill_between([first - 0.3, xs[-1] + 0.3], level * np.exp(-allowed), level * np.exp(allowed),
                             color=colour, alpha=0.1, lw=0)
     given = [a for a in allowances or [] if a]
-    if given:
-        words = (f": a drop beyond −{1 - np.exp(-given[0]):.0%} or a rise beyond +{np.exp(given[0]) - 1:.0%}"
-                 if len(given) == 1 else "")
-        ax.fill_between([], [], [], color="grey", alpha=0.2, label=f"compare's allowance around the latest level{words} "
-                        "is slower or faster")
+    if given:  # stated as every output states it (analyze/noise.allowance_words)
+        words = f": {allowance_words(given[0])}" if len(given) == 1 else ""
+        ax.fill_between([], [], [], color="grey", alpha=0.2, label=f"compare's allowance around the latest level{words}")
     if hollow_seen:
         ax.scatter([], [], facecolors="white", edgecolors="grey", label="hollow: measured while the box was contended")
     step = max(1, -(-len(runs) // MAX_RUN_TICKS))
