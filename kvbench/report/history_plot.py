@@ -80,6 +80,11 @@ def history_figure(bench: str, found: list[tuple[list[dict[str, Any]], list[Any]
     ax.set_xlabel("run (id, start UTC), in order; evenly spaced")
     ax.set_ylabel(wrapped("GB/s (1e9 B/s), median per run; bands: level segments", 3.8))
     ax.set_title(wrapped(f"Has {bench} held its level on this host, run after run?", fig.get_figwidth() - 1, 12))
-    ax.legend(fontsize=7, loc="lower left")
+    entries = len(ax.get_legend_handles_labels()[1])
+    if entries > 4:  # beside the axes, never over the points it explains
+        fig.set_figwidth(fig.get_figwidth() + 3.2)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    else:
+        ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     return fig
