@@ -66,7 +66,11 @@ def report(
         from kvbench.analyze.compare import case_history
 
         history = case_history(existing_store(db), docs[-1])
-    built = content.build(docs, base, model=model, tokens=tokens, profile=host_profile, baseline_history=history)
+    from kvbench.cli.accept_steps import stored_drift
+
+    drift = stored_drift(docs[-1], (runs or ["latest"])[-1], db)  # as accept names it for the same run
+    built = content.build(docs, base, model=model, tokens=tokens, profile=host_profile, baseline_history=history,
+                          drift=drift)
     write_text(render.html(built) if fmt == "html" else render.markdown(built), output)
 
 

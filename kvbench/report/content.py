@@ -11,7 +11,9 @@ from kvbench.analyze.accept_verdict import accept_overall, expected_here
 from kvbench.analyze.compare import GATING, Comparison, compare_runs, differences
 from kvbench.analyze.fit import fit_results
 from kvbench.analyze.acceptance import acceptance_verdicts
+from kvbench.analyze.drift import Drift
 from kvbench.analyze.health import health_path, load_health
+from kvbench.report.drift import drift_lines
 from kvbench.analyze.numa_ratio import NearFar, near_far
 from kvbench.analyze.nvbandwidth_shape import nvbandwidth_cases
 from kvbench.analyze.peer_tier import with_peer_tier
@@ -68,6 +70,7 @@ class ReportContent:
     baseline: str | None = None
     overall: Overall | None = None  # the acceptance's one word and why
     baseline_differences: list[str] = field(default_factory=list)  # host or software that changed since
+    drift: list[str] = field(default_factory=list)  # the inventory drift of the last run (report/drift.py), in lines
     no_gpu: str | None = None  # the one line a report of a host without GPUs gives in place of the GPU questions
 
     def verdict_counts(self) -> dict[str, int]:
@@ -107,7 +110,8 @@ def _figure(fig) -> Figure | None:
 
 def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: str = "Llama-3.1-70B",
           tokens: int = 8192, block_tokens: int = 16,
-          profile: Profile | None = None, baseline_history: dict[str, list[float]] | None = None) -> ReportContent:
+          profile: Profile | None = None, baseline_history: dict[str, list[float]] | None = None,
+          drift: Drift | None = None) -> ReportContent:
     """What a report of `docs` says; `baseline_history`: each case's earlier fast ends
     (`compare.case_history`), so the comparison with `baseline` is `kvbench compare`'s own."""
     results = [{**r, "run_id": d["run"]["id"]} for d in docs for r in d["results"]]
@@ -163,7 +167,8 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     # the verdict `accept --run` gives on the same run and profile (kvbench/analyze/acceptance.py)
     judged = {"results": results, "host": {**(host or {}), "facts": facts}}
     rules = rules_for_host(gpus_to_match(facts, profile))
-    content.verdicts = acceptance_verdicts(judged, rules, profile, load_health(health_path(None)))
+    content.verdicts = acceptance_verdicts(judged, rules, profile, load_health(health_path(None)), drift)
+    content.drift = [line for line in drift_lines(drift) if "nothing to compare" not in line] if drift else []
     content.overall = accept_overall(content.verdicts, expected_here(facts, profile), runs=docs)
     if fig := _drawn(content, accept_figure.QUESTION, lambda: accept_figure.acceptance_figure(content.verdicts)):
         content.figures.insert(0, fig)  # an acceptance report opens with its rules, under the verdict

@@ -87,6 +87,11 @@ def test_a_fact_changed_after_the_first_run_fails_accept_naming_it_and_restoring
     assert named and drift in named[0]["why"], failed
     assert {v["rule"] for v in failed} <= {rule, "inventory-gpus", "inventory-gpu_serials"}, failed
     assert _named(drift, proc.stderr)  # beside the verdict too
+    if rule == "inventory-dram_gb":  # the report of the same run, with the same profile, says the same
+        md = box["tmp"] / "report.md"
+        assert cli("report", "-o", str(md), "--db", box["db"], "--profile", box["profile"]).returncode == 0
+        text = md.read_text()
+        assert text.startswith("# FAIL — kvbench report") and "Inventory drift" in text and _named(drift, text)
     listed = cli("host", "drift", "--db", box["db"])
     assert listed.returncode == 0 and _named(drift, listed.stdout), listed.stdout
     restore(box)
