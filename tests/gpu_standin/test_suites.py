@@ -189,3 +189,25 @@ def test_results_in_nvbandwidth_s_json_shape(full_check):
         assert len(t["bandwidth_matrix"][0]) == 2  # a column per GPU of the host
     h2d = tests["host_to_device_memcpy_ce"]["bandwidth_matrix"]
     assert len(h2d) == 1 and float(h2d[0][0]) > 0  # CPU row, GPU 0 measured
+
+
+def test_every_figure_of_a_gpu_run_fits_its_canvas(full_check):
+    """Issue 39: the figures a GPU run's report draws (the stand-in's two-GPU full run: rates inside this
+    temporary database only) keep every text inside the canvas, with no layout warning."""
+    from kvbench.analyze.nvbandwidth_shape import nvbandwidth_cases
+    from kvbench.cli.common import documents
+    from kvbench.report import nvbandwidth_figure, plots
+    from tests.report.figure_fit import misfits
+
+    _stage, out, _proc, _env = full_check
+    (doc,) = documents(["1"], f"sqlite:///{out / 'gpu-check.sqlite'}")
+    results = [{**r, "run_id": 1} for r in doc["results"]]
+    drawn = {"nvbandwidth": nvbandwidth_figure.nvbandwidth_figure(nvbandwidth_cases(results, 2)),
+             "bidirectional": plots.bidirectional(results), "all gpus": plots.all_gpus(results),
+             **{f"rate by size: {b}": plots.bandwidth_vs_size(results, b)
+                for b in sorted({r["bench"] for r in results if r["status"] == "ok"})}}
+    assert drawn["nvbandwidth"] is not None and drawn["bidirectional"] is not None
+    for kind, fig in drawn.items():
+        if fig is not None:
+            assert misfits(fig) == [], kind
+            plots.plt.close(fig)
