@@ -49,6 +49,8 @@ class Verdict:
     limit: float | None = None  # the threshold's lower bound (None: none), in `unit`
     limit_max: float | None = None  # its upper bound
     not_judged: tuple[tuple[str, str], ...] = ()  # (case id, why) of the rule's benchmarks' cases it did not judge
+    low: float | None = None  # the 95 % interval of `value`, in `unit`, where one was judged (analyze/uncertain.py)
+    high: float | None = None
 
 
 def _ids(*results: dict[str, Any] | None) -> tuple[str, ...]:

@@ -139,3 +139,21 @@ def test_a_poor_fit_is_flagged_in_the_tables_and_the_json():
     text = console.export_text()
     assert text.count("poor fit: R² < 0.9") == 1 and "0.199" in text
     assert [f["fit"]["poor"] for f in fit_doc(1, fits)["fits"]] == [True, False]
+
+
+def test_the_acceptance_figure_draws_an_uncertain_ratio_s_interval_across_its_threshold():
+    """Issue 39 item 1: uncertain intervals drawn; a rule that judged no number is named, never a bar at 0."""
+    from kvbench.analyze.accept import Verdict
+
+    uncertain = Verdict("kv-fragments-vs-contiguous", "kv.restore", "tokens=1024", "INCOMPLETE", "0.854 x", "≥ 0.8 x",
+                        "uncertain: …", value=0.854, unit="x", limit=0.8, low=0.262, high=1.563)
+    skipped = Verdict("hbm-read", "hbm.read", "all", "SKIP", "-", "≥ 85% of peak", "no CUDA device", unit="fraction of peak",
+                      limit=0.85)
+    fig = accept_figure.acceptance_figure([uncertain, skipped])
+    ax = fig.axes[0]
+    spans = [line.get_xdata() for line in ax.get_lines() if line.get_color() == "black" and len(line.get_xdata()) == 2
+             and line.get_linestyle() == "-"]
+    assert [(round(a, 3), round(b, 3)) for a, b in spans] == [(round(0.262 / 0.8, 3), round(1.563 / 0.8, 3))]
+    assert len(ax.patches) == 1  # one bar: the SKIP is words, not a bar of 0
+    assert any("SKIP: no CUDA device" in t.get_text() for t in ax.texts)
+    assert misfits(fig) == []
