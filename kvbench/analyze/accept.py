@@ -10,14 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kvbench.analyze.accept_rules import (  # noqa: F401  (load_rules, rules_for_host, applies: the rules' API)
-    RATE_UNITS,
-    Rule,
-    RulesFile,
-    applies,
-    load_rules,
-    rules_for_host,
-)
+# load_rules, rules_for_host, applies: the rules' API, re-exported
+from kvbench.analyze.accept_rules import RATE_UNITS, Rule, RulesFile, applies, load_rules, rules_for_host  # noqa: F401
 from kvbench.analyze.paired import paired_ratio, ratio_text
 from kvbench.analyze.accept_cases import not_judged, rule_limits, rule_needs, sides
 from kvbench.analyze.runs import RunDocument
