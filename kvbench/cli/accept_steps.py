@@ -11,6 +11,11 @@ from kvbench.cli.common import err, existing_store, judged_documents
 from kvbench.errors import CheckFailed
 
 LEVEL_1_BUDGET_S = 30.0  # what `accept --level 1` may take: the host's facts and one health window
+LEVEL_SUITES = {2: "acceptance", 3: "acceptance-long"}  # what each measuring level runs by default
+# A case's bound beyond its sampling (max_time_s): preparing, warming up, checking the bytes before and after
+# timing. An estimate for the stated budget (a 1 GiB host copy's checks take seconds on a busy 2-core box).
+CASE_OVERHEAD_S = 5.0
+START_S = 60.0  # python, the database, CUDA and NVRTC where there is a GPU
 HEALTH_WINDOW_S = 2.0  # seconds the GPUs' health counters are watched at level 1 (XIDs, ECC, NVLink, throttling)
 
 
@@ -102,3 +107,23 @@ def remeasure_contended(doc: dict, verdicts: list, rules_files: list, suite: str
     (redo,) = judged_documents([again], db)
     doc = with_remeasured(doc, redo)
     return doc, judge(doc, rules_files)
+
+
+def level_budget(suite: str) -> tuple[int, float]:
+    """(cases `suite` plans on this host, the seconds its level is given): a start-up plus, per case, its
+    sampling bound (the suite's max_time_s) and CASE_OVERHEAD_S."""
+    from kvbench.plan.cases import plan
+    from kvbench.plan.suite import load_suite
+
+    loaded, path, _text = load_suite(suite)
+    cases = plan(loaded.bench, None, {}, source=str(path))
+    settings = loaded.settings
+    sampling = settings.max_time_s if settings.max_time_s is not None else settings.samples * settings.min_sample_s
+    return len(cases), START_S + len(cases) * (sampling + CASE_OVERHEAD_S)
+
+
+def say_level(level: int, took_s: float, budget_s: float) -> None:
+    """The level's time against its stated budget, on standard error (over it: said so)."""
+    err.print(f"kvbench: level {level} took {took_s:.1f} s of its {budget_s:.0f} s budget"
+              + ("" if took_s <= budget_s else ": over budget"), markup=False, highlight=False)
+

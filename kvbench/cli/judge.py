@@ -49,8 +49,9 @@ def accept(
     health: Annotated[str | None, typer.Option(help="GPU health thresholds TOML (default: $KVBENCH_HEALTH, else "
                                                     "suites/rules/health/gpu.toml)")] = None,
     level: Annotated[int, typer.Option(min=1, max=3, help="1: inventory and health counters only (no suite; within "
-                                                          "30 s); 2: the acceptance suite (its own budget); 3: with "
-                                                          "the long sweeps (not built yet)")] = 2,
+                                                          "30 s); 2: the acceptance suite; 3: the acceptance suite "
+                                                          "and the long sweeps (suite acceptance-long); 2 and 3 "
+                                                          "state their budget before they start")] = 2,
 ) -> None:
     """Run the acceptance suite and judge it against the rules (and the host profile's inventory): PASS / FAIL /
     SKIP per rule, then one overall verdict as the last line. Exit 0 PASS, 1 FAIL, 3 INCOMPLETE (a rule this
@@ -62,7 +63,8 @@ def accept(
     from kvbench.analyze.health import health_path, load_health
     from kvbench.analyze.profile import gpus_to_match, load_profile, profile_path
     from kvbench.cli.run import run_and_show
-    from kvbench.cli.accept_steps import level_one_document, remeasure_contended, resample_uncertain, stored_drift
+    from kvbench.cli.accept_steps import (LEVEL_SUITES, level_budget, level_one_document, remeasure_contended,
+                                          resample_uncertain, say_level, stored_drift)
     from kvbench.report.drift import drift_summary
     from kvbench.report.table import verdicts_table
     from kvbench.suite_run import RunRequest
@@ -75,10 +77,13 @@ def accept(
     host_profile = load_profile(wanted) if wanted else None
     check_writable(junit, "--junit", db, [run_ref] if run_ref else [])
     check_writable(json_out, "--json", db, [run_ref] if run_ref else [])
-    if level == 3:
-        raise BadInput("accept --level 3 (the acceptance suite with the long sweeps) is not built yet: use --level 2")
-    measured_here = run_ref is None and level == 2
+    measured_here = run_ref is None and level >= 2
+    budget_s = None
     if measured_here:
+        suite = LEVEL_SUITES[3] if level == 3 and suite == LEVEL_SUITES[2] else suite
+        planned, budget_s = level_budget(suite)
+        err.print(f"kvbench: level {level}: suite {suite}, {planned} case(s) planned on this host, budget {budget_s:.0f} s",
+                  markup=False, highlight=False)
         try:
             run_ref = str(run_and_show(RunRequest(suite=suite, tags={"purpose": "acceptance"}, db=db), None,
                                        quiet=json_out == "-"))  # --json -: standard output holds the JSON alone
@@ -112,12 +117,10 @@ def accept(
         err.print(f"kvbench: {line}", markup=False, highlight=False, soft_wrap=True)
     if junit:
         write_text(junit_xml(verdicts, doc, overall=overall), junit)
-    if level == 1:
+    if level == 1 or budget_s is not None:
         from kvbench.cli.accept_steps import LEVEL_1_BUDGET_S
 
-        took = time.monotonic() - started
-        err.print(f"kvbench: level 1 took {took:.1f} s of its {LEVEL_1_BUDGET_S:g} s budget"
-                  + ("" if took <= LEVEL_1_BUDGET_S else ": over budget"), markup=False, highlight=False)
+        say_level(level, time.monotonic() - started, LEVEL_1_BUDGET_S if level == 1 else budget_s)
     conclude(overall, allow_incomplete)
 
 

@@ -82,4 +82,4 @@ def test_accept_level_1_judges_inventory_and_health_counters_without_running_a_s
         machine.health = {"xid": 79}
         proc = cli("accept", "--level", "1", "--profile", str(profile))
         assert proc.returncode == 1 and "FAIL: " in proc.stderr and "health-xid" in proc.stderr.splitlines()[-1]
-    assert cli("accept", "--level", "3").returncode == 2
+    assert cli("accept", "--level", "4").returncode == 2  # levels 1 to 3
