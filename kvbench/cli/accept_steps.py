@@ -48,7 +48,6 @@ def resample_uncertain(doc: dict, verdicts: list, rules_files: list, suite: str,
     from kvbench.analyze.accept import judge
     from kvbench.analyze.contended import with_remeasured
     from kvbench.analyze.uncertain import RESAMPLE_BUDGET_S, resample_plan
-    from kvbench.cli.run import run_and_show
     from kvbench.suite_run import RunRequest
 
     cases, precision = resample_plan(verdicts, doc)
@@ -58,11 +57,7 @@ def resample_uncertain(doc: dict, verdicts: list, rules_files: list, suite: str,
               f"re-sampling them (to ±{precision:.1%}, at most {RESAMPLE_BUDGET_S:g} s each)")
     request = RunRequest(suite=suite, tags={"purpose": "acceptance", "resample_of": str(doc["run"]["id"])}, db=db,
                          cases=tuple(cases), precision=precision, max_time_s=RESAMPLE_BUDGET_S)
-    try:
-        again = str(run_and_show(request, None, quiet=quiet))
-    except CheckFailed:  # a case that failed now is judged as failed
-        again = "latest"
-    (redo,) = judged_documents([again], db)
+    redo = _measure_again(request, db, quiet)
     doc = with_remeasured(doc, redo)
     return doc, judge(doc, rules_files), int(redo["run"]["id"])
 
@@ -91,7 +86,6 @@ def remeasure_contended(doc: dict, verdicts: list, rules_files: list, suite: str
     goes to standard error (standard output holds a JSON document)."""
     from kvbench.analyze.accept import judge
     from kvbench.analyze.contended import contended_failures, with_remeasured
-    from kvbench.cli.run import run_and_show
     from kvbench.suite_run import RunRequest
 
     cases = contended_failures(verdicts, doc)
@@ -100,13 +94,20 @@ def remeasure_contended(doc: dict, verdicts: list, rules_files: list, suite: str
     err.print(f"kvbench: {len(cases)} case(s) failed a rule while the box was contended: measuring them once more")
     request = RunRequest(suite=suite, tags={"purpose": "acceptance", "remeasure_of": str(doc["run"]["id"])}, db=db,
                          cases=tuple(cases))
+    doc = with_remeasured(doc, _measure_again(request, db, quiet))
+    return doc, judge(doc, rules_files)
+
+
+def _measure_again(request, db: str | None, quiet: bool) -> dict:
+    """The run document of `request` measured now (a case that fails now is judged as failed)."""
+    from kvbench.cli.run import run_and_show
+
     try:
         again = str(run_and_show(request, None, quiet=quiet))
-    except CheckFailed:  # a case that failed now is judged as failed
+    except CheckFailed:
         again = "latest"
     (redo,) = judged_documents([again], db)
-    doc = with_remeasured(doc, redo)
-    return doc, judge(doc, rules_files)
+    return redo
 
 
 def level_budget(suite: str) -> tuple[int, float]:
