@@ -195,8 +195,10 @@ LEG = "a leg, not a restore option: it does not end in GPU memory, so it is not 
 
 
 def ends_in_gpu(tier: str) -> bool:
-    """Whether a tier (`DRAM → GPU`, `file → DRAM (pinned staging) → GPU`, `DRAM → DRAM`) ends in GPU memory."""
-    return tier.split(" [")[0].rstrip().endswith("→ GPU")
+    """Whether a tier (`DRAM → GPU`, `file → DRAM (pinned staging) → GPU`, `peer GPU [its layouts]`: a prefill
+    GPU's KV into the decode GPU, `DRAM → DRAM`: no) ends in GPU memory."""
+    name = tier.split(" [")[0].rstrip()
+    return name.endswith("→ GPU") or name == "peer GPU"
 
 
 def _request_explained(tier: TierPlan, tokens: int) -> TierPlan:

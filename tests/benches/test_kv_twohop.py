@@ -130,7 +130,10 @@ def test_the_new_parameters_keep_older_cases_the_same_cases():
     from kvbench.benches.peer_params import PAIR_HOSTS, REMOTE_PEER
 
     later = ("via", "chunk", "pipeline", "load", *REMOTE_PEER, *PAIR_HOSTS)  # peer=remote's came later still
-    older = {k: v for k, v in plain.params.items() if k not in later}
+    assert set(later) <= {name for name, p in spec.params.items() if p.added}
+    # and every parameter added since (requests, mode, transport, pages, ...) is `added` too, so at its
+    # default it leaves the case as a kvbench before any of them hashed it
+    older = {k: v for k, v in plain.params.items() if not spec.params[k].added}
 
     assert plain.case_hash == case_hash("kv.restore", older)  # as a kvbench before via= hashed it
     assert case(pipeline="off").case_hash != case().case_hash
