@@ -26,5 +26,5 @@ def nvbandwidth_text(cases: list[NvbandwidthCase], run_id: object) -> str:
     """Every testcase of a run, or one line saying there is none (and why that can be)."""
     if not cases:
         return (f"run {run_id} has no result nvbandwidth has a testcase for (pinned pcie.h2d/d2h/bidir, "
-                "gpu.p2p, without a load beside them)")
+                "gpu.p2p, without a load beside them)\n")
     return "\n\n".join(case_text(c) for c in cases) + "\n"
