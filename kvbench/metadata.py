@@ -97,6 +97,8 @@ _KEYS = (
     Key("per_gpu_note", "", "gpus=all: how per-GPU rates were taken"),
     Key("placement", "", "gpus=all: where each GPU's host buffer was placed"),
     Key("backend", "", "the CUDA stack of a pcie case (torch)"),
+    Key("transport", "", "net.* and remote kv.restore: the data plane that moved the bytes (nixl | mooncake | both: "
+        "Mooncake timed, NIXL its interleaved pair); docs/mooncake.md"),
     Key("torch", "", "torch's version"),
     # storage and network
     Key("nixl_backend", "", "the NIXL backend that served the requests (query_xfer_backend)"),
