@@ -66,7 +66,8 @@ def test_results_reads_back_in_every_format(stored_runs):
     assert csv_out.stdout.splitlines()[0].startswith("run_id,started_at,host_id,hostname,suite,tags,bench,params")
     assert len(csv_out.stdout.splitlines()) == 3
     doc = json.loads(cli("results", "--format", "json", "--db", db).stdout)
-    assert [r["params"]["fragment"] for r in doc["results"]] == [0, 4096]
+    # a case re-measured at the end of a busy run (run --remeasure-s) is stored after the others: order aside
+    assert sorted(r["params"]["fragment"] for r in doc["results"]) == [0, 4096]
 
 
 @pytest.mark.parametrize("args,message", [
