@@ -202,18 +202,8 @@ def _pull(case: KVCase, parts: list[DescriptorList], every: DescriptorList, tota
     agent, peer = _peer(params, stack, case.pool_bytes)
     mem_type, base, device = nixl_memory(dst)
     agent.register_memory(desc_array(np.array([base]), np.array([total]), device), mem_type)
-    requests = []
-    for d in parts:
-        local = desc_array(base + d.dst_offset, d.length, device)
-        remote = desc_array(peer.base + d.src_offset, d.length, peer.device)
-        requests.append(_transfers(agent, "READ", local, mem_type, remote, peer.mem_type, peer.name,
-                                   params["timeout_s"]))
-    burst = Burst(requests)
-    stack.callback(burst.close)
-    (bulk,) = _transfers(agent, "READ", desc_array(np.array([base]), np.array([total]), device), mem_type,
-                         desc_array(np.array([peer.base]), np.array([total]), peer.device), peer.mem_type, peer.name,
-                         params["timeout_s"])
-    stack.callback(bulk.release)
+    burst, bulk = _burst_and_bulk(stack, agent, peer, "READ", parts, (base, mem_type, device), total,
+                                  params["timeout_s"])
     bulk_guards = guarded.guards(np.array([0], dtype=np.uint64), np.array([total], dtype=np.uint64))
 
     def check() -> None:
@@ -251,18 +241,8 @@ def _push(case: KVCase, parts: list[DescriptorList], every: DescriptorList, tota
     for s, d, n in zip(every.src_offset.tolist(), every.dst_offset.tolist(), every.length.tolist()):
         after_burst[d:d + n] = local_bytes[s:s + n]
     burst_crc, bulk_crc = zlib.crc32(memoryview(after_burst)), zlib.crc32(memoryview(local_bytes[:total]))
-    requests = []
-    for d in parts:
-        local = desc_array(base + d.src_offset, d.length, device)
-        remote = desc_array(peer.base + d.dst_offset, d.length, peer.device)
-        requests.append(_transfers(agent, "WRITE", local, mem_type, remote, peer.mem_type, peer.name,
-                                   params["timeout_s"]))
-    burst = Burst(requests)
-    stack.callback(burst.close)
-    (bulk,) = _transfers(agent, "WRITE", desc_array(np.array([base]), np.array([total]), device), mem_type,
-                         desc_array(np.array([peer.base]), np.array([total]), peer.device), peer.mem_type, peer.name,
-                         params["timeout_s"])
-    stack.callback(bulk.release)
+    burst, bulk = _burst_and_bulk(stack, agent, peer, "WRITE", parts, (base, mem_type, device), total,
+                                  params["timeout_s"])
 
     def checked(want: int, what: str):
         def check() -> None:
@@ -286,3 +266,25 @@ def path(params: dict[str, Any]):
     from kvbench.benches.kv import nixl
 
     return nixl.path(params)
+
+
+def _burst_and_bulk(stack, agent, peer, op: str, parts, local: tuple, total: int, timeout_s: float):
+    """(the burst, the bulk transfer) of one pair, both released when `stack` closes: each request's
+    fragments between this side's buffer (`local` = base, memory type, device) and the peer's, and the
+    same `total` bytes as one descriptor (the wire ceiling). READ pulls the peer's src offsets into this
+    side's dst offsets; WRITE pushes this side's src offsets to the peer's dst offsets."""
+    base, mem_type, device = local
+    requests = []
+    for d in parts:
+        here, there = (d.dst_offset, d.src_offset) if op == "READ" else (d.src_offset, d.dst_offset)
+        requests.append(_transfers(agent, op, desc_array(base + here, d.length, device), mem_type,
+                                   desc_array(peer.base + there, d.length, peer.device), peer.mem_type, peer.name,
+                                   timeout_s))
+    burst = Burst(requests)
+    stack.callback(burst.close)
+    (bulk,) = _transfers(agent, op, desc_array(np.array([base]), np.array([total]), device), mem_type,
+                         desc_array(np.array([peer.base]), np.array([total]), peer.device), peer.mem_type, peer.name,
+                         timeout_s)
+    stack.callback(bulk.release)
+    return burst, bulk
+
