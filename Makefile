@@ -10,7 +10,7 @@ TEST_EXTRAS := [test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA),)]
 SUITE ?= quick
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test bench setup setup-test crosscheck clean shell
+.PHONY: run test bench setup setup-test crosscheck clean shell docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +85,12 @@ shell: setup
 
 crosscheck: setup
 	$(BIN)/kvbench crosscheck dram
+
+# the generated docs: the command reference (docs/cli.md) and the house's picture (docs/architecture.md);
+# tests fail when either differs from the code
+docs: setup-test
+	$(BIN)/python -m kvbench.cli.reference --write
+	$(BIN)/python -m tests.architecture_graph --write
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -1,7 +1,10 @@
 """Reading a file a user gave (a run export or a model's config.json in JSON; a suite or acceptance
 rules in TOML): every way it can be wrong is one `BadInput` naming the file — missing, a folder,
 not a regular file (`/dev/zero` would be read until memory runs out), larger than its limit,
-unreadable, not UTF-8, not parseable, or nested too deeply for Python to hold."""
+unreadable, not UTF-8, not parseable, or nested too deeply for Python to hold.
+
+And where kvbench's own files live (`suites/` and `kernels/`, in a wheel or in a source checkout):
+the shipped suites and rules are read through the same functions as a user's."""
 
 from __future__ import annotations
 
@@ -14,6 +17,24 @@ from pathlib import Path
 from typing import Any
 
 from kvbench.errors import BadInput
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def data_dir(name: str) -> Path:
+    """The folder `name` (`suites` or `kernels`): packaged copy first, then the checkout's."""
+    for candidate in (_PACKAGE / "_data" / name, _PACKAGE.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"kvbench data folder '{name}' is missing from this installation")
+
+
+def suites_dir() -> Path:
+    return data_dir("suites")
+
+
+def kernels_dir() -> Path:
+    return data_dir("kernels")
 
 
 # A suite, a rules file or a config.json is a few KiB; a run export carries every sample of every case.

@@ -61,7 +61,7 @@ from kvbench.benches import get_bench
 from kvbench.hardware.fingerprint import collect_facts
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 spec = json.loads(sys.argv[1])
 if spec.get("no_op"):  # the transfer moves nothing: the poisoned far side must fail the check
     from kvbench.backends.mooncake import MooncakeTransfer

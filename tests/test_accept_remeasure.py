@@ -22,7 +22,7 @@ def accept(monkeypatch, tmp_path, rule_min: str, contended_runs: int, *extra: st
         made = real_record(seen)
         return {**made, "contended": [NEIGHBOUR] if len(runs_started) <= contended_runs else []}
 
-    from kvbench import runner
+    from kvbench.run import runner
 
     real_begin = runner._begin
 

@@ -3,58 +3,62 @@ reaches back into the layer that calls it. Read from the source (every import, a
 inside functions), so a back-arrow fails here before it tangles the house."""
 
 import ast
-from pathlib import Path
 
 import pytest
 
-import kvbench
+from tests.architecture_graph import (
+    DOC,
+    ORDER,
+    PACKAGE,
+    cycles,
+    doc_with_picture,
+    imports_of,
+    module_graph,
+    modules,
+    package_graph,
+    private_imports,
+)
 
-PACKAGE = Path(kvbench.__file__).parent
-
-# package (or module) → the kvbench packages it may import besides itself and the leaf modules
-LEAVES = {"errors", "units", "resources", "metadata", "records", "interrupts", "input_files", "kv.strategies",
-          "overall", "redact", "__version__"}
+# the modules at the top of kvbench/: leaves every layer may import, and the entry point
+TOP = {"__init__", "__main__", "errors", "units", "redact", "metadata", "overall", "input_files"}
+LEAVES = {"errors", "units", "redact", "metadata", "overall", "input_files", "kv.strategies", "__version__"}
+# package → the kvbench packages (or modules) it may import besides itself and the leaves: finer than
+# ORDER (a package may import only what is below it) where a layer uses a few modules of another
 MAY_IMPORT = {
+    "store": set(),
     "kv": set(),
     "hardware": set(),
-    "store": set(),
-    "backends": {"hardware", "memory.pattern"},
+    "backends": {"hardware"},
     "memory": {"backends"},
     "measure": {"backends"},  # the CUDA event timers
     "executors": {"memory", "kv", "backends"},
     "peers": {"backends", "memory"},
     "benches": {"memory", "kv", "executors", "measure", "hardware", "backends", "peers"},
-    "plan": {"benches", "measure", "memory", "backends"},
+    "plan": {"benches", "measure", "memory", "backends", "executors.registry"},
+    "run": {"plan", "benches", "measure", "memory", "hardware", "backends", "store"},
     "analyze": {"store", "hardware", "kv", "benches.describe", "benches.registry", "benches.params",
                 "measure.stats"},  # the median's confidence interval an uncertain verdict is judged by
+    "crosscheck": {"benches", "measure", "memory", "plan", "run", "peers"},
     "report": {"analyze", "hardware", "kv", "benches.describe", "benches.registry", "benches.params", "store",
                "crosscheck.common"},
-    "crosscheck": {"benches", "measure", "memory", "plan", "runner", "this_host", "peers", "result"},
+    "cli": {"run", "plan", "analyze", "report", "crosscheck", "benches", "hardware", "kv", "memory", "store"},
+    "cluster": {"cli.common", "cli.run", "run", "plan", "benches", "peers", "backends", "memory", "measure",
+                "hardware", "store"},
 }
 
 
-def imports_of(path: Path) -> set[str]:
-    """Every kvbench module `path` imports, without the `kvbench.` prefix."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kvbench"):
-            found.add(node.module.removeprefix("kvbench").lstrip("."))
-            if node.module == "kvbench":
-                found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.Import):
-            found.update(a.name.removeprefix("kvbench.") for a in node.names if a.name.startswith("kvbench."))
-    return {f for f in found if f}
-
-
 def allowed(own: str, target: str) -> bool:
-    if target == own or target.startswith(own + ".") or target.split(".")[0] == own:
-        return True
-    if target in LEAVES or target.split(".")[0] in {t.split(".")[0] for t in LEAVES if "." not in t}:
+    if target.split(".")[0] == own or target in LEAVES or target.split(".")[0] in TOP:
         return True
     return any(target == a or target.startswith(a + ".") for a in MAY_IMPORT[own])
 
 
-@pytest.mark.parametrize("package", sorted(MAY_IMPORT))
+def test_every_package_has_its_place():
+    assert set(MAY_IMPORT) == set(ORDER)
+    assert {m for m in modules() if "." not in m and m} == set(ORDER) | (TOP - {"__init__"})
+
+
+@pytest.mark.parametrize("package", ORDER)
 def test_no_package_reaches_back_into_a_layer_above_it(package):
     wrong = []
     for path in sorted((PACKAGE / package).rglob("*.py")):
@@ -64,15 +68,43 @@ def test_no_package_reaches_back_into_a_layer_above_it(package):
     assert not wrong, "\n".join(wrong)
 
 
+def test_packages_import_only_downward_in_the_documented_order():
+    up = [f"{p} imports {t}" for p, targets in package_graph().items() for t in targets
+          if ORDER.index(t) < ORDER.index(p)]
+    assert not up, "\n".join(up)
+
+
+def test_no_import_cycle():
+    assert cycles(module_graph()) == []
+
+
+def test_no_module_imports_another_modules_private_names():
+    wrong = [f"{path.relative_to(PACKAGE)}: {name}" for path in sorted(PACKAGE.rglob("*.py"))
+             for name in private_imports(path)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_at_most_eight_modules_at_the_top_each_a_leaf():
+    top = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 8, top
+    for name in set(top) - {"__init__", "__main__"}:  # a leaf imports no other kvbench package
+        assert {t.split(".")[0] for t in imports_of(PACKAGE / f"{name}.py")} <= TOP, name
+
+
+def test_the_picture_in_docs_architecture_is_the_code():
+    text = DOC.read_text()
+    assert doc_with_picture(text) == text, "run: python -m tests.architecture_graph --write"
+
+
 def test_only_entry_points_import_the_cli():
     users = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
              if "cli" not in p.relative_to(PACKAGE).parts and any(t == "cli" or t.startswith("cli.")
                                                                    for t in imports_of(p))]
-    assert sorted(users) == ["entry.py", "launch.py"]
+    assert sorted(users) == ["__main__.py", "cluster/launch.py"]
 
 
 def test_the_peer_entry_point_is_not_imported_as_a_library():
-    assert not [p for p in PACKAGE.rglob("*.py") if "peer" in imports_of(p)]
+    assert not [p for p in PACKAGE.rglob("*.py") if "cluster.peer" in imports_of(p)]
 
 
 def test_no_module_is_over_350_lines_and_no_cli_module_over_250():

@@ -12,7 +12,7 @@ import signal
 import pytest
 import sqlalchemy as sa
 
-from kvbench.interrupts import Interrupted
+from kvbench.run.interrupts import Interrupted
 from tests.inproc import run_in_process as cli
 
 PLANTED = "integrity check failed: planted by the test"
@@ -48,7 +48,7 @@ def _export(db: str, ref: str, tmp_path, name: str = "export.json") -> str:
 
 def _plant_failure(monkeypatch, fragment: int = 4096) -> None:
     """The fragmented case of a run measured now fails its check (the runner's own failed result)."""
-    from kvbench import runner
+    from kvbench.run import runner
 
     real = runner.run_case
 
@@ -108,8 +108,8 @@ def test_a_failed_case_measured_by_accept_itself_is_named_in_the_last_line(monke
 
 
 def test_every_failed_case_counts_and_beyond_three_the_rest_are_counted():
-    from kvbench.analyze.accept import Verdict
-    from kvbench.analyze.accept_verdict import accept_overall
+    from kvbench.analyze.accept.judge import Verdict
+    from kvbench.analyze.accept.verdict import accept_overall
 
     passed = Verdict("floor", "dram.copy", "fragment=0", "PASS", "9 GB/s", "≥ 1 MB/s", "")
     results = [{"bench": "net.write", "params": {"size": 2**20 * n}, "status": "failed", "reason": f"r{n}"}
@@ -176,7 +176,7 @@ def test_latest_never_picks_a_run_that_is_not_whole_and_says_which_it_judged(tmp
 
 
 def test_accept_interrupted_while_it_measures_gives_no_verdict(monkeypatch, tmp_path, rules):
-    from kvbench import runner
+    from kvbench.run import runner
 
     real, seen = runner.run_case, []
 

@@ -114,7 +114,7 @@ def test_accept_judges_a_stored_run_and_writes_junit(tmp_path, stored_runs):
     assert proc.returncode == 1 and "2 case(s) failed 1 acceptance rule(s): too-fast" in proc.stderr
     assert "FAIL" in proc.stdout and "SKIP" in proc.stdout
     root = ET.parse(junit).getroot()
-    from kvbench.analyze.health import health_path, load_health
+    from kvbench.analyze.accept.health import health_path, load_health
 
     health = len(load_health(health_path(None)).check)  # the GPU health rules, judged whatever rules file: no GPU, SKIP
     assert root.get("failures") == "3" and root.get("skipped") == str(1 + health)  # two dram.copy cases fail, hbm skips

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from kvbench.records import result_row
 from kvbench.store import open_store
+from kvbench.store.records import result_row
 from tests.conftest import FIXTURES, REPO
 from tests.inproc import run_in_process as cli
 

@@ -6,8 +6,8 @@ import json
 
 from kvbench.benches import get_bench
 from kvbench.benches.params import case_hash
+from kvbench.run.this_host import host_facts
 from kvbench.store import open_store
-from kvbench.this_host import host_facts
 from tests.inproc import run_in_process as cli
 
 PARAMS = get_bench("dram.copy").canonical_params({"size": "1MiB", "primitive": "memcpy"})

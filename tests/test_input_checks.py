@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kvbench.analyze.accept_rules import load_rules
+from kvbench.analyze.accept.rules import load_rules
 from kvbench.analyze.runs import load_document
 from kvbench.errors import BadInput
 from kvbench.kv.geometry import read_hf_config

@@ -77,7 +77,7 @@ def test_launch_and_peer_ports_are_checked():
     import subprocess
     import sys
 
-    for module in ("kvbench.launch", "kvbench.peer"):
+    for module in ("kvbench.cluster.launch", "kvbench.cluster.peer"):
         proc = subprocess.run([sys.executable, "-m", module, "--port", "0", "--name", "x", "--initiator", "y",
                                "--size", "1"], capture_output=True, text=True, timeout=60)
         _one_line_exit_2(proc, "bad port 0: must be from 1 to 65535")
@@ -206,11 +206,11 @@ def test_commands_that_change_stored_runs_create_no_database(tmp_path):
     (["--peer-addr", "127.0.0.1"], {"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}, "bad SLURM_NTASKS 1"),
     # a world without bound grew rank 0 to 4.8 GB before it said anything: refused at once, on every rank
     (["--peer-addr", "127.0.0.1"], {"RANK": "0", "WORLD_SIZE": "99999999999"},
-     "bad WORLD_SIZE 99999999999: python -m kvbench.launch takes at most 4096 ranks"),
+     "bad WORLD_SIZE 99999999999: python -m kvbench.cluster.launch takes at most 4096 ranks"),
     (["--peer-addr", "127.0.0.1"], {"RANK": "3", "WORLD_SIZE": "4097"},
-     "bad WORLD_SIZE 4097: python -m kvbench.launch takes at most 4096 ranks"),
+     "bad WORLD_SIZE 4097: python -m kvbench.cluster.launch takes at most 4096 ranks"),
     (["--peer-addr", "127.0.0.1"], {"SLURM_PROCID": "0", "SLURM_NTASKS": "100000"},
-     "bad SLURM_NTASKS 100000: python -m kvbench.launch takes at most 4096 ranks"),
+     "bad SLURM_NTASKS 100000: python -m kvbench.cluster.launch takes at most 4096 ranks"),
     (["--pattern", "incast:4"], {"RANK": "1", "WORLD_SIZE": "4"}, "bad --pattern 'incast:4': with 4 ranks K goes"),
     (["--pattern", "star"], {"RANK": "1", "WORLD_SIZE": "4"}, "bad --pattern 'star': choose one of pairs, ring"),
     ([], {"RANK": "1", "WORLD_SIZE": "4"}, "give --peer-addr (rank 0's host) or set MASTER_ADDR"),
@@ -227,7 +227,7 @@ def test_launch_inputs_are_one_line(args, env, message):
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "kvbench.launch", *args], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "kvbench.cluster.launch", *args], capture_output=True, text=True,
                           timeout=120, env={**os.environ, **env})
     _one_line_exit_2(proc, message)
 

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from kvbench.interrupts import Interrupted, signals_end_runs
+from kvbench.run.interrupts import Interrupted, signals_end_runs
 
 
 def test_a_sighup_ignored_by_nohup_stays_ignored_and_sigterm_still_ends_the_run():

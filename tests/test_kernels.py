@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from kvbench.resources import kernels_dir
+from kvbench.input_files import kernels_dir
 
 KERNELS = sorted(kernels_dir().glob("*.cu"))
 

@@ -5,13 +5,12 @@ import os
 import subprocess
 import sys
 import time
-
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from kvbench.lifecycle import STALE_AFTER_S, gone, sweep_temp_files
+from kvbench.run.lifecycle import STALE_AFTER_S, gone, sweep_temp_files
 
 ME = {"pid": 100, "boot_id": "boot-a", "machine": "node1", "pid_namespace": "pid:[1]"}
 
@@ -84,7 +83,7 @@ def test_a_silent_heartbeat_crashes_a_run_whatever_its_pid_says():
 def test_a_pid_that_now_names_another_process_is_gone_at_once():
     """Where the run recorded when its process started, a pid reused by a later process (a live kvbench,
     or the caller itself) is no proof of life even with a fresh heartbeat."""
-    from kvbench.lifecycle import process_start
+    from kvbench.run.lifecycle import process_start
 
     live = _live_kvbench()
     try:
@@ -102,7 +101,7 @@ def test_a_pid_that_now_names_another_process_is_gone_at_once():
 
 def test_reap_crashes_a_silent_run_that_holds_the_caller_s_own_pid(tmp_path):
     """End to end: the dead run's pid is this process's (a container restarted at the same pid)."""
-    from kvbench.lifecycle import owner, pid_namespace, reap
+    from kvbench.run.lifecycle import owner, pid_namespace, reap
     from kvbench.store import open_store
 
     store = open_store(f"sqlite:///{tmp_path / 'k.sqlite'}")
@@ -147,7 +146,7 @@ def test_the_sweep_takes_a_dead_run_s_files_and_its_peers_logs_only(tmp_path):
 
 
 def test_the_heartbeat_beats_while_the_block_runs_and_stops_after(tmp_path):
-    from kvbench.lifecycle import heartbeat
+    from kvbench.run.lifecycle import heartbeat
     from kvbench.store import open_store
     from tests.store.test_database import _begin
 
@@ -167,7 +166,7 @@ def test_the_heartbeat_beats_while_the_block_runs_and_stops_after(tmp_path):
 
 def test_a_reboot_s_crashed_run_leaves_the_files_of_a_live_kvbench_that_now_holds_its_pid(tmp_path):
     """After a reboot a crashed run's pid may name another, live kvbench: its files stay."""
-    from kvbench.lifecycle import owner, reap
+    from kvbench.run.lifecycle import owner, reap
     from kvbench.store import open_store
 
     live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "kvbench"], stdin=subprocess.PIPE)

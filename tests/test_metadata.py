@@ -8,7 +8,7 @@ from kvbench.benches import get_bench
 from kvbench.measure import Settings
 from kvbench.metadata import KEYS, unknown
 from kvbench.plan.cases import Case
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 
 CASES = [
     ("dram.copy", {"size": "1MiB"}),

@@ -1,5 +1,5 @@
 """A database URL typed into the wrong slot never shows its password: not in an error's echo (kvbench's
-own, typer's, argparse's in `python -m kvbench.launch` before and after `--`), not in a stored tag,
+own, typer's, argparse's in `python -m kvbench.cluster.launch` before and after `--`), not in a stored tag,
 not in the UCX environment stored with a network result. kvbench's commands run in this process (`cli`,
 tests/inproc.py: what they print is the point), the launcher as the process it is."""
 
@@ -82,7 +82,7 @@ def test_host_merge_and_tag_neither_echo_nor_store_the_password(tmp_path):
 @pytest.mark.parametrize("argv", [["--db", URL], ["--peer-addr", "127.0.0.1", "--", "--dbb", URL],
                                   ["--peer-addr", "127.0.0.1", "--timeout", "3600", "--", "--samples", URL]])
 def test_the_launcher_s_argparse_messages_have_no_password(argv, rank):
-    proc = subprocess.run([sys.executable, "-m", "kvbench.launch", *argv], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "kvbench.cluster.launch", *argv], capture_output=True, text=True,
                           timeout=300, cwd=REPO, env={"RANK": rank, "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 2 and "error:" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -7,8 +7,8 @@ import os
 
 from kvbench.analyze.compare import compare_runs
 from kvbench.analyze.history import run_verdicts
-from kvbench.records import ResultRecord
 from kvbench.store import open_store
+from kvbench.store.records import ResultRecord
 from tests.inproc import run_in_process as cli
 
 HOST, CTX, CASE = "test-box-i24v", "c" * 64, "0123456789abcdef"

@@ -164,7 +164,7 @@ def test_version_loads_no_heavy_library():
     from tests.conftest import REPO
 
     probe = ("import sys; sys.argv = ['kvbench', '--version']\n"
-             "from kvbench.entry import main\n"
+             "from kvbench.__main__ import main\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
              "print(' '.join(sorted({m.split('.')[0] for m in sys.modules} | {m for m in sys.modules if 'kvbench' in m})))")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=REPO)
@@ -188,7 +188,7 @@ def test_user_files_are_regular_files_under_a_size_limit(tmp_path, kind):
     """`accept --rules /dev/zero` once read until the OOM killer came; a pipe would block forever."""
     import os
 
-    from kvbench.analyze.accept_rules import load_rules
+    from kvbench.analyze.accept.rules import load_rules
     from kvbench.analyze.runs import load_document
     from kvbench.input_files import EXPORT_MAX_BYTES, TEXT_MAX_BYTES
     from kvbench.kv.geometry import read_hf_config

@@ -22,7 +22,7 @@ def test_wheel_ships_suites_and_peaks(tmp_path):
 
 
 def test_data_is_found_from_the_package():
-    from kvbench.resources import suites_dir
+    from kvbench.input_files import suites_dir
 
     assert (suites_dir() / "quick.toml").is_file()
 

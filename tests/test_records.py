@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kvbench.errors import BadInput
-from kvbench.records import FORMAT_VERSION, ResultRecord, RunRecord, validate_document
+from kvbench.store.records import FORMAT_VERSION, ResultRecord, RunRecord, validate_document
 from tests.conftest import FIXTURES
 
 QUICK = json.loads((FIXTURES / "runs" / "quick-cpu-vm.json").read_text())

@@ -10,8 +10,8 @@ import signal
 import pytest
 import sqlalchemy as sa
 
-from kvbench import runner
-from kvbench.interrupts import Interrupted
+from kvbench.run import runner
+from kvbench.run.interrupts import Interrupted
 from tests.inproc import run_in_process as cli
 
 CASE = ["--bench", "dram.copy", "--set", "size=1MiB", "--set", "threads=1", "--set", "fragment=0", "--samples", "5"]

@@ -1,7 +1,7 @@
 """What a result records from its case and from its samples, and the peak it is judged against."""
 
 from kvbench.hardware.path import links_under_load
-from kvbench.runner import result_metadata
+from kvbench.run.runner import result_metadata
 
 
 def test_a_warning_from_the_case_and_one_from_the_samples_are_both_kept():

@@ -22,7 +22,7 @@ POSTGRES = {"sqlalchemy.dialects.postgresql", "psycopg", "psycopg2"}
 PROBE = """
 import sys
 sys.argv = ["kvbench", *sys.argv[1:]]
-from kvbench.entry import main
+from kvbench.__main__ import main
 try:
     main()
 except SystemExit as exc:

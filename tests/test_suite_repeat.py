@@ -10,9 +10,9 @@ import pytest
 from rich.console import Console
 
 from kvbench.errors import BadInput
+from kvbench.run.suite_repeat import run_repeated
+from kvbench.run.suite_run import RunRequest
 from kvbench.store import open_store
-from kvbench.suite_repeat import run_repeated
-from kvbench.suite_run import RunRequest
 from tests.conftest import run_cli
 from tests.test_run_lifecycle import _started
 
@@ -120,14 +120,14 @@ def test_a_parent_killed_outright_takes_its_repeat_with_it_quietly(tmp_path):
 def test_a_signal_before_any_run_began_says_nothing_was_stored(monkeypatch, capsys):
     import typer
 
-    import kvbench.suite_run
+    import kvbench.run.suite_run
     from kvbench.cli.run import run_and_show
-    from kvbench.interrupts import Interrupted
+    from kvbench.run.interrupts import Interrupted
 
     def interrupted(request, progress):
         raise Interrupted(signal.SIGTERM)  # e.g. while the schema was being made: no run row yet
 
-    monkeypatch.setattr(kvbench.suite_run, "run_suite", interrupted)
+    monkeypatch.setattr(kvbench.run.suite_run, "run_suite", interrupted)
     with pytest.raises(typer.Exit) as ended:
         run_and_show(RunRequest(), None)
     assert ended.value.exit_code == 143

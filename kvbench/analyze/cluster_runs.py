@@ -1,4 +1,4 @@
-"""A cluster run: the N runs of one `python -m kvbench.launch`, read as one run document.
+"""A cluster run: the N runs of one `python -m kvbench.cluster.launch`, read as one run document.
 
 Each rank stores its share of the pattern as a run of its own, tagged `cluster=<id>` (the id rank 0
 minted at the rendezvous), `cluster_rank` and `cluster_world`. `cluster:<id>` names them together;
@@ -29,7 +29,7 @@ def cluster_id_of(ref: str) -> str | None:
         return None
     cluster = ref[len(PREFIX):].strip()
     if not cluster:
-        raise BadInput(f"bad run '{ref}': give the cluster id after 'cluster:' (python -m kvbench.launch prints it; "
+        raise BadInput(f"bad run '{ref}': give the cluster id after 'cluster:' (python -m kvbench.cluster.launch prints it; "
                        "'kvbench fleet --pairs --run latest' reads the newest)")
     return cluster
 
@@ -38,7 +38,7 @@ def newest_cluster(store: Store) -> str:
     """The id of the newest cluster run in `store`; `BadInput` when none is stored."""
     found = store.newest_cluster()
     if found is None:
-        raise BadInput(f"database {store.url} holds no cluster run (one launch of python -m kvbench.launch; "
+        raise BadInput(f"database {store.url} holds no cluster run (one launch of python -m kvbench.cluster.launch; "
                        "docs/cluster.md)")
     return found
 

@@ -64,7 +64,7 @@ from kvbench.analyze.noise import (
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import describe_params
 from kvbench.errors import BadInput
-from kvbench.records import RunRecord
+from kvbench.store.records import RunRecord
 
 GATING = ("slower", "missing", "failed", "lost")
 MEDIAN, FAST_END = "median", "fast end (p90)"  # the estimators a verdict may use (Comparison.estimator)

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.analyze.accept import LINK_AT_MAX, REPLAY_UNCHANGED, Verdict
+from kvbench.analyze.accept.judge import LINK_AT_MAX, REPLAY_UNCHANGED, Verdict
 from kvbench.analyze.runs import RunDocument
 from kvbench.hardware.contention import LIMITS
 from kvbench.hardware.peaks import above_peak

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-
 from typing import Any
 
 from kvbench.analyze.compare import Comparison, compare_case
-from kvbench.records import ResultRecord
+from kvbench.store.records import ResultRecord
 
 THRESHOLD = 0.05
 HISTORY_RUNS = 20  # the earlier runs a comparison weighs, as the store's case_fast_ends gives them

@@ -16,8 +16,8 @@ from typing import Any
 
 from kvbench.analyze.compare import Comparison, compare_case
 from kvbench.analyze.link_matrix import PAIR_KEYS, pair_of
-from kvbench.analyze.runs import RunDocument
 from kvbench.analyze.noise import THRESHOLD
+from kvbench.analyze.runs import RunDocument
 
 LinkKey = tuple[str, str, str, str, str]  # bench, pattern, shape (JSON), source host, destination host
 

@@ -13,9 +13,9 @@ from kvbench.analyze.cluster_runs import cluster_id_of, cluster_run_ids, merge_r
 from kvbench.benches.describe import canonical_subset, older_results_filled
 from kvbench.errors import BadInput
 from kvbench.input_files import EXPORT_MAX_BYTES, read_json_file
-from kvbench.records import ResultRecord, RunRecord, validate_document
-from kvbench.records import run_document as document
 from kvbench.store.database import Store
+from kvbench.store.records import ResultRecord, RunRecord, validate_document
+from kvbench.store.records import run_document as document
 from kvbench.store.schema import FACTS_FIRST_SEEN, FACTS_OF_RUN
 
 RunDocument = dict[str, Any]  # {"run": {...}, "results": [...]} as `kvbench run --json` writes it

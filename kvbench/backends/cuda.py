@@ -71,7 +71,7 @@ KERNEL_OPTIONS = ("-std=c++17",)
 @functools.cache
 def kernel_module(name: str, device: int = 0):
     """The cupy RawModule compiled (NVRTC) from kernels/NAME.cu for `device`."""
-    from kvbench.resources import kernels_dir
+    from kvbench.input_files import kernels_dir
 
     cp = cupy_module()
     with cp.cuda.Device(device):  # compiled and loaded now, on `device` (cupy would do it at first use)
@@ -132,25 +132,6 @@ def cuda_index_by_bus() -> dict[str, int]:
     from kvbench.hardware.sysfs import normalize_bdf
 
     return {normalize_bdf(pci_bus_id(i)): i for i in range(device_count())}
-
-
-def poison_between_copies(gpu: int, *arrays) -> None:
-    """Fill `arrays` (cupy or numpy) with the reset poison (`memory.pattern.POISON`) with nothing in
-    flight on GPU `gpu` before or after.
-
-    cupy fills on the legacy default stream, which the cases' non-blocking streams do not wait
-    for: a fill still running when the next copy starts would race with it (and with the timed
-    window). Waiting before keeps the last copy from landing after the fill.
-    """
-    from kvbench.memory.pattern import poison
-
-    cp = cupy_module()
-    device = cp.cuda.Device(gpu)
-    with device:
-        device.synchronize()
-        for array in arrays:
-            poison(array)
-        device.synchronize()
 
 
 def settle(device: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvbench.benches.base import Benchmark
 from kvbench.benches.params import format_params
 from kvbench.benches.registry import all_benches
 from kvbench.errors import unknown_name
@@ -15,14 +16,17 @@ def canonical_subset(bench_id: str, params: dict[str, Any], strict: bool = False
     canonical values (`"256MiB"` → 268435456). A name the benchmark does not take is kept as written,
     or refused with the closest known name when `strict`."""
     spec = all_benches().get(bench_id)
-    if spec is None:
-        return dict(params)
+    return dict(params) if spec is None else canonical_subset_of(spec, params, strict)
+
+
+def canonical_subset_of(bench: Benchmark, params: dict[str, Any], strict: bool = False) -> dict[str, Any]:
+    """`canonical_subset` for a benchmark already looked up (planning holds it)."""
     out = {}
     for name, value in params.items():
-        if name in spec.params:
-            out[name] = spec.params[name].parse(name, value)
+        if name in bench.params:
+            out[name] = bench.params[name].parse(name, value)
         elif strict:
-            raise unknown_name(f"parameter of {bench_id}", name, spec.params)
+            raise unknown_name(f"parameter of {bench.id}", name, bench.params)
         else:
             out[name] = value
     return out

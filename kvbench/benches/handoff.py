@@ -28,11 +28,10 @@ from kvbench.backends.cuda import (
     cuda_unavailable_reason,
     cupy_module,
     device_count,
+    hold,
     kernel_module,
     launch_shape,
-    hold,
     pci_bus_id,
-    poison_between_copies,
     upload,
 )
 from kvbench.benches.base import Benchmark, Prepared, built_in_stack, prepared_on_gpu
@@ -50,7 +49,7 @@ from kvbench.measure.cuda_timer import AllGpusEventTimer, CudaEventTimer
 from kvbench.measure.engine import Workload
 from kvbench.memory.cuda_memory import check_gpu
 from kvbench.memory.guard import GuardedRegion
-from kvbench.memory.pattern import POISON, fill_pattern, poison
+from kvbench.memory.pattern import POISON, fill_pattern, poison, poison_between_copies
 from kvbench.metadata import REQUEST_MS, TTFT_ADDED_MS
 
 STRATEGIES = ("gather-copy-scatter", "peer-read")

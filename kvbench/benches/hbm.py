@@ -19,7 +19,6 @@ from kvbench.backends.cuda import (
     kernel_module,
     launch_shape,
     link_probe,
-    poison_between_copies,
 )
 from kvbench.benches.base import Benchmark, Prepared, built_in_stack, prepared_on_gpu
 from kvbench.benches.params import Param
@@ -30,7 +29,7 @@ from kvbench.measure.cuda_timer import CudaEventTimer
 from kvbench.measure.engine import Workload
 from kvbench.memory.cuda_memory import check_gpu
 from kvbench.memory.guard import GUARD_BYTES
-from kvbench.memory.pattern import POISON
+from kvbench.memory.pattern import POISON, poison_between_copies
 
 # hbm_write's 32-bit words count up from SEED: the reset poison's word (0xA5A5A5A5) is the one value
 # they reach last, after 2**32 words, so no buffer under 16 GiB ever holds it where the pattern belongs.

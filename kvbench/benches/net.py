@@ -3,7 +3,7 @@ Mooncake's Transfer Engine (`transport=mooncake`; `both` times one against the o
 kvbench/benches/transport.py).
 
 Each operation is one NIXL request of `batch` descriptors of `block_size` bytes. The far side
-is a second agent in this process (`peer=inproc`) or `python -m kvbench.peer` in another
+is a second agent in this process (`peer=inproc`) or `python -m kvbench.cluster.peer` in another
 process on this host (`peer=local`, metadata through NIXL's listener on 127.0.0.1).
 `device` memory on either side asks UCX for GPUDirect RDMA; the result records the backend
 NIXL chose.
@@ -35,6 +35,7 @@ from kvbench.backends.ucx_protocols import proto_info_enabled
 from kvbench.benches.base import Benchmark, Prepared
 from kvbench.benches.params import Param
 from kvbench.benches.peer_params import PAIR_HOSTS, REMOTE_PEER
+from kvbench.benches.rails import COUNTER_NOTE, rail_bytes, rail_devices
 from kvbench.benches.registry import register
 from kvbench.benches.transport import (
     AGAINST_NIXL,
@@ -45,7 +46,6 @@ from kvbench.benches.transport import (
     uses_nixl_data,
     validate_transport,
 )
-from kvbench.benches.rails import COUNTER_NOTE, rail_bytes, rail_devices
 from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.nic_counters import counter_deltas, read_counters
 from kvbench.hardware.path import Segment

@@ -27,7 +27,6 @@ from kvbench.backends.cuda import (
     kernel_module,
     launch_shape,
     pci_bus_id,
-    poison_between_copies,
     upload,
 )
 from kvbench.benches.base import Benchmark, Prepared, built_in_stack, prepared_on_gpu
@@ -41,7 +40,7 @@ from kvbench.measure.cuda_timer import AllGpusEventTimer, CudaEventTimer
 from kvbench.measure.engine import Workload
 from kvbench.memory.cuda_memory import check_gpu
 from kvbench.memory.guard import GUARD_BYTES
-from kvbench.memory.pattern import POISON, fill_pattern
+from kvbench.memory.pattern import POISON, fill_pattern, poison_between_copies
 
 
 def parse_pair(text: str) -> tuple[int, int]:

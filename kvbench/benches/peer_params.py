@@ -1,6 +1,6 @@
 """The parameters of a benchmark that reaches a peer a launcher started (`peer=remote`), declared
 once: net.write and net.read take them, and so does kv.restore (its pool on the peer, src=remote).
-`python -m kvbench.launch` sets them for each pair of a pattern (kvbench/cluster.py)."""
+`python -m kvbench.cluster.launch` sets them for each pair of a pattern (kvbench/cluster/rank.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ REMOTE_PEER = {
     "timeout_s": Param("int", 30, "seconds to wait for the peer", minimum=1),
 }
 
-# set by python -m kvbench.launch: each directed pair of hosts is a case of its own (compare, fleet --pairs)
+# set by python -m kvbench.cluster.launch: each directed pair of hosts is a case of its own (compare, fleet --pairs)
 PAIR_HOSTS = {
-    "src_host": Param("text", "", "the host the bytes leave (set by python -m kvbench.launch)", added=True),
-    "dst_host": Param("text", "", "the host the bytes land on (set by python -m kvbench.launch)", added=True),
+    "src_host": Param("text", "", "the host the bytes leave (set by python -m kvbench.cluster.launch)", added=True),
+    "dst_host": Param("text", "", "the host the bytes land on (set by python -m kvbench.cluster.launch)", added=True),
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvbench.errors import unknown_name
@@ -33,9 +34,8 @@ def register(cls: type[Benchmark]) -> type[Benchmark]:
 
 @functools.cache
 def _discover() -> None:
-    import kvbench.benches as package
-
-    for module in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
+    # the package's folder, not the package: its __init__ imports this registry
+    for module in pkgutil.walk_packages([str(Path(__file__).parent)], prefix="kvbench.benches."):
         importlib.import_module(module.name)
 
 

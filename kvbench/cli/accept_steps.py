@@ -25,7 +25,7 @@ def level_one_document() -> dict:
     from kvbench.hardware import contention
     from kvbench.hardware.identity import host_id
     from kvbench.metadata import CONTENTION
-    from kvbench.this_host import host_facts
+    from kvbench.run.this_host import host_facts
 
     facts = host_facts()
     buses = [g.bus_id for g in facts.gpus if g.bus_id]
@@ -45,10 +45,10 @@ def resample_uncertain(doc: dict, verdicts: list, rules_files: list, suite: str,
     run of their own (tagged resample_of), sampled until the interval is narrower than their distance
     from it or RESAMPLE_BUDGET_S is spent; judged again on their new results. Returns the document,
     the verdicts and the re-sampling run (None: nothing straddled)."""
-    from kvbench.analyze.accept import judge
+    from kvbench.analyze.accept.judge import judge
+    from kvbench.analyze.accept.uncertain import RESAMPLE_BUDGET_S, resample_plan
     from kvbench.analyze.contended import with_remeasured
-    from kvbench.analyze.uncertain import RESAMPLE_BUDGET_S, resample_plan
-    from kvbench.suite_run import RunRequest
+    from kvbench.run.suite_run import RunRequest
 
     cases, precision = resample_plan(verdicts, doc)
     if not cases:
@@ -63,9 +63,9 @@ def resample_uncertain(doc: dict, verdicts: list, rules_files: list, suite: str,
 
 
 def stored_drift(doc: dict, run_ref: str, db: str | None):
-    """The judged run's inventory drift (kvbench/analyze/drift.py) where it is a stored run; None for an
+    """The judged run's inventory drift (kvbench/analyze/accept/drift.py) where it is a stored run; None for an
     export file, or where no database holds it."""
-    from kvbench.analyze.drift import run_drift
+    from kvbench.analyze.accept.drift import run_drift
 
     if Path(run_ref).suffix == ".json" or Path(run_ref).is_file():
         return None
@@ -84,9 +84,9 @@ def remeasure_contended(doc: dict, verdicts: list, rules_files: list, suite: str
     """Once: the cases a rule failed on while the box was contended run again into a run of their own
     (tagged remeasure_of), and the rules are judged on the run with their new results. `quiet`: its table
     goes to standard error (standard output holds a JSON document)."""
-    from kvbench.analyze.accept import judge
+    from kvbench.analyze.accept.judge import judge
     from kvbench.analyze.contended import contended_failures, with_remeasured
-    from kvbench.suite_run import RunRequest
+    from kvbench.run.suite_run import RunRequest
 
     cases = contended_failures(verdicts, doc)
     if not cases:

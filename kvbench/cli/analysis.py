@@ -30,8 +30,8 @@ def fit(
 ) -> None:
     """Per-fragment cost α (µs) and streaming bandwidth β (GB/s) of each KV strategy over a block-size sweep."""
     from kvbench.analyze.fit import fit_results
-    from kvbench.records import result_row
     from kvbench.report.analysis_tables import fit_table
+    from kvbench.store.records import result_row
 
     check_writable(json_out, "--json", db, [run_ref])
     (doc,) = documents([run_ref], db)
@@ -185,7 +185,7 @@ def _link_matrix(store, bench: list[str] | None, run_ref: str | None, json_out: 
     if not matrices:
         where = (run_id if isinstance(run_id, str) else f"run {run_id}") if run_id is not None else store.url
         raise BadInput(f"no results naming a source and destination host ({', '.join(benches)}) in {where}: "
-                       "run a pattern with kvbench.launch (docs/cluster.md)")
+                       "run a pattern with kvbench.cluster.launch (docs/cluster.md)")
     if json_out:
         from kvbench.report.json_docs import pairs_doc
 

@@ -220,7 +220,7 @@ def existing_store(db: str | None):
 
 def this_host_ids(store) -> list[str]:
     """Every id this box's runs are under in `store` (its own, and an older kvbench's not merged yet)."""
-    from kvbench.hosts import this_host_ids as ids
-    from kvbench.this_host import host_facts
+    from kvbench.run.hosts import this_host_ids as ids
+    from kvbench.run.this_host import host_facts
 
     return ids(store, host_facts(dram=False))  # DIMMs are no part of a host's identity

@@ -29,7 +29,7 @@ def crosscheck_verdict(*args, **kwargs):
 
 @contextmanager
 def _ends_on_signals() -> Iterator[None]:
-    from kvbench.interrupts import Interrupted, signals_end_runs
+    from kvbench.run.interrupts import Interrupted, signals_end_runs
 
     try:
         with signals_end_runs():

@@ -9,7 +9,16 @@ from typing import Annotated
 import typer
 
 from kvbench.cli.app import app
-from kvbench.cli.common import DbOption, JsonOption, PeaksOption, check_writable, out, this_host_ids, use_peaks, write_json
+from kvbench.cli.common import (
+    DbOption,
+    JsonOption,
+    PeaksOption,
+    check_writable,
+    out,
+    this_host_ids,
+    use_peaks,
+    write_json,
+)
 from kvbench.errors import BadInput
 
 MAX_TOKENS = 10**9  # no model has a context near it; a larger count is a typo (10^20 priced a recompute at 10^34 ms)
@@ -56,8 +65,8 @@ def plan_cmd(
     from kvbench.analyze.restore_plan import decide, measured_models, restore_plan
     from kvbench.kv.geometry import get_model
     from kvbench.report.analysis_tables import plan_answer_lines, plan_table
+    from kvbench.run.this_host import host_facts
     from kvbench.store import open_store
-    from kvbench.this_host import host_facts
 
     tokens = token_count(tokens)
     if not 0 < mfu <= 1:

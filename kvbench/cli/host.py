@@ -30,9 +30,9 @@ def info(json_out: JsonOption = None, peaks: PeaksOption = None,
          ) -> None:
     """Host facts (CPU, NUMA, PCIe links, GPUs, NICs, NVMe, DRAM), the spec peaks of each path, and
     what looks wrong: a downtrained link under load, far-NUMA host memory, PCIe replays in a run."""
-    from kvbench.analyze.host_flags import flags_from_store
+    from kvbench.analyze.accept.host_flags import flags_from_store
     from kvbench.report.info import info_document, render_info
-    from kvbench.this_host import host_facts
+    from kvbench.run.this_host import host_facts
 
     check_writable(json_out, "--json", db)
     use_peaks(peaks)
@@ -70,7 +70,7 @@ def doctor(json_out: JsonOption = None,
 @app.command("list")
 def list_cmd(json_out: JsonOption = None) -> None:
     """Every benchmark, suite, executor and memory kind, with whether it can run here and why not."""
-    from kvbench.catalog import catalog
+    from kvbench.plan.catalog import catalog
     from kvbench.report.listing import listing_tables
 
     check_writable(json_out, "--json")
@@ -120,10 +120,10 @@ def host_merge(
     db: Annotated[str | None, typer.Option(help="results database (default: $KVBENCH_DB or the embedded one)")] = None,
 ) -> None:
     """Move OLD's runs to INTO (one box that appeared under two ids); OLD is kept as an alias."""
-    from kvbench.hosts import stored_id, this_host_ids
-    from kvbench.lifecycle import reap
+    from kvbench.run.hosts import stored_id, this_host_ids
+    from kvbench.run.lifecycle import reap
+    from kvbench.run.this_host import host_facts
     from kvbench.store import open_store
-    from kvbench.this_host import host_facts
 
     store = open_store(db, existing=True)
     reap(store, this_host_ids(store, host_facts()))  # a dead run of OLD is crashed, a live one refuses the merge
@@ -144,9 +144,9 @@ def host_profile(output: Annotated[str, typer.Option("-o", "--output", help="pro
     kvbench accept --profile: edit it, or keep it as the SKU's expected inventory."""
     from datetime import datetime, timezone
 
-    from kvbench.analyze.profile import profile_toml
+    from kvbench.analyze.accept.profile import profile_toml
     from kvbench.cli.common import check_writable, write_text
-    from kvbench.this_host import host_facts
+    from kvbench.run.this_host import host_facts
 
     check_writable(output, "-o")
     facts = host_facts().to_dict()
@@ -165,7 +165,7 @@ def host_drift(
     """What changed in the box's inventory (GPUs and their serials, PCIe links at max, NICs, NVMe, NUMA,
     DRAM) by RUN: since the box's first run and since the run before, each change with the run it has
     held since."""
-    from kvbench.analyze.drift import run_drift
+    from kvbench.analyze.accept.drift import run_drift
     from kvbench.report.drift import drift_lines
     from kvbench.store import open_store
 

@@ -17,10 +17,10 @@ from kvbench.cli.common import (
     PeaksOption,
     check_writable,
     conclude,
-    judged_documents,
     err,
     existing_store,
     fraction,
+    judged_documents,
     out,
     this_host_ids,
     use_peaks,
@@ -56,18 +56,25 @@ def accept(
     """Run the acceptance suite and judge it against the rules (and the host profile's inventory): PASS / FAIL /
     SKIP per rule, then one overall verdict as the last line. Exit 0 PASS, 1 FAIL, 3 INCOMPLETE (a rule this
     host should judge was skipped, or nothing was judged)."""
-    from kvbench.analyze.accept import judge, load_rules, rules_for_host
-    from kvbench.analyze.accept_verdict import accept_overall, expected_here
-    from kvbench.analyze.junit import junit_xml
-    from kvbench.analyze.acceptance import acceptance_verdicts
-    from kvbench.analyze.health import health_path, load_health
-    from kvbench.analyze.profile import gpus_to_match, load_profile, profile_path
+    from kvbench.analyze.accept.health import health_path, load_health
+    from kvbench.analyze.accept.judge import judge, load_rules, rules_for_host
+    from kvbench.analyze.accept.junit import junit_xml
+    from kvbench.analyze.accept.pipeline import acceptance_verdicts
+    from kvbench.analyze.accept.profile import gpus_to_match, load_profile, profile_path
+    from kvbench.analyze.accept.verdict import accept_overall, expected_here
+    from kvbench.cli.accept_steps import (
+        LEVEL_SUITES,
+        level_budget,
+        level_one_document,
+        remeasure_contended,
+        resample_uncertain,
+        say_level,
+        stored_drift,
+    )
     from kvbench.cli.run import run_and_show
-    from kvbench.cli.accept_steps import (LEVEL_SUITES, level_budget, level_one_document, remeasure_contended,
-                                          resample_uncertain, say_level, stored_drift)
     from kvbench.report.drift import drift_summary
     from kvbench.report.table import verdicts_table
-    from kvbench.suite_run import RunRequest
+    from kvbench.run.suite_run import RunRequest
 
     started = time.monotonic()
     use_peaks(peaks)

@@ -40,7 +40,7 @@ def report(
 ) -> None:
     """One self-contained HTML report (plots embedded) or Markdown for a ticket; its first heading starts with
     the acceptance's overall verdict (PASS, FAIL or INCOMPLETE)."""
-    from kvbench.analyze.profile import load_profile, profile_path
+    from kvbench.analyze.accept.profile import load_profile, profile_path
     from kvbench.cli.decide import token_count
 
     tokens = token_count(tokens)
@@ -142,9 +142,9 @@ def import_cmd(
     """Store exported runs in this database: each rank's export of one launch (ranks that stored apart) makes
     its cluster run whole again (cluster:<id>). Importing a run the database holds already stores nothing."""
     from kvbench.input_files import EXPORT_MAX_BYTES, read_json_file
-    from kvbench.records import validate_document
     from kvbench.store import open_store
     from kvbench.store.imports import import_run
+    from kvbench.store.records import validate_document
 
     docs = []
     for name in files:  # every file read and checked before anything is stored

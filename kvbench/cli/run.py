@@ -40,10 +40,10 @@ def run_and_show(request, json_out: str | None, repeat: int = 1, quiet: bool = F
     returns its run id. `runner(request, console)` replaces `run_suite` (a rank of a cluster). A signal ends the process with the shell's status for it; a failed case
     raises `Concluded` FAIL (exit 1), a run that measured nothing `Concluded` INCOMPLETE (exit 3)."""
     from kvbench.benches.describe import describe_params
-    from kvbench.interrupts import Interrupted
     from kvbench.report.table import results_table, status_line
-    from kvbench.suite_repeat import run_repeated
-    from kvbench.suite_run import run_suite
+    from kvbench.run.interrupts import Interrupted
+    from kvbench.run.suite_repeat import run_repeated
+    from kvbench.run.suite_run import run_suite
 
     try:
         outcomes = [(runner or run_suite)(request, err)] if repeat == 1 else run_repeated(request, repeat, err)
@@ -108,7 +108,7 @@ def run(
     """Run a suite (or some benchmarks) and store every sample. Exit 0 when every case that could run here ran ok,
     1 when a case failed, 3 when nothing was measured (every case skipped)."""
     from kvbench.benches.params import coerce_text
-    from kvbench.suite_run import RunRequest
+    from kvbench.run.suite_run import RunRequest
 
     check_writable(json_out, "--json", db)
     use_peaks(peaks)
@@ -138,8 +138,8 @@ def results(
     """Show a stored run (or an exported one); --format csv takes several, one row per result with its
     run's start, host, suite and tags (a time series)."""
     from kvbench.benches.describe import describe_params
-    from kvbench.records import result_row
     from kvbench.report.table import results_csv, results_table, run_csv_fields
+    from kvbench.store.records import result_row
 
     if fmt not in ("table", "json", "csv", "nvbandwidth", "nvbandwidth-json"):
         raise BadInput(f"bad --format '{fmt}': choose table, json, csv, nvbandwidth or nvbandwidth-json")
@@ -198,7 +198,7 @@ def tag(
 ) -> None:
     """Tag a stored run, or remove a tag. The run tagged `baseline` last (this host's where it has one)
     is what `compare baseline` and `report --baseline baseline` compare with."""
-    from kvbench.lifecycle import reap
+    from kvbench.run.lifecycle import reap
     from kvbench.store import open_store
 
     key = tag_key(key)
@@ -214,7 +214,7 @@ def tag(
     run_ids = cluster_run_ids(store, cluster) if cluster else [run_id]  # a cluster run: each rank's run
     named = f"cluster:{cluster}" if cluster else f"run {run_id}"
     if key in ("cluster", "cluster_rank", "cluster_world"):
-        raise BadInput(f"tag '{key}' ties a launch's runs together (python -m kvbench.launch sets it): choose "
+        raise BadInput(f"tag '{key}' ties a launch's runs together (python -m kvbench.cluster.launch sets it): choose "
                        "another name")
     if remove:
         if not [r for r in run_ids if store.remove_tag(r, key)]:

@@ -13,8 +13,8 @@ from kvbench.benches.registry import get_bench
 from kvbench.measure.engine import Pair, Settings
 from kvbench.overall import FAIL, INCOMPLETE, PASS, SHOWN, Overall
 from kvbench.plan.cases import Case
-from kvbench.result import Result
-from kvbench.runner import run_case
+from kvbench.run.result import Result
+from kvbench.run.runner import run_case
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def run_kvbench(bench: str, params: dict[str, Any], settings: Settings, gpus: bo
                 pair: Callable[[], Pair] | None = None) -> Result:
     """One kvbench case, canonicalised and measured on this host's facts (GPUs read only if asked);
     `pair` builds a peer's side to time interleaved with it (runner.run_case)."""
-    from kvbench.this_host import host_facts
+    from kvbench.run.this_host import host_facts
 
     spec = get_bench(bench)
     canonical = spec.canonical_params(params)

@@ -10,8 +10,8 @@ import subprocess
 import tempfile
 
 from kvbench.crosscheck.common import Figure, run_kvbench, tool_failed, tool_timed_out
-from kvbench.interrupts import signals_deferred
 from kvbench.measure.engine import Settings
+from kvbench.run.interrupts import signals_deferred
 
 FIO_GRACE_S = 120  # fio runs `seconds`; past that plus this it is taken for hung and killed
 FIO_ENGINES = {"aio": "libaio", "uring": "io_uring"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvbench.errors import unknown_name
@@ -40,8 +41,7 @@ def _load_builtin() -> None:
     # Every module of the package registers its executors when imported: host, CUDA, NIXL.
     # Imported here, not at module top, so that importing the registry stays cheap; numba's kernels
     # (`*_kernels` modules), cupy and NIXL load only when an executor binds.
-    import kvbench.executors as package
-
-    for module in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
+    # the package's folder, not the package: its __init__ imports this registry
+    for module in pkgutil.walk_packages([str(Path(__file__).parent)], prefix="kvbench.executors."):
         if not module.name.endswith("_kernels"):
             importlib.import_module(module.name)

@@ -16,7 +16,7 @@ from kvbench.hardware.facts import HostFacts
 def collect_facts(root: str = "/", gpus: bool = True, dram: bool = True,
                   cuda_index: Callable[[], dict[str, int]] | None = None) -> HostFacts:
     """Everything the hardware says about this host; `root` points at a recorded tree in tests.
-    `cuda_index` answers CUDA's device number by PCI address (kvbench.this_host passes CUDA's)."""
+    `cuda_index` answers CUDA's device number by PCI address (kvbench.run.this_host passes CUDA's)."""
     gpu_list, gpu_reason = nvml.read_gpus(cuda_index() if cuda_index else {}) if gpus else ((), "not read")
     system_id, system_id_source = sysfs.system_identity(root)
     return HostFacts(

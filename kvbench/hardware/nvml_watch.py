@@ -3,7 +3,7 @@
 `start` takes the counters (ECC errors, NVLink data-link errors, throttle time, energy) and registers
 for XID events; `finish` reads the clocks, throttle reasons, temperature and power as the case ends,
 rows remapped (and whether a remap is pending), persistence mode, the other processes on each GPU,
-and the differences (kvbench/analyze/health.py judges them as DCGM-class health rules). The NVML module (`nv`) is passed in (pynvml, or a fake in
+and the differences (kvbench/analyze/accept/health.py judges them as DCGM-class health rules). The NVML module (`nv`) is passed in (pynvml, or a fake in
 tests). A field NVML does not support on a GPU is left out, never guessed.
 """
 

@@ -24,7 +24,7 @@ class Peak:
 
 # A result above its spec peak by more than this is a measurement bug, never a result nor a pass:
 # timer resolution and a datasheet's rounding stay well inside it. The one threshold for the run's
-# warning (result.py), the tables and report that show it, and every acceptance rule kind.
+# warning (run/result.py), the tables and report that show it, and every acceptance rule kind.
 ABOVE_PEAK_TOLERANCE = 0.02
 
 
@@ -93,7 +93,7 @@ def user_peaks(path: str) -> dict:
                 if number and not (isinstance(value, int | float) and not isinstance(value, bool)
                                    and 0 < value < float("inf")):
                     raise BadInput(f"{where}: [{key}] needs {field} = a number above 0 (found {value!r})")
-                # the bound an export is read back with (records.py): a peak kvbench wrote must read again
+                # the bound an export is read back with (store/records.py): a peak kvbench wrote must read again
                 ceiling = {"gbps": MAX_GBPS, "total_gbps": MAX_GBPS, "port_gbit": 8 * MAX_GBPS}.get(field)
                 if ceiling is not None and value > ceiling:
                     raise BadInput(f"{where}: [{key}] {field} = {value!r} is beyond any path's rate "

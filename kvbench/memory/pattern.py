@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-POISON = 0xA5  # what a reset writes into every destination byte; the pattern never holds it
+from kvbench.memory.poison import POISON  # what a reset writes into every destination byte; the pattern never holds it
 
 
 def _key(seed: int) -> np.uint64:
@@ -47,6 +47,25 @@ def pattern_bytes(size: int, seed: int = 0, offset: int = 0) -> np.ndarray:
 def poison(array) -> None:
     """Write `POISON` into every byte of `array` (numpy, or cupy on its current device's stream)."""
     array.fill(POISON)
+
+
+def poison_between_copies(gpu: int, *arrays) -> None:
+    """Fill `arrays` (cupy or numpy) with the reset poison (`POISON`) with nothing in
+    flight on GPU `gpu` before or after.
+
+    cupy fills on the legacy default stream, which the cases' non-blocking streams do not wait
+    for: a fill still running when the next copy starts would race with it (and with the timed
+    window). Waiting before keeps the last copy from landing after the fill.
+    """
+    from kvbench.backends.cuda import cupy_module
+
+    cp = cupy_module()
+    device = cp.cuda.Device(gpu)
+    with device:
+        device.synchronize()
+        for array in arrays:
+            poison(array)
+        device.synchronize()
 
 
 def first_difference(got: np.ndarray, expected: np.ndarray) -> int | None:

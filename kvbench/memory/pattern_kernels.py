@@ -7,7 +7,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from kvbench.memory.pattern import POISON
+from kvbench.memory.poison import POISON
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _POISON_WORD = np.uint64(POISON * 0x0101010101010101)  # eight poison bytes

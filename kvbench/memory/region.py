@@ -40,7 +40,7 @@ class Region:
 
             poison(self.host_array)
         elif self.device_array is not None:
-            from kvbench.backends.cuda import poison_between_copies
+            from kvbench.memory.pattern import poison_between_copies
 
             poison_between_copies(int(self.facts.get("gpu", 0)), self.device_array)
 

@@ -2,7 +2,7 @@
 mem_type, name; crc(), poison(), describe(), close()).
 
 * `InprocPeer`: a second NIXL agent in this process (UCX loopback inside one process).
-* `ProcessPeer`: `python -m kvbench.peer` in another process on this host; metadata through
+* `ProcessPeer`: `python -m kvbench.cluster.peer` in another process on this host; metadata through
   NIXL's listener on 127.0.0.1, control messages as NIXL notifications.
 * `RemotePeer`: a peer a launcher started on another host (rank 0), reached by address.
 """
@@ -78,7 +78,7 @@ class InprocPeer:
 
 
 class ProcessPeer:
-    command = [sys.executable, "-m", "kvbench.peer"]  # what starts the far side
+    command = [sys.executable, "-m", "kvbench.cluster.peer"]  # what starts the far side
 
     def __init__(self, initiator, listen_port: int, size: int, memory: str, seed: int, timeout_s: float) -> None:
         self.initiator = initiator

@@ -1,7 +1,7 @@
 """The far side's Mooncake engines: a peer (in this process or another) registers the buffer it
 already serves with a Transfer Engine when an initiator asks, and answers with the segment name to
 reach it by. The ask and the answer travel as the peer's other control messages do (NIXL
-notifications; kvbench/peers/serve.py): `MOONCAKE?<address>|<metadata>|<protocol>|<device>|<timeout s>`
+notifications; kvbench/cluster/serve.py): `MOONCAKE?<address>|<metadata>|<protocol>|<device>|<timeout s>`
 → `MOONCAKE:<segment>`, or `MOONCAKE-ERR:<reason>` when the engine cannot start or register it."""
 
 from __future__ import annotations

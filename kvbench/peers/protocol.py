@@ -99,7 +99,7 @@ BIND_ATTEMPTS = 5  # free ports a listener is tried on before its bind error sta
 
 def port_taken(exc: BaseException) -> bool:
     """Whether `exc` says a listener could not bind its port: NIXL's "Failed to bind metadata listener
-    socket" in this process, or a peer process's "port N is taken on this host" (kvbench/peers/serve.py)."""
+    socket" in this process, or a peer process's "port N is taken on this host" (kvbench/cluster/serve.py)."""
     text = str(exc).lower()
     return "bind" in text or "is taken on this host" in text
 

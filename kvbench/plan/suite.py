@@ -10,9 +10,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kvbench.errors import BadInput
-from kvbench.input_files import read_toml_file
+from kvbench.input_files import read_toml_file, suites_dir
 from kvbench.measure.engine import Settings
-from kvbench.resources import suites_dir
 
 Scalar = int | float | str | bool
 

@@ -6,28 +6,28 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvbench.analyze.accept import Verdict, rules_for_host
-from kvbench.analyze.accept_verdict import accept_overall, expected_here
+from kvbench.analyze.accept.drift import Drift
+from kvbench.analyze.accept.health import health_path, load_health
+from kvbench.analyze.accept.judge import Verdict, rules_for_host
+from kvbench.analyze.accept.numa_ratio import NearFar, near_far
+from kvbench.analyze.accept.pinned_ratio import PageableVsPinned, pageable_vs_pinned
+from kvbench.analyze.accept.pipeline import acceptance_verdicts
+from kvbench.analyze.accept.profile import Profile, gpus_to_match
+from kvbench.analyze.accept.verdict import accept_overall, expected_here
 from kvbench.analyze.compare import GATING, Comparison, compare_runs, differences
 from kvbench.analyze.fit import fit_results
-from kvbench.analyze.acceptance import acceptance_verdicts
-from kvbench.analyze.drift import Drift
-from kvbench.analyze.health import health_path, load_health
-from kvbench.report.drift import drift_lines
-from kvbench.analyze.numa_ratio import NearFar, near_far
 from kvbench.analyze.nvbandwidth_shape import nvbandwidth_cases
 from kvbench.analyze.peer_tier import with_peer_tier
-from kvbench.analyze.pinned_ratio import PageableVsPinned, pageable_vs_pinned
-from kvbench.analyze.profile import Profile, gpus_to_match
 from kvbench.analyze.recompute import compute_rate
 from kvbench.analyze.restore_plan import TierPlan, decide, restore_plan
 from kvbench.analyze.runs import RunDocument
 from kvbench.analyze.transport_choice import TransportChoice, transport_choices
 from kvbench.kv.geometry import get_model
 from kvbench.overall import Overall
-from kvbench.records import result_row
 from kvbench.report import accept_figure, history_plot, link_heatmap, nvbandwidth_figure, plots
 from kvbench.report.analysis_tables import plan_answer_lines
+from kvbench.report.drift import drift_lines
+from kvbench.store.records import result_row
 
 # Questions whose figures need GPU results; listed with the reason when the runs lack them.
 GPU_QUESTIONS = {
@@ -164,7 +164,7 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     answer = decide(geometry, tokens, "bf16", 1, tiers, rate)
     content.plan, content.plan_recompute = answer.tiers, plan_answer_lines(answer)
     content.plan_title = f"Restore or recompute {tokens} tokens of {geometry.name} (bf16, {block_tokens}-token blocks)"
-    # the verdict `accept --run` gives on the same run and profile (kvbench/analyze/acceptance.py)
+    # the verdict `accept --run` gives on the same run and profile (kvbench/analyze/accept/pipeline.py)
     judged = {"results": results, "host": {**(host or {}), "facts": facts}}
     rules = rules_for_host(gpus_to_match(facts, profile))
     content.verdicts = acceptance_verdicts(judged, rules, profile, load_health(health_path(None)), drift)

@@ -1,8 +1,8 @@
-"""A run's inventory drift (kvbench/analyze/drift.py) as lines of text: `kvbench host drift`, accept, report."""
+"""A run's inventory drift (kvbench/analyze/accept/drift.py) as lines of text: `kvbench host drift`, accept, report."""
 
 from __future__ import annotations
 
-from kvbench.analyze.drift import Drift
+from kvbench.analyze.accept.drift import Drift
 from kvbench.store.schema import FACTS_FIRST_SEEN
 
 

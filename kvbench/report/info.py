@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kvbench.analyze.host_flags import affinity_flags
+from kvbench.analyze.accept.host_flags import affinity_flags
 from kvbench.hardware import fingerprint, peaks
 from kvbench.hardware.facts import HostFacts, Link
 from kvbench.hardware.path import gpu_link_peak, segment_peak

@@ -11,8 +11,8 @@ import seaborn as sns
 from matplotlib.patches import Rectangle
 
 from kvbench.analyze.link_matrix import LinkMatrix, link_matrices
-from kvbench.records import result_row
 from kvbench.report.plots import plt
+from kvbench.store.records import result_row
 
 QUESTION = "Which links are slow?"
 _REASONS_SHOWN = 6  # the rest are one `kvbench fleet --pairs --run N` away

@@ -1,4 +1,4 @@
-"""`kvbench list` as tables, from the catalog's document (kvbench/catalog.py)."""
+"""`kvbench list` as tables, from the catalog's document (kvbench/plan/catalog.py)."""
 
 from __future__ import annotations
 

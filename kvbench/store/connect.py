@@ -28,6 +28,7 @@ from kvbench.errors import BadInput
 from kvbench.redact import redact  # noqa: F401  (kvbench.store.connect.redact, as before)
 from kvbench.store import migrate, schema
 from kvbench.store.durable import FileIdentity
+from kvbench.store.read_only import read_only_uri
 
 DEFAULT_PATH = Path("results") / "kvbench.sqlite"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -87,12 +88,6 @@ def parse_url(url: str) -> sa.engine.URL:
     if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed
-
-
-def read_only_uri(path: Path) -> str:
-    """An sqlite3 URI that opens `path` without writing: `mode=ro`, and `immutable=1` where its folder
-    cannot be written (a read-only mount, where WAL's shared-memory file cannot be made)."""
-    return f"file:{path.resolve()}?mode=ro{'' if os.access(path.parent, os.W_OK) else '&immutable=1'}"
 
 
 QUICK_CHECK_MAX_BYTES = 64 << 20  # integrity-checked on opening up to this size (~0.3 s); larger: too slow

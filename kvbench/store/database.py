@@ -130,7 +130,7 @@ class Store(Tags, HostMerge, Links, RunFacts):
             return ids
 
     def beat(self, run_id: int) -> None:
-        """Say run `run_id` is alive (its heartbeat, while a long case runs: kvbench/lifecycle.py)."""
+        """Say run `run_id` is alive (its heartbeat, while a long case runs: kvbench/run/lifecycle.py)."""
         self.check_file()
         with self.engine.begin() as conn:
             conn.execute(schema.run.update().where(schema.run.c.id == run_id, schema.run.c.status == "running")

@@ -14,8 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from kvbench.errors import BadInput
-from kvbench.records import RATES, STATS
 from kvbench.store import schema
+from kvbench.store.records import RATES, STATS
 
 
 def _moment(value: Any, what: str) -> datetime | None:

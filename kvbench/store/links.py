@@ -39,7 +39,7 @@ class Links:
         with self.engine.connect() as conn:
             return [dict(row) for row in conn.execute(query).mappings()]
 
-    # --- cluster runs: one launch's N runs, each tagged cluster=<id> (kvbench/cluster.py) ---------------
+    # --- cluster runs: one launch's N runs, each tagged cluster=<id> (kvbench/cluster/rank.py) ---------------
 
     def cluster_runs(self, cluster_id: str) -> list[dict]:
         """The runs of cluster run `cluster_id` (id, host_id, status, tags), oldest first; [] when none."""

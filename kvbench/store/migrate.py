@@ -33,7 +33,7 @@ def _version(conn: sa.Connection, shown: str = "") -> int | None:
 
 def file_version(path: Path, shown: str = "") -> int:
     """The schema version of the kvbench SQLite file at `path` (read-only); `shown` names it in errors."""
-    from kvbench.store.connect import read_only_uri
+    from kvbench.store.read_only import read_only_uri
 
     con = sqlite3.connect(read_only_uri(path), uri=True, timeout=30)
     try:

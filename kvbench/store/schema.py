@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
-from kvbench.records import STATS
+from kvbench.store.records import STATS
 
 SCHEMA_VERSION = 4
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kvbench.analyze.accept import load_rules
+from kvbench.analyze.accept.judge import load_rules
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
 ONE_THREAD = '{ size = "256MiB", threads = 1, fragment = 0 }'  # the stored run's one-thread contiguous dram.copy

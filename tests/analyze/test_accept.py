@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from kvbench.analyze.accept import applies, judge, load_rules, rules_for_host
+from kvbench.analyze.accept.judge import applies, judge, load_rules, rules_for_host
 from kvbench.benches import get_bench
 from kvbench.errors import BadInput
-from kvbench.resources import suites_dir
+from kvbench.input_files import suites_dir
 from tests.analyze.rules import ONE_THREAD, kv_ratio, load, rate, rule, rules_file
 
 

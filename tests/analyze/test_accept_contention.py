@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from kvbench.analyze.accept import judge
+from kvbench.analyze.accept.judge import judge
 from kvbench.analyze.contended import contended_failures, incomplete_on_contention, with_remeasured
 from tests.analyze.rules import ONE_THREAD, kv_ratio, load, rate, rule
 

@@ -4,8 +4,8 @@ benchmark it did not judge, each with why — in JSON and in JUnit properties al
 
 import xml.etree.ElementTree as ET
 
-from kvbench.analyze.accept import judge, load_rules, rules_for_host
-from kvbench.analyze.junit import junit_xml
+from kvbench.analyze.accept.judge import judge, load_rules, rules_for_host
+from kvbench.analyze.accept.junit import junit_xml
 from kvbench.overall import Overall
 from kvbench.report.json_docs import accept_doc
 from tests.analyze.rules import quick_run

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kvbench.analyze.accept import Verdict, judge, rules_for_host
-from kvbench.analyze.accept_verdict import accept_overall, expected_here
-from kvbench.analyze.inventory import inventory_verdicts
-from kvbench.analyze.junit import junit_xml
-from kvbench.analyze.profile import (
+from kvbench.analyze.accept.inventory import inventory_verdicts
+from kvbench.analyze.accept.judge import Verdict, judge, rules_for_host
+from kvbench.analyze.accept.junit import junit_xml
+from kvbench.analyze.accept.profile import (
     Profile,
     expect_from_facts,
     gpus_to_match,
@@ -21,6 +20,7 @@ from kvbench.analyze.profile import (
     profile_toml,
     shipped_profiles,
 )
+from kvbench.analyze.accept.verdict import accept_overall, expected_here
 from kvbench.errors import BadInput
 from kvbench.overall import Overall
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from kvbench.analyze.runs import load_document
-from kvbench.cluster import cluster_tags
+from kvbench.cluster.rank import cluster_tags
 from kvbench.report.link_heatmap import run_matrices
 from kvbench.store import open_store
 from tests.inproc import run_in_process as cli

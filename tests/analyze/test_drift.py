@@ -3,7 +3,7 @@ with the run it has held since; what merely jitters (a VM's MemTotal) is no chan
 
 import copy
 
-from kvbench.analyze.drift import box_host_ids, drift_of
+from kvbench.analyze.accept.drift import box_host_ids, drift_of
 from kvbench.store.schema import FACTS_OF_RUN
 
 GPU = {"index": 3, "name": "NVIDIA H200", "uuid": "GPU-3", "serial": "1650000003", "bus_id": "0000:1A:00.0",

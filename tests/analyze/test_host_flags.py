@@ -1,7 +1,7 @@
 """`kvbench info`'s flags: far-NUMA placement from this process's CPUs, and what the host's stored
 GPU results recorded (links under load, pinned buffers on a far node, replays during a run)."""
 
-from kvbench.analyze.host_flags import (
+from kvbench.analyze.accept.host_flags import (
     affinity_flags,
     flags_from_store,
     link_flags,

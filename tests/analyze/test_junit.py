@@ -4,8 +4,8 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from kvbench.analyze.accept import judge, rules_for_host
-from kvbench.analyze.junit import junit_xml
+from kvbench.analyze.accept.judge import judge, rules_for_host
+from kvbench.analyze.accept.junit import junit_xml
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kvbench.analyze.numa_ratio import near_far
+from kvbench.analyze.accept.numa_ratio import near_far
 
 
 def h2d(gpu, node, gbps, gpu_node=None, size=256 << 20, bench="pcie.h2d", status="ok"):

@@ -5,10 +5,10 @@ with one GPU and no such profile the rule skips without making the acceptance IN
 
 import pytest
 
-from kvbench.analyze.accept import judge, load_rules, rules_for_host
-from kvbench.analyze.accept_verdict import accept_overall, expected_here
-from kvbench.analyze.nvlink_rule import fail_closed
-from kvbench.analyze.profile import Profile, load_profile, shipped_profiles
+from kvbench.analyze.accept.judge import judge, load_rules, rules_for_host
+from kvbench.analyze.accept.kinds.nvlink import fail_closed
+from kvbench.analyze.accept.profile import Profile, load_profile, shipped_profiles
+from kvbench.analyze.accept.verdict import accept_overall, expected_here
 from kvbench.benches import get_bench
 from kvbench.errors import BadInput
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from kvbench.analyze import accept
-from kvbench.analyze.accept import judge
+from kvbench.analyze.accept import judge as accept
+from kvbench.analyze.accept.judge import judge
 from tests.analyze.rules import load, rule
 from tests.analyze.test_accept_failed_and_above_peak import KINDS, RULES, result, run_doc
 

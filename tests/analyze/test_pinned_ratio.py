@@ -2,7 +2,7 @@
 
 import pytest
 
-from kvbench.analyze.pinned_ratio import pageable_vs_pinned
+from kvbench.analyze.accept.pinned_ratio import pageable_vs_pinned
 
 
 def copy(memory, gbps, bench="pcie.h2d", size=256 << 20, status="ok", **params):

@@ -4,10 +4,10 @@ selected), and a key the run recorded no fact for is INCOMPLETE whatever else pa
 
 import pytest
 
-from kvbench.analyze.accept import Verdict
-from kvbench.analyze.accept_verdict import accept_overall, expected_here
-from kvbench.analyze.inventory import inventory_verdicts
-from kvbench.analyze.profile import Expect, Profile
+from kvbench.analyze.accept.inventory import inventory_verdicts
+from kvbench.analyze.accept.judge import Verdict
+from kvbench.analyze.accept.profile import Expect, Profile
+from kvbench.analyze.accept.verdict import accept_overall, expected_here
 
 H200 = {"index": 0, "name": "NVIDIA H200", "bus_id": "0000:17:00.0",
         "link": {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16}}

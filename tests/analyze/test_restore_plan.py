@@ -48,7 +48,7 @@ def _built(strategy, fragments_submitted, gbps, **params):
     from kvbench.benches.kv import layout_metadata
     from kvbench.kv.layouts import KVShape
     from kvbench.measure.measurement import Measurement
-    from kvbench.result import Result
+    from kvbench.run.result import Result
 
     spec = get_bench("kv.restore")
     canonical = spec.canonical_params({"model": "Llama-3.1-70B", "tokens": 1024, "strategy": strategy, **params})
@@ -67,8 +67,8 @@ def _built(strategy, fragments_submitted, gbps, **params):
     ("nixl", {"src": "file"}), ("nixl", {"src": "remote"}),
 ])
 def test_plan_and_report_read_what_every_strategy_records(strategy, params):
-    from kvbench.records import ResultRecord
     from kvbench.report.content import build
+    from kvbench.store.records import ResultRecord
 
     row = _built(strategy, 1 if strategy in ("contiguous", "gpu-contiguous") else 64 * 160, 20.0, **params)
     plans = restore_plan(get_model("Llama-3.1-70B"), 4096, "bf16", 1, 16, [row])

@@ -1,12 +1,12 @@
 """A ratio whose 95 % interval straddles its threshold is re-sampled, then named INCOMPLETE (uncertain)
-with both ends; one whose interval clears it keeps its PASS or FAIL (kvbench/analyze/uncertain.py)."""
+with both ends; one whose interval clears it keeps its PASS or FAIL (kvbench/analyze/accept/uncertain.py)."""
 
 import numpy as np
 import pytest
 
-from kvbench.analyze.accept import judge
-from kvbench.analyze.accept_verdict import accept_overall
-from kvbench.analyze.uncertain import RESAMPLE_BUDGET_S, name_uncertain, resample_plan
+from kvbench.analyze.accept.judge import judge
+from kvbench.analyze.accept.uncertain import RESAMPLE_BUDGET_S, name_uncertain, resample_plan
+from kvbench.analyze.accept.verdict import accept_overall
 from kvbench.cli import accept_steps
 from tests.analyze.rules import kv_ratio, load, quick_run, rule
 

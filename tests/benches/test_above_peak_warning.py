@@ -17,12 +17,12 @@ from kvbench.hardware.peaks import Peak
 from kvbench.measure import Settings, Workload
 from kvbench.memory.pattern import pattern_bytes, poison
 from kvbench.plan.cases import Case
-from kvbench.records import result_row
 from kvbench.report import content, render
-from kvbench.report.progress import outcome
 from kvbench.report.table import results_csv, results_table
-from kvbench.runner import RunInfo, execute
+from kvbench.run.progress import outcome
+from kvbench.run.runner import RunInfo, execute
 from kvbench.store import open_store
+from kvbench.store.records import result_row
 
 WARNING = "above its peak by more than 2%"
 

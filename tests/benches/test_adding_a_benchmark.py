@@ -15,7 +15,7 @@ from kvbench.hardware.peaks import Peak
 from kvbench.measure import Settings, Workload
 from kvbench.memory.pattern import pattern_bytes, poison
 from kvbench.plan.cases import Case
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 
 TOY_PEAKS = {"toy_link": {"gbps": 450.0, "source": "test data standing in for peaks.toml rows"}}
 

@@ -6,7 +6,7 @@ from kvbench.benches import get_bench
 from kvbench.executors.host import HostExecutor
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 
 FAST = Settings(samples=5, min_sample_s=0.001, warmup_s=0)
 

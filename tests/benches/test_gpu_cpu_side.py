@@ -11,7 +11,7 @@ from kvbench.hardware.path import path_peak
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case, plan
 from kvbench.plan.suite import BenchSweep, load_suite
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 from tests.hardware.test_sysfs import _facts as h200_facts
 
 
@@ -198,8 +198,8 @@ def test_the_spin_gate_never_holds_more_copies_than_the_queue():
 
 
 def test_the_spin_kernel_gives_up_after_a_time_not_a_poll_count():
+    from kvbench.input_files import kernels_dir
     from kvbench.measure.cuda_timer import SPIN_TIMEOUT_NS
-    from kvbench.resources import kernels_dir
 
     source = (kernels_dir() / "spin.cu").read_text()
     assert "%globaltimer" in source and "timeout_ns" in source

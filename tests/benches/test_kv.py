@@ -7,7 +7,7 @@ from kvbench.errors import BadInput
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case, plan
 from kvbench.plan.suite import BenchSweep
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 
 FAST = Settings(samples=5, min_sample_s=0.001, warmup_s=0)
 

@@ -11,7 +11,7 @@ from kvbench.benches import get_bench
 from kvbench.errors import BadInput
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                 reason=f"{backend_unavailable_reason('UCX')}")
@@ -42,8 +42,8 @@ def test_every_request_of_a_burst_is_verified_and_timed_beside_the_wire_ceiling(
 def test_each_request_has_its_own_block_table():
     from kvbench.benches.kv import burst
     from kvbench.benches.kv.case import KVCase
-    from kvbench.kv.layouts import KVShape
     from kvbench.kv.geometry import get_model
+    from kvbench.kv.layouts import KVShape
 
     params = burst_case().params
     shape = KVShape.of(get_model("Llama-3.1-8B"), 16, "bf16", 1)

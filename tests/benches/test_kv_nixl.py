@@ -8,7 +8,7 @@ from kvbench.errors import BadInput
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case, plan
 from kvbench.plan.suite import BenchSweep
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("POSIX") or backend_unavailable_reason("UCX"),
                                 reason="NIXL POSIX/UCX unavailable")

@@ -1,4 +1,4 @@
-"""kv.restore from a target a launcher started (peer=remote, `python -m kvbench.peer` waiting for
+"""kv.restore from a target a launcher started (peer=remote, `python -m kvbench.cluster.peer` waiting for
 initiators on 127.0.0.1): the pool asked for by size (OPEN:<bytes>), filled with the bytes the
 check expects, refused with its reason when it cannot be allocated, and a target holding other
 bytes fails the check."""
@@ -20,7 +20,7 @@ from kvbench.memory.pattern import fill_pattern
 from kvbench.peers.initiator import RemotePeer
 from kvbench.peers.protocol import PATTERN_SEED, expected_crc, fetch_metadata, fill_region, free_port
 from kvbench.plan.cases import Case
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                 reason=f"{backend_unavailable_reason('UCX')}")
@@ -30,7 +30,7 @@ OWN_SIZE = 65536  # the target's own buffer (--size), what a plain OPEN gets
 
 def start_target(*extra: str) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    return subprocess.Popen([sys.executable, "-m", "kvbench.peer", "--name", "kvbench-target", "--port", str(port),
+    return subprocess.Popen([sys.executable, "-m", "kvbench.cluster.peer", "--name", "kvbench-target", "--port", str(port),
                              "--size", str(OWN_SIZE), "--timeout", "60", "--stay", *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), port
 

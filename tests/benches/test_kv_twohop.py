@@ -9,7 +9,7 @@ from kvbench.benches.kv import twohop
 from kvbench.errors import BadInput
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("POSIX") or backend_unavailable_reason("UCX"),
                                 reason="NIXL POSIX/UCX unavailable")

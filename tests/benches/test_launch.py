@@ -1,4 +1,4 @@
-"""`python -m kvbench.launch` as a launcher starts it, two ranks on this host (127.0.0.1; each rank's
+"""`python -m kvbench.cluster.launch` as a launcher starts it, two ranks on this host (127.0.0.1; each rank's
 target on --port plus its LOCAL_RANK): every wait bounded by --timeout, signals end a rank with one
 line and 128 + N, nothing left in the temp folder.
 
@@ -28,7 +28,7 @@ def launch(rank: int, port: int, *args: str, world: int = 2, local_rank: int | N
     # as a launcher starts it: without the UCX_LOG_FILE this test process was given when it loaded NIXL
     env = {**{k: v for k, v in os.environ.items() if k != "UCX_LOG_FILE"}, "MASTER_ADDR": "127.0.0.1",
            "RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank if local_rank is None else local_rank)}
-    return subprocess.Popen([sys.executable, "-m", "kvbench.launch", "--port", str(port), *args], env=env, cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "kvbench.cluster.launch", "--port", str(port), *args], env=env, cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
@@ -106,7 +106,7 @@ def test_sigterm_ends_each_rank_with_one_line_and_143_no_traceback_no_ucx_log(tm
         last = err.strip().splitlines()[-1]
         assert status == 143 and "Traceback" not in err, err[-2000:]
         assert last.startswith("kvbench: interrupted (SIGTERM); run ") or \
-            last == "python -m kvbench.launch: interrupted (SIGTERM); this rank stopped", err[-2000:]
+            last == "python -m kvbench.cluster.launch: interrupted (SIGTERM); this rank stopped", err[-2000:]
         assert not ucx_logs_of(target.pid) and not ucx_logs_of(measured.pid)
     finally:
         for proc in (measured, target):
@@ -169,7 +169,7 @@ def test_a_rank_with_another_world_size_or_started_twice_is_refused_in_one_line(
         assert status == 2 and "Traceback" not in err, err[-2000:]
         why = (f"rank 0 runs a world of 2 ranks; this rank ({rank}) was started with a world of {world}" if world != 2
                else "rank 1 is already taken by a process on")
-        assert err.strip().splitlines()[-1].startswith(f"python -m kvbench.launch: error: rank 0 refused this rank: "
+        assert err.strip().splitlines()[-1].startswith(f"python -m kvbench.cluster.launch: error: rank 0 refused this rank: "
                                                        f"{why}"), err[-2000:]
         assert all(proc.poll() is None for proc in ranks)  # the two it belongs with measure on
     finally:
@@ -194,6 +194,6 @@ def test_a_port_taken_on_this_host_is_said_at_once_in_one_line_exit_2(tmp_path):
             proc.kill()
             proc.wait(timeout=30)
     assert status == 2 and "Traceback" not in err, err[-2000:]
-    assert err.strip().splitlines()[-1] == (f"python -m kvbench.launch: error: this rank's target exited with status 2: "
-                                            f"python -m kvbench.peer: error: port {port} is taken on this host (NIXL "
+    assert err.strip().splitlines()[-1] == (f"python -m kvbench.cluster.launch: error: this rank's target exited with status 2: "
+                                            f"python -m kvbench.cluster.peer: error: port {port} is taken on this host (NIXL "
                                             "could not listen on it): give another --port"), err[-2000:]

@@ -131,9 +131,9 @@ def test_a_peer_whose_port_is_taken_says_so_in_one_line_not_a_traceback():
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        proc = subprocess.run([sys.executable, "-m", "kvbench.peer", "--name", "kvbench-race-peer", "--port", str(port),
+        proc = subprocess.run([sys.executable, "-m", "kvbench.cluster.peer", "--name", "kvbench-race-peer", "--port", str(port),
                                "--size", "4096"], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     # (NIXL's own log line about the bind may come before it)
-    assert proc.stderr.strip().splitlines()[-1] == (f"python -m kvbench.peer: error: port {port} is taken on this host "
+    assert proc.stderr.strip().splitlines()[-1] == (f"python -m kvbench.cluster.peer: error: port {port} is taken on this host "
                                                     "(NIXL could not listen on it): give another --port")

@@ -9,7 +9,7 @@ from kvbench.benches import get_bench
 from kvbench.measure import Settings
 from kvbench.peers.initiator import ProcessPeer
 from kvbench.plan.cases import Case
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                 reason=f"{backend_unavailable_reason('UCX')}")
@@ -46,12 +46,12 @@ def test_a_peer_that_never_answers_times_out_and_is_killed(facts, monkeypatch):
 
 
 # A peer that writes more to its standard error than a pipe holds (64 KiB; NIXL's warnings over a long
-# run), then serves as `python -m kvbench.peer` does, or fails with one last line.
+# run), then serves as `python -m kvbench.cluster.peer` does, or fails with one last line.
 CHATTY = ("import runpy, sys; sys.stderr.write('warning\\n' * (1 << 17)); sys.stderr.flush(); "
-          "sys.argv[0] = 'kvbench.peer'; {then}")
+          "sys.argv[0] = 'kvbench.cluster.peer'; {then}")
 
 
-@pytest.mark.parametrize("then,reason", [("runpy.run_module('kvbench.peer', run_name='__main__')", None),
+@pytest.mark.parametrize("then,reason", [("runpy.run_module('kvbench.cluster.peer', run_name='__main__')", None),
                                          ("sys.exit('the last word')", "exited with status 1: the last word")])
 def test_a_peer_that_writes_much_to_its_stderr_is_not_stopped_by_it(facts, monkeypatch, then, reason):
     """The peer's standard error goes to a file, not a pipe nobody reads while it runs: a full pipe
@@ -90,7 +90,7 @@ def test_a_peer_started_by_a_launcher_is_reached_by_address(facts):
     from kvbench.peers.protocol import free_port
 
     port, size = free_port(), 16 * 65536
-    target = subprocess.Popen([sys.executable, "-m", "kvbench.peer", "--name", "kvbench-target", "--port", str(port),
+    target = subprocess.Popen([sys.executable, "-m", "kvbench.cluster.peer", "--name", "kvbench-target", "--port", str(port),
                                "--initiator", "kvbench-init", "--size", str(size), "--timeout", "60"],
                               stderr=subprocess.PIPE)
     try:
@@ -104,7 +104,7 @@ def test_a_peer_started_by_a_launcher_is_reached_by_address(facts):
 
 
 def test_launch_two_ranks_each_serve_and_measure_the_other(tmp_path):
-    """`python -m kvbench.launch` as srun or torchrun start it, both ranks on this host: each serves a
+    """`python -m kvbench.cluster.launch` as srun or torchrun start it, both ranks on this host: each serves a
     target (on --port plus its LOCAL_RANK) and measures the other's (pattern pairs: 0 → 1, then 1 → 0)."""
     import json
     import os
@@ -114,7 +114,7 @@ def test_launch_two_ranks_each_serve_and_measure_the_other(tmp_path):
     from tests.conftest import REPO
 
     port = free_port()
-    common = [sys.executable, "-m", "kvbench.launch", "--port", str(port), "--block-size", "64KiB", "--batch", "8",
+    common = [sys.executable, "-m", "kvbench.cluster.launch", "--port", str(port), "--block-size", "64KiB", "--batch", "8",
               "--timeout", "120"]  # bounds a hang only: on the CI box at a load of 30, rank 0 took over 30 s to start
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "WORLD_SIZE": "2"}
     run_args = ["--", "--bench", "net.write", "--bench", "net.read", "--db", f"sqlite:///{tmp_path / 'k.sqlite'}",
@@ -207,7 +207,7 @@ def test_net_write_between_two_network_namespaces_over_tcp(tmp_path):
             (folder / "hosts").write_text(f"127.0.0.1 localhost\n10.213.7.1 {a}-rank0\n")
         env = {**os.environ, "MASTER_ADDR": f"{a}-rank0", "UCX_TLS": "tcp,self", "PYTHONPATH": str(REPO),
                "WORLD_SIZE": "2"}
-        common = [sys.executable, "-m", "kvbench.launch", "--port", "15555", "--block-size", "64KiB", "--batch", "8",
+        common = [sys.executable, "-m", "kvbench.cluster.launch", "--port", "15555", "--block-size", "64KiB", "--batch", "8",
                   "--timeout", "30"]
         target = subprocess.Popen(["ip", "netns", "exec", a, *common, "--", "--bench", "net.write", "--db",
                                    f"sqlite:///{tmp_path / 'k.sqlite'}"], env={**env, "RANK": "0"}, cwd=REPO,

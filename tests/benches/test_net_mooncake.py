@@ -82,7 +82,7 @@ def test_both_times_mooncake_against_nixl_and_policy_and_report_show_the_paired_
 def test_without_the_driver_a_mooncake_case_is_skipped_with_the_reason(facts):
     from kvbench.measure import Settings
     from kvbench.plan.cases import Case
-    from kvbench.runner import run_case
+    from kvbench.run.runner import run_case
 
     if mooncake_unavailable_reason() is None:
         pytest.skip("Mooncake loads in this process (a CUDA driver is present)")

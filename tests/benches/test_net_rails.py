@@ -13,7 +13,7 @@ from kvbench.errors import BadInput
 from kvbench.hardware.facts import Link, Nic, PciDevice
 from kvbench.hardware.nic_counters import read_counters
 from kvbench.hardware.path import path_peak
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 from tests.benches.test_net import FAST, case
 
 needs_ucx = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,

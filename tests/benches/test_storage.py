@@ -16,7 +16,7 @@ from kvbench.measure import Settings
 from kvbench.memory.files import check_directory
 from kvbench.plan.cases import Case, plan
 from kvbench.plan.suite import BenchSweep
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("POSIX") is not None,

@@ -8,7 +8,7 @@ from kvbench.benches import get_bench
 from kvbench.errors import BadInput
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 
 
 def params(bench, **given):
@@ -49,9 +49,8 @@ def test_without_a_gpu_a_case_under_load_is_skipped_with_the_reason(facts):
 
 
 def test_load_leaves_the_identity_of_earlier_cases_alone():
-    from kvbench.benches.params import case_hash
-
     from kvbench.benches import get_bench
+    from kvbench.benches.params import case_hash
 
     plain = Case("pcie.h2d", params("pcie.h2d"))
     specs = get_bench("pcie.h2d").params

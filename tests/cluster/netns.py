@@ -41,8 +41,8 @@ class Nodes:
     addresses: list[str]
 
     def launch(self, i: int, env: dict[str, str], args: list[str], run_args: list[str]) -> subprocess.Popen:
-        """`python -m kvbench.launch` in node i's namespace, under its own host name."""
-        return self.run(i, env, [sys.executable, "-m", "kvbench.launch", *args, "--", *run_args])
+        """`python -m kvbench.cluster.launch` in node i's namespace, under its own host name."""
+        return self.run(i, env, [sys.executable, "-m", "kvbench.cluster.launch", *args, "--", *run_args])
 
     def run(self, i: int, env: dict[str, str], command: list[str]) -> subprocess.Popen:
         """`command` in node i's namespace, under its own host name, with none of this process's

@@ -1,4 +1,4 @@
-"""`python -m kvbench.launch` across four network namespaces on one bridge (tests/cluster/netns.py),
+"""`python -m kvbench.cluster.launch` across four network namespaces on one bridge (tests/cluster/netns.py),
 over TCP, into one SQLite file: each pattern, each launcher's environment (torchrun's, Slurm's, Open
 MPI's, PMI's, as docs/cluster.md gives them), rank 0 reached by a host name, a rank killed mid-run.
 The real launchers where they are installed (make setup-test tries both): torchrun (torch's CPU
@@ -250,7 +250,7 @@ def test_real_torchrun_across_two_namespaces(nodes, tmp_path, rendezvous):
                                "--rdzv-id", "kvbench"]}[rendezvous]
     started = time.monotonic()
     procs = [nodes.run(n, {}, [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
-                               *rdzv(n), "-m", "kvbench.launch", *COMMON, "--timeout", "60", "--", "--suite", str(suite),
+                               *rdzv(n), "-m", "kvbench.cluster.launch", *COMMON, "--timeout", "60", "--", "--suite", str(suite),
                                "--db", f"sqlite:///{db}"]) for n in (0, 1)]
     for status, err in finish(procs, 900):
         assert status == 0, err[-2500:]
@@ -294,7 +294,7 @@ def mpirun_across(nodes, tmp_path, launch_args: list[str]):
     return nodes.run(0, AS_ROOT, [_mpirun(), "-np", str(len(nodes.hosts)), "-H", ",".join(nodes.hosts),
                                   "--mca", "plm_rsh_agent", str(agent), "--prtemca", "oob_tcp_if_include",
                                   f"{SUBNET}.0/24", "-x", "UCX_TLS", "-x", "PYTHONPATH",
-                                  sys.executable, "-m", "kvbench.launch", *launch_args])
+                                  sys.executable, "-m", "kvbench.cluster.launch", *launch_args])
 
 
 def test_real_mpirun_four_ranks_on_one_host(nodes, tmp_path):
@@ -308,7 +308,7 @@ def test_real_mpirun_four_ranks_on_one_host(nodes, tmp_path):
     suite.write_text(SUITE + '[[bench]]\nid = "net.write"\n')
     db = tmp_path / "k.sqlite"
     started = time.monotonic()
-    proc = nodes.run(0, AS_ROOT, [mpirun, "--oversubscribe", "-np", str(WORLD), sys.executable, "-m", "kvbench.launch",
+    proc = nodes.run(0, AS_ROOT, [mpirun, "--oversubscribe", "-np", str(WORLD), sys.executable, "-m", "kvbench.cluster.launch",
                                   "--peer-addr", nodes.hosts[0], "--pattern", "incast:3", *COMMON, "--timeout", "60",
                                   "--", "--suite", str(suite), "--db", f"sqlite:///{db}"])
     ((status, err),) = finish([proc], 900)

@@ -1,4 +1,4 @@
-"""kv.restore in a cluster run (python -m kvbench.launch), without a network: what the launcher's
+"""kv.restore in a cluster run (python -m kvbench.cluster.launch), without a network: what the launcher's
 arguments plan, which cases it refuses in one line, and which way the bytes go."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from kvbench import launch
-from kvbench.cluster import peer_cases, share
+from kvbench.cluster import launch
+from kvbench.cluster.rank import peer_cases, share
+from kvbench.cluster.schedule import Pattern, schedule
 from kvbench.errors import BadInput
-from kvbench.peers.schedule import Pattern, schedule
 from tests.conftest import REPO
 
 LAUNCHER = {"peer": "remote", "block_size": "64KiB", "batch": 8, "timeout_s": 60}  # what launch.py lays over
@@ -49,7 +49,7 @@ def test_a_kv_case_whose_pool_is_not_on_a_peer_is_refused_naming_it(run_args, na
 
 
 def test_the_launcher_refuses_it_in_one_line_before_any_wait():
-    done = subprocess.run([sys.executable, "-m", "kvbench.launch", "--", "--bench", "kv.restore"], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "kvbench.cluster.launch", "--", "--bench", "kv.restore"], cwd=REPO,
                           check=False, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()

@@ -1,13 +1,13 @@
-"""What each launcher's environment gives a rank (kvbench/launchers.py), and rank 0's rendezvous
-logic (kvbench/peers/coordinator.py) fed messages and a clock by hand."""
+"""What each launcher's environment gives a rank (kvbench/cluster/launchers.py), and rank 0's rendezvous
+logic (kvbench/cluster/coordinator.py) fed messages and a clock by hand."""
 
 import json
 
 import pytest
 
+from kvbench.cluster.coordinator import Coordinator
+from kvbench.cluster.launchers import first_host, local_rank, rank0_host, rank_and_world
 from kvbench.errors import BadInput
-from kvbench.launchers import first_host, local_rank, rank0_host, rank_and_world
-from kvbench.peers.coordinator import Coordinator
 
 LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
                  "SLURM_JOB_NODELIST", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
@@ -132,13 +132,13 @@ def test_rank_0_s_host_with_no_route_from_this_host_is_refused_in_one_line(tmp_p
         subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
         env = {**{k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE", "MASTER_"))},
                "RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "10.231.9.9", "PYTHONPATH": str(REPO)}
-        proc = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m", "kvbench.launch", "--timeout", "900",
+        proc = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m", "kvbench.cluster.launch", "--timeout", "900",
                                "--", "--db", f"sqlite:///{tmp_path / 'k.sqlite'}"],
                               env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
     finally:
         subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    assert proc.stderr.strip() == ("python -m kvbench.launch: error: bad MASTER_ADDR '10.231.9.9': this host has no "
+    assert proc.stderr.strip() == ("python -m kvbench.cluster.launch: error: bad MASTER_ADDR '10.231.9.9': this host has no "
                                    "route to 10.231.9.9 (Network is unreachable)")
     assert not (tmp_path / "k.sqlite").exists()  # refused before the database was made
 
@@ -183,7 +183,7 @@ def test_a_rank_of_another_launch_is_refused_naming_both_launches():
     ({}, ""),
 ])
 def test_the_launch_id_comes_from_the_launcher(monkeypatch, env, want):
-    from kvbench.launchers import LAUNCH_VARS, launch_id
+    from kvbench.cluster.launchers import LAUNCH_VARS, launch_id
 
     for names in LAUNCH_VARS:
         for name in names:

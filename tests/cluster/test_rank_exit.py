@@ -29,8 +29,8 @@ pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
 # its NIXL agent (which takes longer than that), as a launcher's Ctrl-C at start would.
 CHILD = """
 import os, signal, subprocess, sys, time
-import kvbench.launch as launch
-from kvbench.peers import rendezvous
+import kvbench.cluster.launch as launch
+from kvbench.cluster import rendezvous
 
 delay = float(sys.argv[1])
 launch._start_target = lambda *a, **k: subprocess.Popen(["sleep", "60"], stderr=subprocess.PIPE, text=True)
@@ -61,5 +61,5 @@ def test_sigint_while_the_rendezvous_agent_starts_ends_with_130_and_no_abort(del
         proc.wait(timeout=30)
     assert proc.returncode == 130, err[-2000:]
     assert "terminate called" not in err and "Traceback" not in err, err[-2000:]
-    assert err.strip().splitlines()[-1] == "python -m kvbench.launch: interrupted (SIGINT); this rank stopped"
+    assert err.strip().splitlines()[-1] == "python -m kvbench.cluster.launch: interrupted (SIGINT); this rank stopped"
     assert not glob.glob(os.path.join(tempfile.gettempdir(), f"kvbench-ucx-{proc.pid}-*.log"))

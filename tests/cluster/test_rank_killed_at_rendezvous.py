@@ -30,7 +30,7 @@ WORLD, VICTIM = 4, 2
 # a moment after its JOIN reached rank 0, and writes its target's pid first so the test can look for it.
 VICTIM_CHILD = """
 import os, signal, sys, time
-import kvbench.launch as launch
+import kvbench.cluster.launch as launch
 from kvbench.backends import nixl
 
 made = nixl.make_agent
@@ -58,7 +58,7 @@ def make_agent(name, *args, **kwargs):
     return Dying(agent) if name.startswith("kvbench-rank") else agent
 
 launch._start_target = start_target
-import kvbench.peers.rendezvous  # noqa: F401  (it imports make_agent from kvbench.backends.nixl when it runs)
+import kvbench.cluster.rendezvous  # noqa: F401  (it imports make_agent from kvbench.backends.nixl when it runs)
 nixl.make_agent = make_agent
 sys.exit(launch.main(sys.argv[2:]))
 """
@@ -89,7 +89,7 @@ def test_a_rank_killed_after_its_join_leaves_the_others_running_and_no_target_be
         env = {**base, "PMI_RANK": str(rank), "PMI_SIZE": str(WORLD), "MPI_LOCALRANKID": str(rank),
                "PYTHONPATH": str(REPO), "UCX_TLS": "tcp,self"}
         cmd = ([sys.executable, "-c", VICTIM_CHILD, str(pid_file), *own] if rank == VICTIM
-               else [sys.executable, "-m", "kvbench.launch", *own])
+               else [sys.executable, "-m", "kvbench.cluster.launch", *own])
         procs.append(subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                       text=True, start_new_session=True))
     outcomes = []

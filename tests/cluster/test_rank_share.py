@@ -1,15 +1,15 @@
-"""A rank's share of a pattern (kvbench/cluster.py) with the rendezvous answered by hand: which pairs
+"""A rank's share of a pattern (kvbench/cluster/rank.py) with the rendezvous answered by hand: which pairs
 it measures, which it records for a dead initiator, and that each directed pair is recorded once."""
 
 import itertools
 
-from kvbench import cluster
 from kvbench.benches import get_bench
-from kvbench.cluster import RankShare, share
-from kvbench.peers.rendezvous import RendezvousLost
-from kvbench.peers.schedule import Pattern, schedule
+from kvbench.cluster import rank as cluster
+from kvbench.cluster.rank import RankShare, share
+from kvbench.cluster.rendezvous import RendezvousLost
+from kvbench.cluster.schedule import Pattern, schedule
 from kvbench.plan.cases import Case
-from kvbench.result import Result
+from kvbench.run.result import Result
 
 WORLD = 4
 ROSTER = [{"rank": r, "addr": f"10.0.0.{r + 1}", "port": 5555, "host": f"h{r}", "local_rank": 0} for r in range(WORLD)]

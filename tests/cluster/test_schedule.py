@@ -4,8 +4,8 @@ import itertools
 
 import pytest
 
+from kvbench.cluster.schedule import Pattern, circle_rounds, parse_pattern, schedule
 from kvbench.errors import BadInput
-from kvbench.peers.schedule import Pattern, circle_rounds, parse_pattern, schedule
 
 
 @pytest.mark.parametrize("world", [2, 3, 4, 5, 6, 7, 8, 16])

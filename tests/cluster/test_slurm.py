@@ -1,6 +1,6 @@
 """Slurm for real: a one-node Slurm of the distribution's daemons (tests/cluster/slurm.py) runs
 docs/cluster.md's batch script as it stands there (`sbatch --wait`), whose `srun -n 4` starts four
-ranks of `python -m kvbench.launch --pattern pairs` on this host: one cluster run, all 12 pairs ok.
+ranks of `python -m kvbench.cluster.launch --pattern pairs` on this host: one cluster run, all 12 pairs ok.
 Skips with the reason where Slurm is not installed or will not start.
 
 Timeouts below only bound hangs; they are generous because the test box is shared and slow."""

@@ -7,8 +7,8 @@ from kvbench.errors import BadInput
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case, plan
 from kvbench.plan.suite import BenchSweep
-from kvbench.runner import run_case
-from kvbench.this_host import host_facts
+from kvbench.run.runner import run_case
+from kvbench.run.this_host import host_facts
 from tests.gpu.scale import TINY_MODEL, rates_are_real, sized
 
 FAST = Settings(samples=5, min_sample_s=0.005, warmup_s=0.01)

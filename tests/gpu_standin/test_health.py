@@ -1,16 +1,16 @@
-"""GPU health counters judged as rules (kvbench/analyze/health.py) through the stand-in's NVML: an XID,
+"""GPU health counters judged as rules (kvbench/analyze/accept/health.py) through the stand-in's NVML: an XID,
 an uncorrected ECC error, a pending row remap, an NVLink CRC error and a thermal slowdown during a
 timed window each FAIL their own rule; a clean GPU passes them all; counters NVML does not give SKIP."""
 
 import pytest
 
-from kvbench.analyze.health import judge_health, load_health
+from kvbench.analyze.accept.health import judge_health, load_health
 from kvbench.benches import get_bench
 from kvbench.errors import BadInput
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
-from kvbench.runner import run_case
-from kvbench.this_host import host_facts
+from kvbench.run.runner import run_case
+from kvbench.run.this_host import host_facts
 
 FAST = Settings(samples=5, min_sample_s=0.002, warmup_s=0.005)
 RULES = {"xid": "health-xid", "ecc_uncorrected": "health-ecc-uncorrected", "row_remap_pending": "health-row-remap",

@@ -8,8 +8,8 @@ import pytest
 from kvbench.benches import get_bench
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
-from kvbench.runner import run_case
-from kvbench.this_host import host_facts
+from kvbench.run.runner import run_case
+from kvbench.run.this_host import host_facts
 from tests.backends.test_cuda_api_names import ROOTS, used_names
 
 FAST = Settings(samples=5, min_sample_s=0.002, warmup_s=0.005)

@@ -12,8 +12,8 @@ import pytest
 
 from kvbench.analyze.nvbandwidth_shape import nvbandwidth_cases
 from kvbench.report import accept_figure, content, history_plot, link_heatmap, nvbandwidth_figure, plots
-from tests.analyze.test_nvbandwidth_shape import rows as nvb_rows
 from kvbench.store import open_store
+from tests.analyze.test_nvbandwidth_shape import rows as nvb_rows
 from tests.conftest import FIXTURES
 from tests.report.figure_fit import misfits
 from tests.report.test_gpu_figures import row
@@ -143,7 +143,7 @@ def test_a_poor_fit_is_flagged_in_the_tables_and_the_json():
 
 def test_the_acceptance_figure_draws_an_uncertain_ratio_s_interval_across_its_threshold():
     """Issue 39 item 1: uncertain intervals drawn; a rule that judged no number is named, never a bar at 0."""
-    from kvbench.analyze.accept import Verdict
+    from kvbench.analyze.accept.judge import Verdict
 
     uncertain = Verdict("kv-fragments-vs-contiguous", "kv.restore", "tokens=1024", "INCOMPLETE", "0.854 x", "≥ 0.8 x",
                         "uncertain: …", value=0.854, unit="x", limit=0.8, low=0.262, high=1.563)

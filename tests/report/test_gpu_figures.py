@@ -59,7 +59,7 @@ def test_all_gpus_figure_compares_with_the_singles():
 
 
 def test_the_near_far_table_is_in_both_renderings_when_a_numa_sweep_exists():
-    from kvbench.analyze.numa_ratio import near_far
+    from kvbench.analyze.accept.numa_ratio import near_far
     from kvbench.report import render
     from kvbench.report.content import ReportContent
 
@@ -76,7 +76,7 @@ def test_the_near_far_table_is_in_both_renderings_when_a_numa_sweep_exists():
 
 
 def test_the_pageable_over_pinned_table_is_in_both_renderings():
-    from kvbench.analyze.pinned_ratio import pageable_vs_pinned
+    from kvbench.analyze.accept.pinned_ratio import pageable_vs_pinned
     from kvbench.report import render
     from kvbench.report.content import ReportContent
 

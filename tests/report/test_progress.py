@@ -1,4 +1,4 @@
-"""The run's progress lines (kvbench/report/progress.py)."""
+"""The run's progress lines (kvbench/run/progress.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ def test_the_progress_count_never_passes_its_total_when_unplanned_pairs_are_reco
 
     from rich.console import Console
 
-    from kvbench.report.progress import RunProgress
+    from kvbench.run.progress import RunProgress
 
     class Case:
         bench, params = "net.write", {}

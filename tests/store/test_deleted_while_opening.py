@@ -41,7 +41,7 @@ elif when == "final-status":
 else:  # after the last write and its own check, before the tables print and the command ends
     database.Store.finish_run = after(database.Store.finish_run)
 sys.argv = ["kvbench", "run", "--db", "sqlite:///" + db, "--suite", "tests/fixtures/tiny.toml", "--samples", "5"]
-from kvbench.entry import main
+from kvbench.__main__ import main
 main()
 """
 

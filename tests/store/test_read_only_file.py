@@ -41,9 +41,9 @@ def test_tag_on_a_file_without_write_permission_needs_write_access(folder_mode):
         os.chmod(db, 0o444)
         # The interpreter lies under root's private home, which 'nobody' cannot read: a first `tag` on a
         # writable copy loads every module the command needs, then the process becomes 'nobody'
-        become = (f"import os, sys, kvbench.entry\n"
+        become = (f"import os, sys, kvbench.__main__\n"
                   f"def tag(url):\n    sys.argv = ['kvbench', 'tag', '1', 'baseline', '--db', url]\n"
-                  f"    try:\n        kvbench.entry.main()\n    except SystemExit as exc:\n"
+                  f"    try:\n        kvbench.__main__.main()\n    except SystemExit as exc:\n"
                   f"        if exc.code: raise\n"
                   f"tag({'sqlite:///' + str(scratch)!r})\n"
                   f"os.setgroups([]); os.setgid({nobody.pw_gid}); os.setuid({nobody.pw_uid})\n"

@@ -14,8 +14,8 @@ from kvbench.benches import get_bench
 from kvbench.measure import Settings
 from kvbench.memory.pattern import POISON
 from kvbench.plan.cases import Case
-from kvbench.runner import run_case
-from kvbench.this_host import host_facts
+from kvbench.run.runner import run_case
+from kvbench.run.this_host import host_facts
 from tests.gpu_standin.fixture import installed
 
 FAST = Settings(samples=5, min_sample_s=0.002, warmup_s=0.005)

@@ -22,7 +22,7 @@ from kvbench.benches.hbm import (
     read_checksum,
     write_pattern,
 )
-from kvbench.resources import kernels_dir
+from kvbench.input_files import kernels_dir
 
 N_VECTORS = 4096
 

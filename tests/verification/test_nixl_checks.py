@@ -18,7 +18,7 @@ from kvbench.backends.nixl import PreparedTransfer, backend_unavailable_reason
 from kvbench.benches import get_bench
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
-from kvbench.runner import run_case
+from kvbench.run.runner import run_case
 from tests.verification.saboteurs import (
     BREAKAGES,
     GUARD_BREAKAGES,

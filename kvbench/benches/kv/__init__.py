@@ -177,7 +177,7 @@ class KVRestore(_KVTransfer):
     id = "kv.restore"
     description = "restore a model's KV blocks from a pool into serving layout (bytes once)"
     direction = "restore"
-    operation = "READ"  # src=remote: this side pulls the pool's blocks from the peer (kvbench/cluster.py)
+    operation = "READ"  # src=remote: this side pulls the pool's blocks from the peer (kvbench/cluster/rank.py)
 
 
 @register

@@ -25,7 +25,6 @@ from kvbench.backends.cuda import (
     kernel_module,
     launch_shape,
     link_probe,
-    poison_between_copies,
 )
 from kvbench.benches.base import Benchmark, Prepared, built_in_stack, paired_with, prepared_on_gpu
 from kvbench.benches.params import Param
@@ -39,7 +38,7 @@ from kvbench.measure.timer import MonotonicTimer
 from kvbench.memory.cuda_memory import check_gpu
 from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
-from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.pattern import fill_pattern, poison_between_copies
 from kvbench.memory.placement import numa_placement
 from kvbench.memory.registered import host_buffer
 

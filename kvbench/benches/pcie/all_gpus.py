@@ -20,7 +20,6 @@ from kvbench.backends.cuda import (
     gpu_numa_node,
     link_probe,
     pci_bus_id,
-    poison_between_copies,
 )
 from kvbench.benches.base import Prepared
 from kvbench.errors import IntegrityError
@@ -29,7 +28,7 @@ from kvbench.hardware.nvml import nvml_session
 from kvbench.measure.cuda_timer import AllGpusEventTimer
 from kvbench.measure.engine import Workload
 from kvbench.memory.kinds import kind_unavailable_reason, parse_kind
-from kvbench.memory.pattern import fill_pattern
+from kvbench.memory.pattern import fill_pattern, poison_between_copies
 from kvbench.memory.placement import numa_placement
 from kvbench.memory.registered import host_buffer
 

@@ -218,7 +218,7 @@ nvmlDeviceGetTotalEnergyConsumption = nvmlDeviceGetViolationStatus = _not_suppor
 nvmlDeviceGetTemperature = nvmlDeviceGetPowerUsage = _not_supported
 
 
-# Health counters (kvbench/hardware/nvml_watch.py, judged by kvbench/analyze/health.py): unsupported, as
+# Health counters (kvbench/hardware/nvml_watch.py, judged by kvbench/analyze/accept/health.py): unsupported, as
 # above, unless a test sets `machine().health` to a dict, which makes them supported and clean except the
 # faults it names — "xid": an XID raised on GPU 0 during the case; "ecc_uncorrected", "nvlink_crc": how much
 # each read of that counter grows (so a case sees a delta); "row_remap_pending": True; "throttle": reason
