@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from kvbench.analyze.compare import Comparison, compare_case
@@ -67,10 +68,18 @@ def compare_links(base: RunDocument, new: RunDocument, threshold: float = THRESH
             continue
         found = compare_case(b, n, threshold, (history or {}).get(n["case"]), require_quiet)
         if b["status"] == "ok" and found.verdict == "failed":  # what went away is lost, whatever took it
-            found = Comparison(**{**found.to_dict(), "verdict": "lost", "base_gbps": b["gbps"]["median"],
-                                  "note": f"ok in base, failed in new: {n.get('reason') or 'no reason recorded'}"})
+            found = replace(found, verdict="lost", base_gbps=b["gbps"]["median"],
+                            note=f"ok in base, failed in new: {n.get('reason') or 'no reason recorded'}")
         out.append(found)
-    return out
+    return [_named(c, key) for c, key in zip(out, sorted(set(before) | set(after)), strict=True)]
+
+
+def _named(c: Comparison, key: LinkKey) -> Comparison:
+    """`c` with its link's hosts in its parameters as the matrix names them (a rank that never joined
+    stored no host: `rank 2 (host unknown)`), so every line names the link."""
+    if (c.params.get("src_host"), c.params.get("dst_host")) == key[3:]:
+        return c
+    return replace(c, params={**c.params, "src_host": key[3], "dst_host": key[4]})
 
 
 def _link(c: Comparison) -> str:

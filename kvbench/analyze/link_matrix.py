@@ -61,11 +61,21 @@ class LinkMatrix:
         return next((c for c in self.cells if c.src_host == src and c.dst_host == dst), None)
 
 
+def unknown_host(rank: Any) -> str:
+    """How a matrix names a host nobody knows: a rank that never joined its launch stored its pairs with
+    its rank and no host (kvbench/cluster/rank.py)."""
+    return f"rank {rank} (host unknown)"
+
+
 def pair_of(row: dict[str, Any]) -> tuple[str, str] | None:
-    """(source host, destination host) of a result, or None for a result that names no pair."""
+    """(source host, destination host) of a result, or None for a result that names no pair. A side
+    whose host was never known (its rank never joined) is named by its rank: `rank 2 (host unknown)`."""
     cluster = (row.get("extra") or {}).get(CLUSTER) or {}
     params = row.get("params") or {}
     src, dst = params.get("src_host") or cluster.get("src_host"), params.get("dst_host") or cluster.get("dst_host")
+    if cluster and (src or dst):  # a launcher's pair: a side with no host has its rank
+        src = src or (unknown_host(cluster["src_rank"]) if cluster.get("src_rank") is not None else None)
+        dst = dst or (unknown_host(cluster["dst_rank"]) if cluster.get("dst_rank") is not None else None)
     return (str(src), str(dst)) if src and dst else None
 
 

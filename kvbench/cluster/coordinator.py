@@ -12,7 +12,8 @@ listener already holds: no other service. Messages are NIXL notifications, text:
                     REFUSED:<why>  a JOIN from a rank already held by another process, from a rank
                                    started with another world size or by another launch (job id) than
                                    rank 0's, or after the roster went out (it ends, exit 2)
-                    ROSTER:{"ranks": [entry or null, …], "dead": [r, …], "cluster": id}
+                    ROSTER:{"ranks": [its JOIN's entry, null for a rank that never joined, …],
+                            "dead": [r, …], "cluster": id}
                     GO:<k>:{dead rank: the last barrier it reached}
 
 A rank silent for `timeout_s` is dead: barriers stop waiting for it, and every later GO names it,
@@ -131,7 +132,8 @@ class Coordinator:
         return self.roster_sent and set(range(self.world)) <= self.done | self.dead
 
     def _roster(self) -> bytes:
-        ranks = [self.entries.get(r) if r not in self.dead else None for r in range(self.world)]
+        # a dead rank that joined keeps its entry: its pairs are stored with where it was, not a made-up address
+        ranks = [self.entries.get(r) for r in range(self.world)]
         return ("ROSTER:" + json.dumps({"ranks": ranks, "dead": sorted(self.dead), "cluster": self.cluster_id})).encode()
 
     def _go(self, k: int) -> bytes:

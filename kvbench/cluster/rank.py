@@ -73,10 +73,20 @@ def refused_in_cluster(case: Case) -> str | None:
     return None
 
 
-def host_names(roster: list[dict | None]) -> list[str]:
-    """Each rank's host name as results name it; ranks sharing a host are told apart by local rank."""
-    hosts = [entry["host"] if entry else "?" for entry in roster]
-    return [f"{h}/{entry['local_rank']}" if entry and hosts.count(h) > 1 else h for h, entry in zip(hosts, roster)]
+def host_names(roster: list[dict | None]) -> list[str | None]:
+    """Each rank's host name as results name it; ranks sharing a host are told apart by local rank. A rank
+    that never joined told nobody its host (no launcher names another rank's host): None, never a guess."""
+    hosts = [entry.get("host") if entry else None for entry in roster]
+    return [f"{h}/{entry['local_rank']}" if h and hosts.count(h) > 1 else h for h, entry in zip(hosts, roster)]
+
+
+def rank_said(rank: int, hosts: list[str | None]) -> str:
+    """`rank 2 (n2)`, or `rank 2 (host unknown: it never joined)` for a rank whose host nobody knows."""
+    return f"rank {rank} ({hosts[rank] or 'host unknown: it never joined'})"
+
+
+# What reaching a target takes; a target that never joined gave neither, and a default would be made up
+WHERE = ("peer_addr", "peer_port")
 
 
 def share(cases: list[Case], rounds: list[list[tuple[int, int]]], rank: int, roster: list[dict | None],
@@ -88,18 +98,24 @@ def share(cases: list[Case], rounds: list[list[tuple[int, int]]], rank: int, ros
         for initiator, target in pairs:
             if rank not in (initiator, target):
                 continue
-            entry = roster[target] or {"addr": "0.0.0.0", "port": 1}
+            entry = roster[target]
             for case in cases:
                 src, dst = (target, initiator) if pulls(case.bench, case.params) else (initiator, target)
-                params = get_bench(case.bench).canonical_params({
-                    **case.params, "peer_addr": entry["addr"], "peer_port": entry["port"],
-                    "peer_name": target_name(target), "src_host": hosts[src], "dst_host": hosts[dst]})
+                given = {**case.params, "peer_name": target_name(target),
+                         **({"peer_addr": entry["addr"], "peer_port": entry["port"]} if entry else {}),
+                         **{k: h for k, h in (("src_host", hosts[src]), ("dst_host", hosts[dst])) if h}}
+                # a rank that never joined: its pairs fail unmeasured, stored with what is known (its rank, in
+                # the cluster record) and without the host or address nobody knows, not a default's
+                unknown = {*(WHERE if entry is None else ()),
+                           *(k for k, h in (("src_host", hosts[src]), ("dst_host", hosts[dst])) if not h)}
+                params = {k: v for k, v in get_bench(case.bench).canonical_params(given).items() if k not in unknown}
                 measure = rank == initiator
                 slots.append(Slot(k if measure else k + 1, Case(case.bench, params), k, initiator, target, measure))
     return sorted(slots, key=lambda s: (s.barrier, not s.measure))  # stable: the schedule's order within
 
 
-def cluster_record(slot: Slot, pattern: str, rounds: list, hosts: list[str], cluster: str = "") -> dict:
+def cluster_record(slot: Slot, pattern: str, rounds: list, hosts: list[str | None], cluster: str = "") -> dict:
+    """The pair's `cluster` metadata; a host nobody knows (its rank never joined) is None."""
     src, dst = ((slot.target, slot.initiator) if pulls(slot.case.bench, slot.case.params)
                 else (slot.initiator, slot.target))
     return {"pattern": pattern, "round": slot.round, "src_host": hosts[src], "dst_host": hosts[dst],
@@ -216,11 +232,11 @@ class RankShare:
             if self.dead.get(other, slot.round + 1) > slot.round or self._initiator_stored(slot):
                 return None  # its initiator measured it, or lives to say why not
             started(unplanned=True)
-            return Result(**base, reason=f"rank {other} ({self.hosts[other]}) died before it measured this pair "
+            return Result(**base, reason=f"{rank_said(other, self.hosts)} died before it measured this pair "
                                          f"in round {slot.round}")
         started()
         if other in self.dead:
-            return Result(**base, reason=f"rank {other} ({self.hosts[other]}) is gone: rank 0 lost it before "
+            return Result(**base, reason=f"{rank_said(other, self.hosts)} is gone: rank 0 lost it before "
                                          f"round {slot.round}")
         result = run_case(case, facts, settings)
         return dataclasses.replace(result, metadata={**result.metadata, **record})

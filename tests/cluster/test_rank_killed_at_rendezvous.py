@@ -122,6 +122,8 @@ def test_a_rank_killed_after_its_join_leaves_the_others_running_and_no_target_be
     for params, status, reason in rows:
         p = json.loads(params)
         pairs[(p["src_host"], p["dst_host"])] = (status, reason)
+        # the victim joined: its pairs are stored with where it said it was, never a made-up 0.0.0.0:1
+        assert p["peer_addr"] == "127.0.0.1" and p["peer_port"] != 1, p
     import socket
 
     lived = [f"{socket.gethostname()}/{r}" for r in range(WORLD) if r != VICTIM]
@@ -131,3 +133,60 @@ def test_a_rank_killed_after_its_join_leaves_the_others_running_and_no_target_be
     failed = [v for k, v in pairs.items() if k not in survivors]
     assert len(pairs) == WORLD * (WORLD - 1)  # every pair recorded once, the victim's too
     assert len(failed) == 2 * (WORLD - 1) and all(s == "failed" and r for s, r in failed), failed
+
+
+def test_a_rank_that_never_joins_is_stored_by_its_rank_with_no_address_and_shown_as_unknown(tmp_path):
+    """World 3, rank 2 never started: ranks 0 and 1 measure each other, and the 4 pairs with rank 2 are
+    stored failed with both ranks, the host that joined, and no address or host for rank 2 (they were
+    `peer_addr=0.0.0.0 peer_port=1`, and a `?` host shared by every rank that never joined). The matrix
+    names its side `rank 2 (host unknown)`."""
+    import json
+    import socket
+
+    from tests.inproc import run_in_process as cli
+
+    world, port, db = 3, free_port(), tmp_path / "k.sqlite"
+    base = {k: v for k, v in os.environ.items() if k not in ("UCX_LOG_FILE", "NIXL_LOG_LEVEL") and not k.startswith(
+        ("RANK", "WORLD_SIZE", "MASTER_", "LOCAL_RANK", "SLURM_", "OMPI_", "PMI_"))}
+    own = ["--peer-addr", "127.0.0.1", "--port", str(port), "--block-size", "64KiB", "--batch", "8", "--timeout", "20",
+           "--", "--bench", "net.write", "--samples", "5", "--db", f"sqlite:///{db}"]
+    procs = [subprocess.Popen([sys.executable, "-m", "kvbench.cluster.launch", *own],
+                              env={**base, "PMI_RANK": str(rank), "PMI_SIZE": str(world), "MPI_LOCALRANKID": str(rank),
+                                   "PYTHONPATH": str(REPO), "UCX_TLS": "tcp,self"},
+                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True) for rank in range(2)]
+    outcomes = []
+    try:
+        for proc in procs:
+            _, err = proc.communicate(timeout=900)
+            outcomes.append((proc.returncode, err))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+    for status, err in outcomes:  # 1: rank 2's pairs failed
+        assert status == 1 and "Traceback" not in err, err[-2500:]
+    with sqlite3.connect(db) as con:
+        rows = con.execute("SELECT params, status, reason, extra FROM result WHERE bench = 'net.write'").fetchall()
+    assert len(rows) == world * (world - 1), rows
+    here = [f"{socket.gethostname()}/{r}" for r in range(2)]
+    for params, status, reason, extra in rows:
+        p, record = json.loads(params), json.loads(extra)["cluster"]
+        if 2 not in (record["src_rank"], record["dst_rank"]):
+            assert status == "ok" and p["peer_addr"] == "127.0.0.1", (p, reason)
+            continue
+        assert status == "failed" and "rank 2 (host unknown: it never joined)" in reason, reason
+        assert "0.0.0.0" not in params and "?" not in params + json.dumps(record), (p, record)
+        if record["dst_rank"] == 2:  # net.write: the bytes go to the target, whose address nobody knows
+            assert "peer_addr" not in p and "peer_port" not in p and "dst_host" not in p, p
+            assert record["dst_host"] is None and record["src_host"] == here[record["src_rank"]], record
+        else:
+            assert "src_host" not in p and record["src_host"] is None, (p, record)
+    shown = cli("fleet", "--pairs", "--run", "latest", "--db", f"sqlite:///{db}", "--json", "-")
+    assert shown.returncode == 0, shown.stderr
+    (matrix,) = json.loads(shown.stdout)["matrices"]
+    cells = {(c["src_host"], c["dst_host"]): c["status"] for c in matrix["cells"]}
+    gone = "rank 2 (host unknown)"
+    assert cells == {**{(a, b): "ok" for a in here for b in here if a != b},
+                     **{(h, gone): "failed" for h in here}, **{(gone, h): "failed" for h in here}}, cells

@@ -2,6 +2,7 @@
 it measures, which it records for a dead initiator, and that each directed pair is recorded once."""
 
 import itertools
+import json
 
 from kvbench.benches import get_bench
 from kvbench.cluster import rank as cluster
@@ -121,3 +122,59 @@ def test_a_pair_its_initiator_stored_before_it_died_is_not_recorded_failed_too(m
             assert result is None
         else:
             assert result.status == "failed" and "rank 2 (h2) died before it measured this pair" in result.reason
+
+
+def test_a_target_that_never_joined_is_stored_with_its_rank_and_no_made_up_address(monkeypatch):
+    """Rank 3 never joined: the roster has no entry for it, so nobody knows its host or address. Its pairs
+    fail unmeasured and are stored with what is known (both ranks, the host that did join) and no
+    address: no `peer_addr=0.0.0.0 peer_port=1`, no default `127.0.0.1:5555`, no `?` host."""
+    from kvbench.analyze.link_matrix import pair_of
+    from kvbench.metadata import CLUSTER
+
+    roster = [*ROSTER[:3], None]
+    got = {}
+    for rank in range(3):
+        monkeypatch.setattr(cluster, "run_case", lambda case, facts, settings: Result(case.bench, case.params,
+                                                                                      case.case_hash, "ok"))
+        mine = RankShare(rank, Answers(dead={k: {3: -1} for k in range(len(ROUNDS) + 1)}), roster, ROUNDS, "pairs",
+                         {3: -1})
+        for slot in share(cases(), ROUNDS, rank, roster, "pairs"):
+            result = mine._one(slot, slot.case, None, None, lambda **_: None)
+            if result is not None:
+                got[(slot.initiator, slot.target)] = result
+    assert len(got) == 12  # every directed pair once: 6 measured, 6 with rank 3 recorded failed
+    for (initiator, target), result in got.items():
+        record = result.metadata[CLUSTER]
+        assert (record["src_rank"], record["dst_rank"]) == (initiator, target)
+        if 3 not in (initiator, target):
+            assert result.status == "ok" and result.params["peer_addr"] == f"10.0.0.{target + 1}"
+            continue
+        assert result.status == "failed"
+        if target == 3:  # nobody knows where its target was
+            assert "peer_addr" not in result.params and "peer_port" not in result.params, result.params
+        else:  # rank 3 would have reached rank `target`'s target where the roster says it is
+            assert result.params["peer_addr"] == f"10.0.0.{target + 1}", result.params
+        assert "?" not in json.dumps(result.params) + json.dumps(record)
+        known = initiator if target == 3 else target
+        assert record["src_host" if known == initiator else "dst_host"] == f"h{known}"
+        assert record["dst_host" if known == initiator else "src_host"] is None
+        assert ("dst_host" if known == initiator else "src_host") not in result.params
+        assert "rank 3 (host unknown: it never joined)" in result.reason, result.reason
+        row = {"params": result.params, "extra": result.metadata}
+        shown = (f"h{initiator}", "rank 3 (host unknown)") if target == 3 else ("rank 3 (host unknown)", f"h{target}")
+        assert pair_of(row) == shown
+    # two pairs into two ranks that never joined are two cases, not one
+    hashes = {r.case_hash for (i, t), r in got.items() if 3 in (i, t)}
+    assert len(hashes) == 6
+
+
+def test_a_rank_that_joined_and_died_keeps_its_address_in_the_roster():
+    from kvbench.cluster.coordinator import Coordinator
+
+    c = Coordinator(3, timeout_s=10, now=0)
+    for r in range(3):
+        c.on_message(f"a{r}", ("JOIN:" + json.dumps({"rank": r, "addr": f"10.0.0.{r}", "host": f"h{r}"})).encode(),
+                     now=1 if r < 2 else 0.0)
+    c.dead.add(2)  # silent since its JOIN
+    roster = json.loads(c._roster()[7:])
+    assert roster["dead"] == [2] and roster["ranks"][2] == {"rank": 2, "addr": "10.0.0.2", "host": "h2"}
