@@ -6,6 +6,9 @@ between launches). Each link is judged as `compare` judges a case (analyze/compa
 `compare_case`: the same noise rule, verdict words and contention weighing), except that a link ok
 in the base and failed or absent in the new run is `lost` (it gates). The slow links are named, and
 the hosts found in most of them: a host in most slow links is the likelier culprit than the links.
+
+Then the two launches are judged against themselves (analyze/link_noise.py): on a shared box one
+link's drop within the launch's own link-to-link noise is not that link's change.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from dataclasses import replace
 from typing import Any
 
 from kvbench.analyze.compare import Comparison, compare_case
+from kvbench.analyze.contended import plausible_slowdown
 from kvbench.analyze.link_matrix import PAIR_KEYS, pair_of
+from kvbench.analyze.link_noise import weigh_link_noise
 from kvbench.analyze.noise import THRESHOLD
 from kvbench.analyze.runs import RunDocument
 
@@ -71,7 +76,9 @@ def compare_links(base: RunDocument, new: RunDocument, threshold: float = THRESH
             found = replace(found, verdict="lost", base_gbps=b["gbps"]["median"],
                             note=f"ok in base, failed in new: {n.get('reason') or 'no reason recorded'}")
         out.append(found)
-    return [_named(c, key) for c, key in zip(out, sorted(set(before) | set(after)), strict=True)]
+    named = [_named(c, key) for c, key in zip(out, sorted(set(before) | set(after)), strict=True)]
+    explains = {n["case"]: plausible_slowdown(n) for n in after.values() if n["status"] == "ok"}
+    return weigh_link_noise(named, explains=explains)  # a launch judged against itself: analyze/link_noise.py
 
 
 def _named(c: Comparison, key: LinkKey) -> Comparison:
