@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
 def sbatch_script() -> str:
     """The batch script of docs/cluster.md (the sh block that starts with #!/bin/bash and #SBATCH)."""
     text = (REPO / "docs" / "cluster.md").read_text()
-    (script,) = [b for b in re.findall(r"```sh\n(.*?)```", text, re.S) if b.startswith("#!/bin/bash\n#SBATCH")]
+    (script,) = [b for b in re.findall(r"```sh\n(.*?)```", text, re.S) if b.startswith("#!/bin/bash\n") and "\n#SBATCH" in b]
     return script
 
 
