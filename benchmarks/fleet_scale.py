@@ -127,7 +127,11 @@ def fill(url: str, hosts: int, runs: int, n_cases: int, samples: int, writers: i
 # runs `kvbench ARGS` and, however it ends, writes its own peak memory (kB) last on stderr
 _MEASURED = """
 import atexit, resource, sys
-atexit.register(lambda: print(f"peak-rss-kb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr))
+def _usage():
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    print(f"peak-rss-kb {me.ru_maxrss}", file=sys.stderr)
+    print(f"cpu-s {me.ru_utime + me.ru_stime}", file=sys.stderr)
+atexit.register(_usage)
 sys.argv = ["kvbench", *sys.argv[1:]]
 from kvbench.cli import main
 main()
@@ -135,13 +139,57 @@ main()
 
 
 def timed(args: list[str], env: dict | None = None) -> tuple[float, float, subprocess.CompletedProcess]:
-    """(wall seconds, peak memory MB of that one process, the process) of one kvbench command."""
+    """(wall seconds, peak memory MB of that one process, the process) of one kvbench command; its
+    own CPU seconds (user + system, which a busy box stretches less than the wall time) are printed."""
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", _MEASURED, *args], capture_output=True, text=True, cwd=REPO,
                           env={**os.environ, **(env or {})})
     seconds = time.monotonic() - started
     kb = [int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("peak-rss-kb ")]
+    cpu = [float(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("cpu-s ")]
+    if cpu:
+        print(f"  ({args[0]}: {cpu[-1]:.2f} CPU s of its own process, wall {seconds:.2f} s)")
     return seconds, (kb[-1] / 1024 if kb else float("nan")), proc
+
+
+def clone_runs(url: str, copies: int) -> tuple[int, float]:
+    """Reach a fleet's size without writing it result by result: every run written so far is copied
+    `copies` times by the database itself (INSERT … SELECT: the run, its results and their samples,
+    under new ids above the old ones, each copy a newer run of the same host). The rates a copy
+    holds are the ones its original measured, so the newest run of each host and case — all that
+    `fleet` reads — has the same rates as the first; the copies only make the history a fleet's
+    queries walk as long as a real one. Returns (results now stored, seconds)."""
+    import sqlalchemy as sa
+
+    from kvbench.store import open_store
+    from kvbench.store import schema
+
+    store = open_store(url)
+    started = time.monotonic()
+    tables = (schema.run, schema.result)
+    with store.engine.begin() as conn:
+        top = {t.name: conn.execute(sa.select(sa.func.max(t.c.id))).scalar() or 0 for t in tables}
+        for n in range(1, copies + 1):
+            shift = {name: n * most for name, most in top.items()}
+            for table in tables:
+                cols = [c for c in table.c]
+                moved = {"id": table.c.id + shift[table.name]}
+                if table is schema.result:
+                    moved["run_id"] = table.c.run_id + shift["run"]
+                picked = [moved.get(c.name, c) for c in cols]
+                conn.execute(table.insert().from_select([c.name for c in cols],
+                                                        sa.select(*picked).where(table.c.id <= top[table.name])))
+            s = schema.sample
+            conn.execute(s.insert().from_select(["result_id", "idx", "seconds"],
+                                                sa.select(s.c.result_id + shift["result"], s.c.idx, s.c.seconds)
+                                                .where(s.c.result_id <= top["result"])))
+        if store.engine.dialect.name == "postgresql":  # later inserts take ids above the copies
+            for name in top:
+                conn.exec_driver_sql(f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), "
+                                     f"(SELECT max(id) FROM {name}))")
+        stored = conn.execute(sa.select(sa.func.count()).select_from(schema.result)).scalar()
+    store.dispose()
+    return stored, time.monotonic() - started
 
 
 def main() -> int:
@@ -153,18 +201,26 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=7)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--no-fill", action="store_true", help="time the commands on a database filled before")
+    parser.add_argument("--clone-runs", type=int, default=0, metavar="N",
+                        help="after writing --runs runs per host through the store API, copy them N times in SQL "
+                             "(each copy a newer run): 2 M results in minutes on a small box; the copies repeat "
+                             "the measured rates, they are not new measurements")
     args = parser.parse_args()
     for sku in SKUS:
         try:
             cases(sku, args.cases)
         except ValueError as exc:
             parser.error(str(exc))
-    expected = args.hosts * args.runs * args.cases
+    expected = args.hosts * args.runs * (1 + args.clone_runs) * args.cases
     if not args.no_fill:
         written, seconds = fill(args.db, args.hosts, args.runs, args.cases, args.samples, args.writers)
         print(f"filled {written:,} results ({args.hosts} hosts x {args.runs} runs x {args.cases} cases, "
               f"{args.samples} samples each) with {args.writers} writer processes in {seconds:.1f} s "
               f"({written / seconds:,.0f} results/s)")
+        if args.clone_runs:
+            stored, seconds = clone_runs(args.db, args.clone_runs)
+            print(f"copied those runs {args.clone_runs} times in SQL (each copy a newer run repeating the rates "
+                  f"measured above): {stored:,} results stored, in {seconds:.1f} s")
     from kvbench.store import open_store
 
     store = open_store(args.db, read_only=True)

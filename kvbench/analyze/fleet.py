@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+SD_PER_MAD = 1.4826  # a normal distribution's standard deviation per median absolute deviation
+
 
 @dataclass(frozen=True)
 class FleetRow:
@@ -47,7 +49,7 @@ def robust_spread(rates: list[float], k: float = 3.0, floor: float = 0.05) -> Ro
     than `k` robust standard deviations away (or they all agree but it, MAD = 0)."""
     values = np.array(rates, dtype=float)
     median = float(np.median(values))
-    mad = float(np.median(np.abs(values - median))) * 1.4826
+    mad = float(np.median(np.abs(values - median))) * SD_PER_MAD
     deviations = tuple(float(v / median - 1) if median else 0.0 for v in values)
     outliers = tuple(bool(len(values) >= 3 and abs(d) >= floor and (mad == 0 or abs(v - median) > k * mad))
                      for v, d in zip(values, deviations, strict=True))
@@ -62,6 +64,11 @@ def sku_of(facts: dict[str, Any]) -> str:
     return f"{facts.get('sockets', 1)}x {facts.get('cpu_model', '?')}"
 
 
+def unknown_host_name(host_id: str) -> str:
+    """How a result whose host has no row (written under an id merged away meanwhile) is shown."""
+    return f"{host_id[:16]} (unknown host)"
+
+
 def latest_per_host_case(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     latest: dict[tuple[str, str], dict[str, Any]] = {}
     for row in rows:
@@ -74,7 +81,7 @@ def fleet(rows: list[dict[str, Any]], hosts: dict[str, dict[str, Any]], k: float
           floor: float = 0.05) -> list[FleetRow]:
     """One row per (case, host) with the host's latest result, outliers flagged within each SKU."""
     # a result whose host has no row (written under an id merged away meanwhile) is shown by its id
-    hosts = {**{r["host_id"]: {"hostname": f"{r['host_id'][:16]} (unknown host)", "facts": {}} for r in rows},
+    hosts = {**{r["host_id"]: {"hostname": unknown_host_name(r["host_id"]), "facts": {}} for r in rows},
              **hosts}
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in latest_per_host_case(rows):
@@ -85,5 +92,24 @@ def fleet(rows: list[dict[str, Any]], hosts: dict[str, dict[str, Any]], k: float
         for m, rate, deviation, outlier in zip(members, spread.rates, spread.deviations, spread.outliers, strict=True):
             out.append(FleetRow(m["bench"], m["params"], case, m["host_id"], hosts[m["host_id"]]["hostname"], sku,
                                 rate, spread.median, deviation, outlier))
-    # Read as a person scans it: by benchmark, then case, then SKU, then host name.
-    return sorted(out, key=lambda r: (r.bench, json.dumps(r.params, sort_keys=True, default=str), r.sku, r.hostname))
+    return _as_scanned(out)
+
+
+def _as_scanned(rows: list[FleetRow]) -> list[FleetRow]:
+    """Read as a person scans it: by benchmark, then case, then SKU, then host name."""
+    return sorted(rows, key=lambda r: (r.bench, json.dumps(r.params, sort_keys=True, default=str), r.sku, r.hostname))
+
+
+def fleet_in_database(store: Any, benches: list[str] | None = None, k: float = 3.0, floor: float = 0.05,
+                      outliers_only: bool = False) -> list[FleetRow]:
+    """`fleet` answered by the database (store/fleet_spread.py): the same rows as `fleet` over
+    `store.latest_ok_results()`, but the medians, spreads and flags are computed in SQL, and with
+    `outliers_only` only the outliers come back — a fleet of millions of results never passes through
+    Python. Only the SKU of each host (from its facts) is worked out here."""
+    hosts = store.hosts()
+    found = store.fleet_spread({host_id: sku_of(h["facts"]) for host_id, h in hosts.items()}, sku_of({}), benches,
+                               k, floor, SD_PER_MAD, outliers_only)
+    return _as_scanned([FleetRow(row["bench"], row["params"], row["case_hash"], row["host_id"],
+                                 hosts[row["host_id"]]["hostname"] if row["host_id"] in hosts
+                                 else unknown_host_name(row["host_id"]), row["sku"], row["gbps"], row["median"],
+                                 row["deviation"], row["outlier"]) for row in found])

@@ -116,7 +116,7 @@ def fleet_cmd(
     db: DbOption = None,
 ) -> None:
     """Every host's latest result per case side by side; hosts far from their SKU's median are flagged."""
-    from kvbench.analyze.fleet import fleet
+    from kvbench.analyze.fleet import fleet_in_database
     from kvbench.benches.registry import get_bench
     from kvbench.report.analysis_tables import fleet_table
     from kvbench.store import open_store
@@ -138,10 +138,9 @@ def fleet_cmd(
     if link_pairs:
         _link_matrix(store, bench, run_ref, json_out, show)
         return
-    rows = store.latest_ok_results(bench or None)
-    if not rows:
+    if not store.has_ok_results(bench or None):
         raise BadInput(f"no results in {store.url}{' for ' + ', '.join(bench) if bench else ''}")
-    found = fleet(rows, store.hosts())
+    found = fleet_in_database(store, bench or None, outliers_only=outliers_only)
     if json_out:
         from kvbench.report.json_docs import fleet_doc
 

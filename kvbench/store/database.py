@@ -15,6 +15,7 @@ from kvbench.errors import BadInput
 from kvbench.store import schema
 from kvbench.store.durable import FileIdentity, reading, results_committed, retrying, run_committed
 from kvbench.store.hostmerge import HostMerge
+from kvbench.store.fleet_spread import FleetSpread
 from kvbench.store.links import Links
 from kvbench.store.run_facts import RunFacts
 from kvbench.store.tags import WHOLE, Tags
@@ -24,7 +25,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Store(Tags, HostMerge, Links, RunFacts):
+class Store(Tags, HostMerge, Links, RunFacts, FleetSpread):
     def __init__(self, engine: sa.Engine, shown_url: str, read_only: bool = False) -> None:
         self.engine = engine
         self.url = shown_url  # redacted: no password

@@ -98,6 +98,7 @@ def ensure_schema(engine: sa.Engine, shown: str) -> None:
         refuse_newer(version, shown)
         version = _changed_outside(conn, version, shown)
         if version == schema.SCHEMA_VERSION:
+            _refresh_indexes(conn, ["result"])  # the only table whose indexes changed within a version
             return
         if version is None and engine.dialect.name == "postgresql":
             # kvbench makes its schema in one transaction under the lock: tables without it are not ours
@@ -116,6 +117,20 @@ def ensure_schema(engine: sa.Engine, shown: str) -> None:
             conn.execute(schema.meta.insert().values(key="schema_version", value=str(schema.SCHEMA_VERSION)))
 
 
+def _refresh_indexes(conn: sa.Connection, tables: list[str]) -> None:
+    """Every index of the schema as it is defined now: a missing one created, one whose columns changed
+    (the fleet's index gained `status` without a new schema version: an older kvbench uses it as
+    before) made again, once, by the first kvbench that opens the database writable."""
+    for name in tables:
+        table = schema.metadata.tables[name]
+        have = {ix["name"]: ix["column_names"] for ix in sa.inspect(conn).get_indexes(name)}
+        for index in table.indexes:
+            if index.name in have and have[index.name] != [c.name for c in index.columns]:
+                index.drop(conn)
+            if have.get(index.name) != [c.name for c in index.columns]:
+                index.create(conn)
+
+
 def _upgrade(conn: sa.Connection, version: int) -> None:
     """From `version` to this one: each later version's added columns and indexes (create_all made
     its new tables), then what a version's data needs (2: result rows carry their run's host; 4: runs
@@ -129,11 +144,7 @@ carry their host's first-seen facts, labelled as such)."""
                 if name not in have:
                     kind = table.c[name].type.compile(dialect=conn.dialect)
                     conn.execute(sa.text(f"ALTER TABLE {table_name} ADD COLUMN {name} {kind}"))
-    for table in schema.metadata.tables.values():
-        indexes = {ix["name"] for ix in inspector.get_indexes(table.name)}
-        for index in table.indexes:
-            if index.name not in indexes:
-                index.create(conn)
+    _refresh_indexes(conn, list(schema.metadata.tables))
     if version < 2:
         conn.execute(schema.result.update().values(host_id=sa.select(schema.run.c.host_id)
                                                    .where(schema.run.c.id == schema.result.c.run_id)

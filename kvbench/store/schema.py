@@ -126,8 +126,10 @@ result = sa.Table(
     sa.Column("reason", sa.Text),
     sa.Column("warnings", sa.JSON, nullable=False),
     sa.Column("extra", sa.JSON, nullable=False),
-    # "the latest ok result of each host and case" (fleet), "one case's results on one host" (history)
-    sa.Index("ix_result_host_case_run", "host_id", "case_hash", "run_id"),
+    # "the latest ok result of each host and case" (fleet), "one case's results on one host" (history);
+    # status last so the fleet's grouping reads the index alone (a covering index: ~5x less CPU at 2 M
+    # results on SQLite than looking each row's status up in the table)
+    sa.Index("ix_result_host_case_run", "host_id", "case_hash", "run_id", "status"),
     sa.Index("ix_result_host_bench", "host_id", "bench"),
 )
 
