@@ -76,9 +76,12 @@ def test_a_hung_nvidia_smi_stops_it_non_zero_and_says_why(tmp_path):
     tools.mkdir()
     (tools / "nvidia-smi").write_text("#!/bin/sh\nexec sleep 600\n")
     (tools / "nvidia-smi").chmod(0o755)
-    proc = gpu_check(tmp_path / "out", "--stage", "smoke", env={"PATH": f"{tools}:{os.environ['PATH']}"})
+    # the bound is the scripts' (30 s unless KVBENCH_SMI_TIMEOUT_S says otherwise): 2 s here, so the
+    # test waits 2 s per script instead of 30 for the same behaviour
+    hung = {"PATH": f"{tools}:{os.environ['PATH']}", "KVBENCH_SMI_TIMEOUT_S": "2"}
+    proc = gpu_check(tmp_path / "out", "--stage", "smoke", env=hung)
     assert proc.returncode == 3, proc.stdout
-    assert "cannot measure here, stopping: nvidia-smi did not answer within 30 s" in proc.stdout
+    assert "cannot measure here, stopping: nvidia-smi did not answer within 2 s" in proc.stdout
     extra = subprocess.run([str(REPO / "scripts" / "cuda-extra")], capture_output=True, text=True, timeout=300,
-                           env={**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"})
+                           env={**os.environ, **hung})
     assert extra.returncode == 0 and extra.stdout == ""  # no extra: setup goes on without CUDA's
