@@ -157,3 +157,44 @@ def _refs_export(db: str, tmp_path) -> tuple[str, str]:
         assert cli("export", run, "-o", str(path), "--db", db, env=ENV).returncode == 0
         paths.append(str(path))
     return paths[0], paths[1]
+
+
+def test_a_fresh_database_judges_a_busy_job_on_the_noise_its_baseline_export_carries(tmp_path):
+    # issue 37: a runner without a surviving database compares with a baseline export; its fresh database
+    # had no earlier run, so beside a busy neighbour every identical job's drop beyond the assumed -13.9 %
+    # was held back: INCOMPLETE (exit 3) job after job, although `run --repeat 3` had measured the noise
+    home = f"sqlite:///{tmp_path / 'home.sqlite'}"
+    _store_runs(home, [(10.0, BUSY), (12.5, BUSY), (10.0, BUSY)])  # the baseline's --repeat 3, all contended
+    baseline = tmp_path / "baseline.json"
+    assert cli("export", "3", "-o", str(baseline), "--db", home, env=ENV).returncode == 0
+    carried = json.loads(baseline.read_text())["history"]
+    assert carried == {CASE: pytest.approx([10.0 * 1.002, 12.5 * 1.002, 10.0 * 1.002])}
+    for job, (gbps, status) in enumerate([(7.5, 0), (0.8, 1)]):  # -25 %: within the noise; 12.5x slower: gates
+        fresh = f"sqlite:///{tmp_path / f'job{job}.sqlite'}"
+        _store_runs(fresh, [(gbps, BUSY)])
+        proc = cli("compare", str(baseline), "latest", "--db", fresh, "--allow-incomplete", "--format", "json",
+                   env=ENV)
+        (c,) = json.loads(proc.stdout)["comparisons"]
+        assert proc.returncode == status and c["history_runs"] == 3 and "assumed" not in c["note"], c["note"]
+        assert c["verdict"] == ("ambiguous" if status == 0 else "slower"), c["note"]
+        strict = cli("compare", str(baseline), "latest", "--db", fresh, env=ENV)
+        assert strict.returncode == status, strict.stderr  # no --allow-incomplete needed: nothing held back
+
+
+def test_a_carried_history_counts_only_on_its_own_box_and_a_bad_one_is_refused(tmp_path):
+    from kvbench.analyze.carried import with_carried
+
+    base = {"run": {"host_id": HOST, "context_id": CTX}, "history": {CASE: [10.0, 12.0, 9.0]}}
+    new = {"run": {"host_id": HOST, "context_id": CTX}}
+    assert with_carried({}, base, new) == {CASE: [10.0, 12.0, 9.0]}
+    assert with_carried({CASE: [1.0, 2.0, 3.0, 4.0]}, base, new) == {CASE: [1.0, 2.0, 3.0, 4.0]}  # its own suffice
+    other = {"run": {"host_id": "another-box", "context_id": CTX}}
+    assert with_carried({}, base, other) == {} and with_carried({}, base, {"run": {"host_id": HOST,
+                                                                                   "context_id": "d" * 64}}) == {}
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    _store_runs(db, [(10.0, BUSY), (9.0, BUSY)])
+    path = tmp_path / "bad.json"
+    doc = json.loads(cli("export", "1", "--db", db, env=ENV).stdout)
+    path.write_text(json.dumps({**doc, "history": {CASE: [10.0, "fast"]}}))
+    proc = cli("compare", str(path), "2", "--db", db, env=ENV)
+    assert proc.returncode == 2 and "'history'" in proc.stderr.strip().splitlines()[-1], proc.stderr

@@ -149,6 +149,7 @@ def compare(
     Exit 1 on a case slower, failed, missing, or ok in BASE and skipped in NEW; 3 (INCOMPLETE) when nothing
     gates but a drop is one the new run's contention can explain (with --require-quiet: any drop measured
     on a contended box)."""
+    from kvbench.analyze.carried import with_carried
     from kvbench.analyze.compare import (
         case_history,
         compare_runs,
@@ -177,7 +178,8 @@ def compare(
 
         comparisons = compare_links(base_doc, new_doc, floor, _link_history(store, new_doc), require_quiet)
     else:
-        comparisons = compare_runs(base_doc, new_doc, floor, cross_host, case_history(store, new_doc),
+        history = with_carried(case_history(store, new_doc), base_doc, new_doc)  # a baseline export's, if needed
+        comparisons = compare_runs(base_doc, new_doc, floor, cross_host, history,
                                    this_host_ids(store) if store is not None else [], require_quiet)
     what = "link" if links else "case"
     title = (f"{_named(base_doc)} → {_named(new_doc)} (slower or faster: ranges apart and the change "

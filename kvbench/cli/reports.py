@@ -63,9 +63,10 @@ def report(
     base = judged_documents([baseline], db)[0] if baseline else None
     history = None
     if base is not None:  # weighed against the same history `compare` uses, so both give one verdict
+        from kvbench.analyze.carried import with_carried
         from kvbench.analyze.compare import case_history
 
-        history = case_history(existing_store(db), docs[-1])
+        history = with_carried(case_history(existing_store(db), docs[-1]), base, docs[-1])
     from kvbench.cli.accept_steps import stored_drift
 
     drift = stored_drift(docs[-1], (runs or ["latest"])[-1], db)  # as accept names it for the same run
@@ -117,6 +118,11 @@ def export(
 
         history = case_history(existing_store(db), doc)
         makers[fmt] = lambda d: exporters.github_action_benchmark(d, history)
+    if fmt == "json" and "history" not in doc:  # a baseline export keeps the noise of the runs behind it
+        from kvbench.analyze.carried import exported_history
+
+        if carried := exported_history(existing_store(db), doc):
+            doc = {**doc, "history": carried}
     write_text(json.dumps(makers[fmt](doc), indent=2, default=str) + "\n", output)
 
 

@@ -197,11 +197,14 @@ def _need(data: Any, where: str, fields: dict[str, Any]) -> None:
 
 
 def run_document(run: RunRecord, host: dict[str, Any] | None, results: list[ResultRecord],
-                 context: dict[str, Any] | None = None) -> dict[str, Any]:
+                 context: dict[str, Any] | None = None, history: dict[str, list[float]] | None = None) -> dict[str, Any]:
     """The JSON document of a run: format version, run, host, context (the software it ran under:
-    driver, CUDA, library versions; absent from older exports), results."""
+    driver, CUDA, library versions; absent from older exports), results, and in an export of a stored
+    run `history`: each case's fast end (p90 GB/s) in its host's runs of that context up to and including
+    this one (kvbench/analyze/carried.py), so a job in a fresh database still has the case's noise."""
     return {"format_version": FORMAT_VERSION, "run": run.to_json(), "host": host,
-            **({"context": context} if context is not None else {}), "results": [r.to_json() for r in results]}
+            **({"context": context} if context is not None else {}), "results": [r.to_json() for r in results],
+            **({"history": history} if history is not None else {})}
 
 
 def migrate(doc: Any, where: str) -> dict[str, Any]:
@@ -228,7 +231,18 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
     for name, value in (("host", host), ("context", context)):
         if value is not None and not isinstance(value, dict):
             raise BadInput(f"{where}: '{name}' must be an object")
-    return run_document(run, host, results, context)
+    return run_document(run, host, results, context, _history(doc.get("history"), where))
+
+
+def _history(history: Any, where: str) -> dict[str, list[float]] | None:
+    """An export's `history` checked: case id → positive rates (GB/s); None where absent."""
+    if history is None:
+        return None
+    if not isinstance(history, dict) or not all(
+            isinstance(rates, list) and all(isinstance(g, (int, float)) and not isinstance(g, bool) and g > 0
+                                            for g in rates) for rates in history.values()):
+        raise BadInput(f"{where}: 'history' must map each case id to a list of positive rates (GB/s)")
+    return {str(case): [float(g) for g in rates] for case, rates in history.items()}
 
 
 def result_row(result: dict[str, Any]) -> dict[str, Any]:
