@@ -154,3 +154,24 @@ def growable_memory(root: str = "/") -> str | None:
         signs.append(f"{len(offline)} memory block(s)" + (f" ({len(offline) * block} bytes)" if block else "")
                      + " offline")
     return "; ".join(signs) or None
+
+
+def growth_ceiling(root: str = "/") -> int | None:
+    """The most RAM (bytes) this VM could reach by growing as it is used: the RAM the firmware handed
+    the kernel (MemTotal where the firmware map is unreadable; a balloon gives back at most what it
+    took) plus any offline memory blocks. None when a virtio-mem device is bound: it can plug more
+    than either shows, so no ceiling is known."""
+    folder = Path(root, "sys/bus/virtio/drivers/virtio_mem")
+    if folder.is_dir() and any(p.name.startswith("virtio") for p in folder.iterdir()):
+        return None
+    ram = firmware_ram_bytes(root) or meminfo(root).get("MemTotal")
+    if ram is None:
+        return None
+    memory = Path(root, "sys/devices/system/memory")
+    offline = sum(1 for b in (memory.glob("memory*") if memory.is_dir() else [])
+                  if (_read(b / "state") or "").strip() == "offline")
+    try:
+        block = int((_read(memory / "block_size_bytes") or "0").strip(), 16)
+    except ValueError:
+        block = 0
+    return ram + offline * block

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kvbench.errors import BadInput
 from kvbench.memory import numa, pages
-from kvbench.memory.headroom import HostMemory, growable_memory, host_headroom, meminfo
+from kvbench.memory.headroom import HostMemory, growable_memory, growth_ceiling, host_headroom, meminfo
 from kvbench.memory.region import Region
 
 
@@ -21,6 +21,12 @@ def check_fits(size_bytes: int, kind: str, room: HostMemory | None = None) -> No
     if room.available_bytes is None or size_bytes <= 0.9 * room.available_bytes:
         return
     grows = growable_memory() if measured else None
+    ceiling = growth_ceiling() if grows else None
+    if grows and ceiling is not None and size_bytes > 0.9 * ceiling:
+        # no growth could hold it: refused at once, instead of touching most of the box's memory first
+        raise BadInput(f"buffer of {size_bytes} bytes for '{kind}' is larger than 90% of the {room.available_bytes} "
+                       f"bytes free there ({room.basis}), and than 90% of the {ceiling} bytes this VM's memory "
+                       f"could grow to ({grows}); choose a smaller size")
     if grows:  # a VM whose memory grows as it is used: touch what the kernel calls free once, then read again
         free_now = meminfo().get("MemAvailable") or 0  # never more: touching must not itself run the box dry
         _touch(min(int(0.9 * room.available_bytes), int(0.9 * free_now), size_bytes))

@@ -126,3 +126,29 @@ def test_touching_writes_every_page_and_gives_it_back():
 
     _touch(4 << 20)
     _touch(0)
+
+
+def test_a_buffer_no_growth_could_hold_is_refused_at_once_without_touching(monkeypatch):
+    """A VM that grows only up to its firmware RAM (a balloon): a 4 TiB ask cannot fit however the
+    balloon deflates, so nothing is touched (touching 90 % of a box's free memory took 40 s here)."""
+    from kvbench.memory import host
+
+    monkeypatch.setattr(host, "host_headroom", lambda: HostMemory(780_000_000, "MemAvailable"))
+    monkeypatch.setattr(host, "growable_memory", lambda: "a virtio balloon is bound")
+    monkeypatch.setattr(host, "growth_ceiling", lambda: 64 * GiB)
+    monkeypatch.setattr(host, "_touch", lambda n: pytest.fail("touched memory for a buffer no growth could hold"))
+    with pytest.raises(BadInput, match=rf"and than 90% of the {64 * GiB} bytes this VM's memory could grow to "
+                                       r"\(a virtio balloon is bound\); choose a smaller size"):
+        check_fits(1 << 42, "pageable")
+
+
+def test_the_growth_ceiling_is_the_firmware_ram_and_offline_blocks_unknown_with_virtio_mem(tmp_path):
+    from kvbench.memory.headroom import growth_ceiling
+
+    firmware = [(0, 16 * GiB - 1, "System RAM")]
+    files = {"sys/devices/system/memory/block_size_bytes": "8000000\n",
+             "sys/devices/system/memory/memory40/state": "offline\n",
+             "sys/devices/system/memory/memory1/state": "online\n"}
+    assert growth_ceiling(tree(tmp_path / "vm", 8 * GiB, 6 * GiB, firmware, files=files)) == 16 * GiB + 0x8000000
+    with_mem = {**files, "sys/bus/virtio/drivers/virtio_mem/virtio3/x": ""}
+    assert growth_ceiling(tree(tmp_path / "mem", 8 * GiB, 6 * GiB, firmware, files=with_mem)) is None
