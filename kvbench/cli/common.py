@@ -218,6 +218,19 @@ def existing_store(db: str | None):
     return open_store(db, read_only=True)
 
 
+def history_store(db: str | None, run_ref: str):
+    """The store a run's history is read from (`existing_store`), or None where the run is an export
+    file and `db` names an SQLite file that does not exist: the export needs no database, and asking
+    for its history must not fail for want of one."""
+    from kvbench.store import default_url
+    from kvbench.store.connect import sqlite_path
+
+    path = sqlite_path(db or default_url())
+    if Path(run_ref).is_file() and path is not None and not path.exists():
+        return None
+    return existing_store(db)
+
+
 def this_host_ids(store) -> list[str]:
     """Every id this box's runs are under in `store` (its own, and an older kvbench's not merged yet)."""
     from kvbench.run.hosts import this_host_ids as ids

@@ -15,6 +15,7 @@ from kvbench.cli.common import (
     check_writable,
     documents,
     existing_store,
+    history_store,
     judged_documents,
     use_peaks,
     write_text,
@@ -116,12 +117,12 @@ def export(
     if fmt == "github-action-benchmark":  # each case's allowance, from the history compare would weigh
         from kvbench.analyze.compare import case_history
 
-        history = case_history(existing_store(db), doc)
+        history = case_history(history_store(db, run_ref), doc)
         makers[fmt] = lambda d: exporters.github_action_benchmark(d, history)
     if fmt == "json" and "history" not in doc:  # a baseline export keeps the noise of the runs behind it
         from kvbench.analyze.carried import exported_history
 
-        if carried := exported_history(existing_store(db), doc):
+        if carried := exported_history(history_store(db, run_ref), doc):
             doc = {**doc, "history": carried}
     write_text(json.dumps(makers[fmt](doc), indent=2, default=str) + "\n", output)
 
