@@ -64,6 +64,21 @@ sys.exit(launch.main(sys.argv[2:]))
 """
 
 
+def _outcomes(procs: list[subprocess.Popen]) -> list[tuple[int, str]]:
+    """(exit status, standard error) of every rank; any still running when one fails is killed with its group."""
+    outcomes = []
+    try:
+        for proc in procs:
+            _, err = proc.communicate(timeout=900)
+            outcomes.append((proc.returncode, err))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+    return outcomes
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -92,16 +107,7 @@ def test_a_rank_killed_after_its_join_leaves_the_others_running_and_no_target_be
                else [sys.executable, "-m", "kvbench.cluster.launch", *own])
         procs.append(subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                       text=True, start_new_session=True))
-    outcomes = []
-    try:
-        for proc in procs:
-            _, err = proc.communicate(timeout=900)
-            outcomes.append((proc.returncode, err))
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
+    outcomes = _outcomes(procs)
     assert outcomes[VICTIM][0] == -signal.SIGKILL, outcomes[VICTIM][1][-2000:]
     target = int(pid_file.read_text())
     deadline = time.monotonic() + 60  # its target notices its parent's death at once (PR_SET_PDEATHSIG)
@@ -155,16 +161,7 @@ def test_a_rank_that_never_joins_is_stored_by_its_rank_with_no_address_and_shown
                                    "PYTHONPATH": str(REPO), "UCX_TLS": "tcp,self"},
                               cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                               start_new_session=True) for rank in range(2)]
-    outcomes = []
-    try:
-        for proc in procs:
-            _, err = proc.communicate(timeout=900)
-            outcomes.append((proc.returncode, err))
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
+    outcomes = _outcomes(procs)
     for status, err in outcomes:  # 1: rank 2's pairs failed
         assert status == 1 and "Traceback" not in err, err[-2500:]
     with sqlite3.connect(db) as con:
