@@ -49,7 +49,11 @@ def test_a_bad_storage_crosscheck_flag_is_named_as_typed(tmp_path, args, message
 def test_the_dram_crosscheck_judges_each_page_size_on_its_own_and_refuses_an_unknown_one():
     proc = run_cli("crosscheck", "dram", "--size", "8MiB", "--repeats", "2", "--pages", "base,thp", timeout=600)
     assert "pages=base on every side" in proc.stdout and "pages=thp on every side" in proc.stdout
-    verdict = " ".join(proc.stderr.split())  # one verdict naming both, however the terminal wraps it
-    assert proc.returncode in (0, 1, 3) and "pages=base: " in verdict and "pages=thp: " in verdict, proc.stderr[-2000:]
+    verdict = " ".join(proc.stderr.split())  # one verdict, however the terminal wraps it
+    named = [page for page in ("pages=base: ", "pages=thp: ") if page in verdict]
+    # a PASS names each page size it judged; a FAIL (or INCOMPLETE) names the ones that did: which of
+    # them misses the 0.95 goal is the box's speed, which this test does not assert
+    assert proc.returncode in (0, 1, 3) and named, proc.stderr[-2000:]
+    assert proc.returncode != 0 or len(named) == 2, proc.stderr[-2000:]
     bad = run_cli("crosscheck", "dram", "--pages", "base,huge")
     assert bad.returncode == 2 and "bad --pages 'base,huge'" in bad.stderr and "Traceback" not in bad.stderr
