@@ -7,6 +7,7 @@ tests/test_architecture.py fails when the two differ, so the picture cannot drif
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -30,13 +31,18 @@ def module_name(path: Path) -> str:
 
 def modules() -> dict[str, Path]:
     """Every module of kvbench by dotted name without the `kvbench.` prefix (a package by its own name)."""
-    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    return dict(_modules())
+
+
+@functools.cache
+def _modules() -> tuple[tuple[str, Path], ...]:
+    return tuple((module_name(p), p) for p in sorted(PACKAGE.rglob("*.py")))
 
 
 def imports_of(path: Path) -> set[str]:
     """Every kvbench module `path` imports, without the `kvbench.` prefix: `from kvbench.a import b`
     counts `a.b` where b is a module, else `a`."""
-    known = modules()
+    known = dict(_modules())
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "kvbench":
@@ -135,8 +141,9 @@ def reduced(edges: dict[str, set[str]]) -> dict[str, set[str]]:
 def picture() -> str:
     """docs/architecture.md's picture: a Mermaid graph of the packages, each arrow an import."""
     lines = [BEGIN, "```mermaid", "graph TD"]
+    arrows = reduced(package_graph())
     for package in ORDER:
-        for target in sorted(reduced(package_graph())[package], key=ORDER.index):
+        for target in sorted(arrows[package], key=ORDER.index):
             lines.append(f"  {package} --> {target}")
     lines += ["```", END]
     return "\n".join(lines)
