@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -17,8 +19,43 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+# Under pytest-xdist (`make test` runs the suite in several worker processes) each worker is given a
+# temporary folder and a PostgreSQL database of its own: a test that looks for the files kvbench leaves in
+# the temporary folder, or that empties the database, must see only its own worker's.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if WORKER:
+    os.environ["TMPDIR"] = tempfile.mkdtemp(prefix=f"kvbench-tests-{WORKER}-")
+    os.chmod(os.environ["TMPDIR"], 0o755)  # as /tmp is, for the tests that run kvbench as 'nobody'
+    tempfile.tempdir = None  # read TMPDIR again
+    # xdist's workers set COLUMNS=80 and LINES=24, which a plain `pytest` leaves unset: the kvbench
+    # processes the tests start must print as they do there (rich's width)
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+
+
+@functools.cache
+def _worker_database(url: str, worker: str) -> str:
+    """`url` with its database renamed for this xdist worker, created on the server if it is missing."""
+    base = sa.engine.make_url(url)
+    own = base.set(database=f"{base.database}_{worker}")
+    engine = sa.create_engine(base, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 5})
+    try:
+        with engine.connect() as conn:
+            if conn.execute(sa.text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": own.database}).first() is None:
+                conn.execute(sa.text(f'CREATE DATABASE "{own.database}"'))
+    finally:
+        engine.dispose()
+    return own.render_as_string(hide_password=False)
+
+
 def postgres_url() -> str | None:
-    return os.environ.get("KVBENCH_TEST_PG_URL")
+    url = os.environ.get("KVBENCH_TEST_PG_URL")
+    if url and WORKER:
+        try:
+            return _worker_database(url, WORKER)
+        except sa.exc.OperationalError:
+            return url  # unreachable: pg_url skips with the reason, as without workers
+    return url
 
 
 def _reset_postgres(url: str) -> None:
@@ -187,3 +224,20 @@ def mooncake_env(tmp_path_factory) -> dict[str, str]:
     if reason:
         pytest.skip(f"Mooncake does not load even with the test-only driver: {reason}")
     return env
+
+
+WIDE_SCOPES = ("class", "module", "package")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups (`--dist loadgroup`)
+def pytest_collection_modifyitems(config, items):
+    """Under xdist, the tests that share a fixture wider than one test (a module's stored runs, a
+    gpu-check stage, a set of network namespaces) run on one worker, so it is made once, as in a
+    plain `pytest`; every other test goes to whichever worker is free. A test marked
+    `xdist_group` itself keeps its own group."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        if any(chain and chain[-1].scope in WIDE_SCOPES for chain in defs.values()):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))

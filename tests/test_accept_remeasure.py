@@ -85,3 +85,33 @@ def test_with_json_to_standard_output_the_re_measurement_prints_nothing_there(mo
     doc = json.loads(captured.out)  # standard output holds the JSON document alone
     assert doc["counts"]["FAIL"] >= 1 and doc["run"] == min(r["id"] for r in runs)
     assert "ok · " in captured.err  # the re-measurement's table went to standard error
+
+
+def test_a_stored_run_of_this_host_is_measured_again_only_when_asked(monkeypatch, tmp_path, capsys):
+    """The CI recipe judges the run its job stored (`accept --run latest`); with --measure-again the cases a
+    busy box left undecided are measured once more here, as `accept` without --run does."""
+    code, runs = accept(monkeypatch, tmp_path, IMPOSSIBLE, contended_runs=2)  # run 1, and its re-measure
+    assert code == 3 and len(runs) == 2
+    capsys.readouterr()
+    code, runs = accept(monkeypatch, tmp_path, IMPOSSIBLE, 2, "--run", "1")
+    assert code == 3 and len(runs) == 2  # judged as stored: nothing measured
+    code, runs = accept(monkeypatch, tmp_path, IMPOSSIBLE, 2, "--run", "1", "--measure-again")
+    assert code == 3 and len(runs) == 3
+    assert max(runs, key=lambda r: r["id"])["tags"] == {"purpose": "acceptance", "remeasure_of": "1"}
+    assert "measuring them once more" in capsys.readouterr().err
+
+
+def test_a_run_of_another_host_is_judged_as_stored_and_says_why(monkeypatch, tmp_path, capsys):
+    import json
+
+    from tests.inproc import run_in_process
+
+    code, _ = accept(monkeypatch, tmp_path, IMPOSSIBLE, contended_runs=2)
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    doc = json.loads(run_in_process("export", "1", "--db", db, "--format", "json").stdout)
+    doc["run"]["host_id"] = doc["host"]["id"] = "f" * 64
+    (tmp_path / "other.json").write_text(json.dumps(doc))
+    capsys.readouterr()
+    code, runs = accept(monkeypatch, tmp_path, IMPOSSIBLE, 2, "--run", str(tmp_path / "other.json"), "--measure-again")
+    assert code == 3 and len(runs) == 2  # nothing measured for another host's run
+    assert "--measure-again: run 1 was measured on another host; judged as stored" in capsys.readouterr().err

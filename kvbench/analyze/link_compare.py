@@ -116,3 +116,15 @@ def slow_links_line(comparisons: list[Comparison], base_id: Any, held: bool = Fa
     if len(bad) > 1 and most > 1:
         parts.append(f"host{'s' if ',' in named else ''} {named} in {most} of {len(bad)} slow or lost links")
     return "; ".join(parts)
+
+
+def link_history(store, new: dict) -> dict[str, list[float]]:
+    """Each link's earlier fast ends (its case on the new cluster run's hosts and context, in runs before
+    the new cluster run's first): the between-run noise its change is weighed against."""
+    if store is None:
+        return {}
+    runs = [r["run"] for r in new.get("ranks") or []]
+    ids = [r["id"] for r in runs if isinstance(r.get("id"), int)]
+    hosts = sorted({r["host_id"] for r in runs} or {new["run"]["host_id"]})
+    return store.case_fast_ends(hosts, new["run"]["context_id"], [r["case"] for r in new["results"]],
+                                min(ids) if ids else None)

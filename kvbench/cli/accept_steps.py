@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from kvbench.cli.common import err, existing_store, judged_documents
+from kvbench.cli.common import err, existing_store, judged_documents, this_host_ids
 from kvbench.errors import CheckFailed
 
 LEVEL_1_BUDGET_S = 30.0  # what `accept --level 1` may take: the host's facts and one health window
@@ -60,6 +60,28 @@ def resample_uncertain(doc: dict, verdicts: list, rules_files: list, suite: str,
     redo = _measure_again(request, db, quiet)
     doc = with_remeasured(doc, redo)
     return doc, judge(doc, rules_files), int(redo["run"]["id"])
+
+
+def suite_to_measure_again(doc: dict, db: str | None, suite: str) -> str | None:
+    """The suite `accept --run RUN --measure-again` measures the judged run's undecided cases from (`suite`,
+    the --suite given, where it is the run's suite, else the run's suite by name), where it may: the run
+    was measured on this box (its host id now, or an older kvbench's id of it in the database) and a
+    database takes the new run. None where not, after saying why on standard error."""
+    from kvbench.errors import BadInput
+    from kvbench.plan.suite import load_suite
+
+    store, run = existing_store(db), doc["run"]
+    why = ("no database to store the cases measured again in" if store is None else
+           f"run {run['id']} was measured on another host" if run.get("host_id") not in this_host_ids(store) else None)
+    for candidate in ([] if why else [suite, run.get("suite")]):
+        try:
+            if candidate and load_suite(candidate)[0].name == run.get("suite"):
+                return candidate
+        except BadInput:
+            continue
+    why = why or f"run {run['id']}'s suite '{run.get('suite')}' is not one kvbench has: give its file with --suite"
+    err.print(f"kvbench: --measure-again: {why}; judged as stored", markup=False, highlight=False)
+    return None
 
 
 def stored_drift(doc: dict, run_ref: str, db: str | None):

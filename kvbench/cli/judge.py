@@ -48,6 +48,9 @@ def accept(
     peaks: PeaksOption = None,
     health: Annotated[str | None, typer.Option(help="GPU health thresholds TOML (default: $KVBENCH_HEALTH, else "
                                                     "suites/rules/health/gpu.toml)")] = None,
+    measure_again: Annotated[bool, typer.Option("--measure-again", help="with --run, where the run is this host's: "
+                                                "measure again, into a run of its own, what a busy box or a too-wide "
+                                                "interval left undecided, as accept without --run does")] = False,
     level: Annotated[int, typer.Option(min=1, max=3, help="1: inventory and health counters only (no suite; within "
                                                           "30 s); 2: the acceptance suite; 3: the acceptance suite "
                                                           "and the long sweeps (suite acceptance-long); 2 and 3 "
@@ -70,6 +73,7 @@ def accept(
         resample_uncertain,
         say_level,
         stored_drift,
+        suite_to_measure_again,
     )
     from kvbench.cli.run import run_and_show
     from kvbench.report.drift import drift_summary
@@ -104,6 +108,8 @@ def accept(
     rules_files = rules_files if rules_files is not None else rules_for_host(gpus_to_match(facts, host_profile))
     verdicts = judge(doc, rules_files)
     resampled_in = None
+    if measure_again and not measured_here and (again := suite_to_measure_again(doc, db, suite)):
+        measured_here, suite = True, again  # the stored run's cases, from the suite that planned them
     if measured_here:
         doc, verdicts = remeasure_contended(doc, verdicts, rules_files, suite, db, quiet=json_out == "-")
         doc, verdicts, resampled_in = resample_uncertain(doc, verdicts, rules_files, suite, db, quiet=json_out == "-")
@@ -174,9 +180,9 @@ def compare(
     store = existing_store(db)  # the history and this box's ids, where a database holds them
     links = _cluster_pair(base_doc, new_doc)
     if links:
-        from kvbench.analyze.link_compare import compare_links
+        from kvbench.analyze.link_compare import compare_links, link_history
 
-        comparisons = compare_links(base_doc, new_doc, floor, _link_history(store, new_doc), require_quiet)
+        comparisons = compare_links(base_doc, new_doc, floor, link_history(store, new_doc), require_quiet)
     else:
         history = with_carried(case_history(store, new_doc), base_doc, new_doc)  # a baseline export's, if needed
         comparisons = compare_runs(base_doc, new_doc, floor, cross_host, history,
@@ -234,15 +240,3 @@ def _cluster_pair(base: dict, new: dict) -> bool:
         raise BadInput(f"{one['run']['id']} is a cluster run and run {other['run']['id']} is not: compare two "
                        "cluster runs (link by link) or two runs (case by case)")
     return kinds[0]
-
-
-def _link_history(store, new: dict) -> dict[str, list[float]]:
-    """Each link's earlier fast ends (its case on the new cluster run's hosts and context, in runs before
-    the new cluster run's first): the between-run noise its change is weighed against."""
-    if store is None:
-        return {}
-    runs = [r["run"] for r in new.get("ranks") or []]
-    ids = [r["id"] for r in runs if isinstance(r.get("id"), int)]
-    hosts = sorted({r["host_id"] for r in runs} or {new["run"]["host_id"]})
-    return store.case_fast_ends(hosts, new["run"]["context_id"], [r["case"] for r in new["results"]],
-                                min(ids) if ids else None)

@@ -99,8 +99,14 @@ def check_sqlite_file(path: Path, shown: str) -> bool:
     QUICK_CHECK_MAX_BYTES (and one with no table) passes SQLite's quick_check first: a damaged page
     is refused before it is written around, and before a read would stop halfway, and the files
     SQLite made beside it for the check are removed."""
-    if not path.exists() or path.stat().st_size == 0:
+    try:
+        if path.stat().st_size == 0:
+            return False
+    except (FileNotFoundError, NotADirectoryError):
         return False
+    except OSError as exc:  # a folder on the way the user may not enter (root's 0700 home)
+        raise BadInput(f"database '{shown}' cannot be reached ({exc.strerror}): this command needs search "
+                       f"access to every folder above it") from None
     if path.is_dir():
         raise BadInput(f"database '{shown}' is a directory, not a file")
     try:

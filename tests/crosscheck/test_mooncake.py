@@ -26,7 +26,8 @@ def test_without_mooncake_s_driver_it_is_incomplete_with_the_reason():
     done = run_cli("crosscheck", "net", "--transport", "mooncake", "--size", "64KiB", env={"COLUMNS": "250"})
     assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]
     text = done.stdout + done.stderr
-    assert "INCOMPLETE" in text and "libcuda.so.1" in text, text[-2000:]
+    # the reason this process gives (no CUDA driver: libcuda.so.1; or the wheel not installed) is the one named
+    assert "INCOMPLETE" in text and reason[:40] in text, text[-2000:]
 
 
 def test_a_wheel_without_the_tool_is_said_so(monkeypatch, tmp_path):

@@ -71,7 +71,12 @@ def full_check(tmp_path_factory):
     return run_gpu_check("full", tmp_path_factory)
 
 
-@pytest.fixture(params=["smoke", "full"])
+# Under xdist (`make test`) the tests of one stage run on one worker, so each stage is run once: the full
+# stage's tests on one, the smoke stage's on another (tests/conftest.py groups the rest by module)
+FULL, SMOKE = pytest.mark.xdist_group("gpu-check-full"), pytest.mark.xdist_group("gpu-check-smoke")
+
+
+@pytest.fixture(params=[pytest.param("smoke", marks=SMOKE), pytest.param("full", marks=FULL)])
 def gpu_check(request):
     """Each stage's prepared call, run once for this module."""
     return request.getfixturevalue(f"{request.param}_check")
@@ -134,6 +139,7 @@ def second_run(full_check):
     ["export", "1", "--format", "json"],
     ["fit", "1"],
 ])
+@FULL
 def test_every_command_that_reads_gpu_rows_runs_on_them(full_check, second_run, command):
     _stage, out, _proc, env = full_check
     folder = out.parent
@@ -143,6 +149,7 @@ def test_every_command_that_reads_gpu_rows_runs_on_them(full_check, second_run, 
     assert "Traceback" not in proc.stderr and (proc.stdout.strip() or len(list(folder.iterdir())) > 1)
 
 
+@FULL
 def test_plan_shows_the_peer_gpu_tier_from_the_suite_s_kv_handoff(full_check):
     """Issue 30: the suite's kv.handoff rows (two simulated GPUs) are plan's "peer GPU" tier, with a rate
     (the stand-in's, inside this temporary database only) and the handoff's request time. One stage's
@@ -172,6 +179,7 @@ def test_ce_batch_that_cannot_find_its_runtime_fails_the_call_instead_of_passing
     assert log.splitlines()[-1].startswith("== done: 1 step(s) failed: ce-batch ran (status 1")
 
 
+@FULL
 def test_results_in_nvbandwidth_s_json_shape(full_check):
     """Issue 39: `results --format nvbandwidth-json` on a stand-in GPU run (two simulated GPUs) parses with
     nvbandwidth's field names, its PCIe and peer testcases laid out as nvbandwidth's matrices (the rates are
@@ -191,6 +199,7 @@ def test_results_in_nvbandwidth_s_json_shape(full_check):
     assert len(h2d) == 1 and float(h2d[0][0]) > 0  # CPU row, GPU 0 measured
 
 
+@FULL
 def test_every_figure_of_a_gpu_run_fits_its_canvas(full_check):
     """Issue 39: the figures a GPU run's report draws (the stand-in's two-GPU full run: rates inside this
     temporary database only) keep every text inside the canvas, with no layout warning."""

@@ -24,13 +24,18 @@ def _nobody() -> pwd.struct_passwd:
         pytest.skip("no user 'nobody' on this machine")
 
 
-# 0o755: root's folder, where 'nobody' cannot make the -shm file either (refused as the store opens);
-# 0o777: only the database file is read-only (refused at the tag's own write)
-@pytest.mark.parametrize("folder_mode", [0o755, 0o777])
-def test_tag_on_a_file_without_write_permission_needs_write_access(folder_mode):
+def _tag_as_nobody(folder_mode: int, parent_mode: int = 0o755) -> subprocess.CompletedProcess:
+    """`kvbench tag 1 baseline` run as 'nobody' on a read-only database (mode 0444) of one run, in a
+    folder of `folder_mode` inside a folder of `parent_mode`."""
     nobody = _nobody()
+    with tempfile.TemporaryDirectory(prefix="kvbench-ro-parent-") as parent:
+        os.chmod(parent, parent_mode)
+        return _tag_in(parent, folder_mode, nobody)
+
+
+def _tag_in(parent: str, folder_mode: int, nobody: pwd.struct_passwd) -> subprocess.CompletedProcess:
     # pytest's tmp_path is private to root (0700): the database lies where 'nobody' may read it
-    with tempfile.TemporaryDirectory(prefix="kvbench-ro-") as folder:
+    with tempfile.TemporaryDirectory(prefix="kvbench-ro-", dir=parent) as folder:
         os.chmod(folder, folder_mode)
         db = Path(folder) / "k.sqlite"
         url = f"sqlite:///{db}"
@@ -50,6 +55,22 @@ def test_tag_on_a_file_without_write_permission_needs_write_access(folder_mode):
                   f"tag({url!r})\n")
         proc = subprocess.run([sys.executable, "-c", become], capture_output=True, text=True, cwd=REPO,
                               timeout=300, env={**os.environ, "HOME": folder})
+        return proc
+
+
+# 0o755: root's folder, where 'nobody' cannot make the -shm file either (refused as the store opens);
+# 0o777: only the database file is read-only (refused at the tag's own write)
+@pytest.mark.parametrize("folder_mode", [0o755, 0o777])
+def test_tag_on_a_file_without_write_permission_needs_write_access(folder_mode):
+    proc = _tag_as_nobody(folder_mode)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "needs write access" in lines[0] and "cannot reach" not in lines[0], proc.stderr
+
+
+def test_a_database_in_a_folder_the_user_cannot_enter_is_one_line_naming_it():
+    # root's private folder (0700) above the database: even whether the file exists cannot be seen
+    proc = _tag_as_nobody(0o755, parent_mode=0o700)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot be reached" in lines[0] and "Traceback" not in proc.stderr, proc.stderr

@@ -87,7 +87,7 @@ def name_uncertain(verdicts: list[Verdict], doc: RunDocument, resampled_in: int 
             continue
         (median, low, high), bound = found[id(v)]
         after = (f"after re-sampling in run {resampled_in} (budget {RESAMPLE_BUDGET_S:g} s)" if resampled_in is not None
-                 else "not re-sampled: a stored run; run accept to measure it again")
+                 else "not re-sampled: a stored run; on its host, accept --run RUN --measure-again measures it again")
         out.append(replace(v, verdict="INCOMPLETE", low=low, high=high,
                            measured=f"{median:.3f} x (paired; 95 % interval {low:.3f}–{high:.3f})",
                            why=f"{UNCERTAIN}: the ratio's 95 % interval {low:.3f}–{high:.3f} x straddles {bound:g} x, "
