@@ -42,7 +42,9 @@ def job(n: int, db: str, folder: Path) -> dict:
     same = kvbench("compare", "baseline", "latest", "--db", db, "--format", "json")
     accept = kvbench("accept", "--run", "latest", "--measure-again", "--db", db,
                      "--profile", str(folder / "node.toml"), "--junit", str(folder / f"accept{n}.xml"))
-    planted = kvbench("compare", str(folder / "planted.json"), "latest", "--db", db, "--format", "json")
+    # the job's own run, not `latest`: what accept measured again is a run of its own, the newer one
+    run_id = str(json.loads((folder / f"run{n}.json").read_text())["run"]["id"]) if ran.returncode == 0 else "latest"
+    planted = kvbench("compare", str(folder / "planted.json"), run_id, "--db", db, "--format", "json")
 
     def verdicts(proc) -> list[str]:
         try:
