@@ -135,22 +135,23 @@ def test_a_version_row_deleted_from_a_used_database_is_refused(db_url, command):
 
 @pytest.mark.parametrize("granted", ["kvbench_meta", None])  # None: hostile trial H22, not even the version
 def test_select_revoked_says_read_access(pg_url, granted):
-    from tests.store.test_shared_store import _drop_role
+    from tests.store.test_shared_store import _drop_role, worker_role
 
     open_store(pg_url).dispose()
     admin = sa.create_engine(pg_url)
-    _drop_role(admin, "kvbench_noread")
+    role = worker_role("kvbench_noread")
+    _drop_role(admin, role)
     with admin.begin() as conn:
-        conn.execute(sa.text("CREATE ROLE kvbench_noread LOGIN PASSWORD 'pw-7x1'"))
+        conn.execute(sa.text(f"CREATE ROLE {role} LOGIN PASSWORD 'pw-7x1'"))
         if granted:  # the version, nothing else
-            conn.execute(sa.text(f"GRANT SELECT ON {granted} TO kvbench_noread"))
-    url = sa.engine.make_url(pg_url).set(username="kvbench_noread", password="pw-7x1").render_as_string(False)
+            conn.execute(sa.text(f"GRANT SELECT ON {granted} TO {role}"))
+    url = sa.engine.make_url(pg_url).set(username=role, password="pw-7x1").render_as_string(False)
     try:
         line = _one_line_error(cli("results", "--db", url, env={"KVBENCH_HOST_ID": "noreadbox"}),
                                "needs read access")
         assert "write" not in line and "pw-7x1" not in line
     finally:
-        _drop_role(admin, "kvbench_noread")
+        _drop_role(admin, role)
         admin.dispose()
 
 

@@ -95,15 +95,16 @@ def test_a_damaged_file_in_wal_mode_is_refused_and_left_with_no_new_file_beside_
 def test_a_role_that_may_only_read_gets_one_line_when_it_tries_to_change_a_run(pg_url):
     import sqlalchemy as sa
 
-    from tests.store.test_shared_store import _drop_role
+    from tests.store.test_shared_store import _drop_role, worker_role
 
     assert cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", pg_url).returncode == 0
     admin = sa.create_engine(pg_url)
-    _drop_role(admin, "kvbench_reader")
+    role = worker_role("kvbench_reader")
+    _drop_role(admin, role)
     with admin.begin() as conn:
-        conn.execute(sa.text("CREATE ROLE kvbench_reader LOGIN PASSWORD 'r3ader'"))
-        conn.execute(sa.text("GRANT SELECT ON ALL TABLES IN SCHEMA public TO kvbench_reader"))
-    url = sa.engine.make_url(pg_url).set(username="kvbench_reader", password="r3ader").render_as_string(False)
+        conn.execute(sa.text(f"CREATE ROLE {role} LOGIN PASSWORD 'r3ader'"))
+        conn.execute(sa.text(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"))
+    url = sa.engine.make_url(pg_url).set(username=role, password="r3ader").render_as_string(False)
     try:
         assert cli("results", "--db", url).returncode == 0  # reading is allowed
         for args in (["tag", "1", "baseline"], ["host", "merge", "x" * 64]):
@@ -112,5 +113,5 @@ def test_a_role_that_may_only_read_gets_one_line_when_it_tries_to_change_a_run(p
             assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
             assert "r3ader" not in proc.stderr
     finally:
-        _drop_role(admin, "kvbench_reader")
+        _drop_role(admin, role)
         admin.dispose()

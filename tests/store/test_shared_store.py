@@ -156,13 +156,14 @@ def test_a_writer_waits_for_a_free_postgresql_connection_slot_instead_of_failing
     # A role allowed one connection stands in for a server with every slot taken (a fleet starting at once).
     open_store(pg_url).dispose()  # the schema, owned by the test's own user
     admin = sa.create_engine(pg_url)
-    _drop_role(admin, "kvbench_one_slot")
+    role = worker_role("kvbench_one_slot")
+    _drop_role(admin, role)
     with admin.begin() as conn:
-        conn.execute(sa.text("CREATE ROLE kvbench_one_slot LOGIN PASSWORD 'one' CONNECTION LIMIT 1"))
+        conn.execute(sa.text(f"CREATE ROLE {role} LOGIN PASSWORD 'one' CONNECTION LIMIT 1"))
         for grant in ("ALL ON ALL TABLES IN SCHEMA public", "ALL ON ALL SEQUENCES IN SCHEMA public",
                       "CREATE ON SCHEMA public"):
-            conn.execute(sa.text(f"GRANT {grant} TO kvbench_one_slot"))
-    url = sa.engine.make_url(pg_url).set(username="kvbench_one_slot", password="one")
+            conn.execute(sa.text(f"GRANT {grant} TO {role}"))
+    url = sa.engine.make_url(pg_url).set(username=role, password="one")
     shown = url.render_as_string(hide_password=False)
     try:
         holder = sa.create_engine(url).connect()  # the only slot, released a moment later
@@ -177,8 +178,16 @@ def test_a_writer_waits_for_a_free_postgresql_connection_slot_instead_of_failing
         assert [r["status"] for r in store.runs()] == ["complete"]
         store.dispose()
     finally:
-        _drop_role(admin, "kvbench_one_slot")
+        _drop_role(admin, role)
         admin.dispose()
+
+
+def worker_role(name: str) -> str:
+    """`name` made this xdist worker's own: a PostgreSQL role belongs to the whole server, not to the
+    worker's database, so two workers creating and dropping one name race (one worker's DROP ROLE met
+    the grant the other had just made in its database)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return f"{name}_{worker}" if worker else name
 
 
 def _drop_role(engine: sa.Engine, role: str) -> None:
