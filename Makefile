@@ -53,9 +53,10 @@ run: setup
 # The tests run in parallel (pytest-xdist), twice as many workers as CPUs (at most 8): most tests wait on
 # the kvbench processes, ranks and namespaces they start. Tests sharing a fixture wider than one test stay
 # on one worker, which makes it once (tests/conftest.py). TEST_WORKERS=0 runs them in this one process.
+# The 20 slowest are listed at the end (docs/speed.md says why each needs its time).
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n * 2 > 8 ? 8 : n * 2 )))
 test: setup-test
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=20
 
 # Benchmarks print figures and the goals they are held to: descriptor generation (1 M in 50 ms), a
 # small fleet database filled through the store API with the fleet commands timed on it
