@@ -20,7 +20,8 @@ only slows): then on the fast end (kvbench/analyze/contended.py). A case is
 * `same`      — the judged change is under the practical floor (5 % by default);
 * `slower` / `faster` — the two runs' ranges (p10–p90; median–p90 on the fast end) do not overlap,
   the change exceeds the floor, and it exceeds 3 sd of the change between two runs: each run varies
-  by the between-run noise, so their difference by √2 × it (the allowance, 3 × √2 × the noise).
+  by the between-run noise, so their difference by √2 × it (the allowance, 3 × √2 × the noise, the
+  noise taken at its 80 % upper confidence bound for the runs it came from: noise.noise_upper_factor).
   Measured with benchmarks/compare_power.py on a quiet 2-vCPU VM (33 identical pairs of a 6-case
   suite): 1 of 33 pairs falsely `slower` and 99 % of 40 % drops caught. The allowance never exceeds
   a halving (ln 2), so a drop to below half whose ranges are apart is `slower` however noisy the

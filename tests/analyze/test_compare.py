@@ -15,6 +15,7 @@ from kvbench.analyze.compare import (
     repeat_spread,
     suite_note,
 )
+from kvbench.analyze.noise import noise_upper_factor
 from kvbench.errors import BadInput
 
 
@@ -93,6 +94,22 @@ def test_between_run_noise_needs_three_runs():
     assert between_run_noise([10.0, 10.0, 10.0]) == 0.0
 
 
+def test_three_runs_that_agree_never_narrow_the_allowance_below_the_assumed_one():
+    # quiet 2-vCPU VM: 3 runs 0.7 % apart, then identical code 7.7 % lower (the case's 11 runs vary by 6 %)
+    agreeing = [10.5, 10.6, 10.55]
+    assert between_run_noise(agreeing) < 0.01
+    assert allowance(between_run_noise(agreeing), 0.05, agreeing) == pytest.approx(0.15)
+
+
+def test_the_allowance_tightens_as_runs_accumulate_for_the_same_spread():
+    factors = [noise_upper_factor(n) for n in (3, 5, 11, 20, 50)]
+    assert factors == sorted(factors, reverse=True) and factors[0] > 2 and 1 < factors[-1] < 1.1
+    assert noise_upper_factor(2) == 1.0  # no estimate yet: the assumed allowance stands
+    same_sd = lambda n: [10.0 * np.exp(0.03 * (i % 2 * 2 - 1)) for i in range(n)]  # ±3 % alternating
+    assert allowance(between_run_noise(same_sd(20)), 0.05, same_sd(20)) < allowance(
+        between_run_noise(same_sd(6)), 0.05, same_sd(6))
+
+
 def test_repeat_spread_shows_each_case_s_medians_over_the_runs_and_what_compare_will_allow():
     runs = [[result(m, seed=i), result(5.0, seed=i, case="c2", status="failed" if i == 1 else "ok")]
             for i, m in enumerate((10.0, 11.0, 9.0, 10.5))]
@@ -101,7 +118,8 @@ def test_repeat_spread_shows_each_case_s_medians_over_the_runs_and_what_compare_
     first, second = spreads
     assert len(first.medians) == 4 and first.low < 9.5 and first.high > 10.5
     assert first.between_run == pytest.approx(between_run_noise([run[0]["gbps"]["p90"] for run in runs]))  # fast ends
-    assert first.allowance_ln == pytest.approx(max(0.05, 3 * np.sqrt(2) * first.between_run))
+    wide = 3 * np.sqrt(2) * first.between_run * noise_upper_factor(4)  # the sd's 80 % bound from 4 runs
+    assert first.allowance_ln == pytest.approx(min(np.log(2), max(0.15, wide)))
     assert len(second.medians) == 3  # the failed run is not a median
 
 
