@@ -61,10 +61,10 @@ def _digest(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("content,message", [
-    (os.urandom(4096), "is not an SQLite file"),
-    (b"SQLite format 3\x00" + os.urandom(4080), "damaged SQLite file"),
-    (None, "another program's SQLite file"),
+@pytest.mark.parametrize("content,message", [  # ids of their own: each xdist worker draws other bytes
+    pytest.param(os.urandom(4096), "is not an SQLite file", id="random-bytes"),
+    pytest.param(b"SQLite format 3\x00" + os.urandom(4080), "damaged SQLite file", id="sqlite-header-then-random"),
+    pytest.param(None, "another program's SQLite file", id="another-program-s-sqlite-file"),
 ])
 def test_a_file_that_is_not_a_kvbench_database_is_refused_and_left_unchanged(tmp_path, content, message):
     path = tmp_path / "theirs.sqlite"
