@@ -48,6 +48,13 @@ def _worker_database(url: str, worker: str) -> str:
     return own.render_as_string(hide_password=False)
 
 
+def worker_role(name: str) -> str:
+    """`name` made this xdist worker's own. A PostgreSQL role belongs to the whole server, not to the
+    worker's database, so two workers creating and dropping one name race (one worker's DROP ROLE met
+    the grant the other had just made in its database)."""
+    return f"{name}_{WORKER}" if WORKER else name
+
+
 def postgres_url() -> str | None:
     url = os.environ.get("KVBENCH_TEST_PG_URL")
     if url and WORKER:

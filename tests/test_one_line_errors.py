@@ -135,7 +135,8 @@ def test_a_version_row_deleted_from_a_used_database_is_refused(db_url, command):
 
 @pytest.mark.parametrize("granted", ["kvbench_meta", None])  # None: hostile trial H22, not even the version
 def test_select_revoked_says_read_access(pg_url, granted):
-    from tests.store.test_shared_store import _drop_role, worker_role
+    from tests.conftest import worker_role
+    from tests.store.test_shared_store import _drop_role
 
     open_store(pg_url).dispose()
     admin = sa.create_engine(pg_url)

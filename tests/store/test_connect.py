@@ -95,7 +95,8 @@ def test_a_damaged_file_in_wal_mode_is_refused_and_left_with_no_new_file_beside_
 def test_a_role_that_may_only_read_gets_one_line_when_it_tries_to_change_a_run(pg_url):
     import sqlalchemy as sa
 
-    from tests.store.test_shared_store import _drop_role, worker_role
+    from tests.conftest import worker_role
+    from tests.store.test_shared_store import _drop_role
 
     assert cli("run", "--suite", "tests/fixtures/tiny.toml", "--db", pg_url).returncode == 0
     admin = sa.create_engine(pg_url)

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from kvbench.errors import BadInput
 from kvbench.store import open_store, redact
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, run_cli, worker_role
 
 WRITER = """
 import sys
@@ -180,14 +180,6 @@ def test_a_writer_waits_for_a_free_postgresql_connection_slot_instead_of_failing
     finally:
         _drop_role(admin, role)
         admin.dispose()
-
-
-def worker_role(name: str) -> str:
-    """`name` made this xdist worker's own: a PostgreSQL role belongs to the whole server, not to the
-    worker's database, so two workers creating and dropping one name race (one worker's DROP ROLE met
-    the grant the other had just made in its database)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    return f"{name}_{worker}" if worker else name
 
 
 def _drop_role(engine: sa.Engine, role: str) -> None:
