@@ -20,7 +20,8 @@ only slows): then on the fast end (kvbench/analyze/contended.py). A case is
 * `same`      — the judged change is under the practical floor (5 % by default);
 * `slower` / `faster` — the two runs' ranges (p10–p90; median–p90 on the fast end) do not overlap,
   the change exceeds the floor, and it exceeds 3 sd of the change between two runs: each run varies
-  by the between-run noise, so their difference by √2 × it (the allowance, 3 × √2 × the noise, the
+  by the between-run noise, so their difference by √2 × it (√1.449 from the median of a 3-run baseline:
+  analyze/pooled.py; the allowance, 3 × √2 × the noise, the
   noise taken at its 80 % upper confidence bound for the runs it came from: noise.noise_upper_factor).
   Measured with benchmarks/compare_power.py on a quiet 2-vCPU VM (33 identical pairs of a 6-case
   suite): 1 of 33 pairs falsely `slower` and 99 % of 40 % drops caught. The allowance never exceeds
@@ -88,6 +89,7 @@ class Comparison:
     allowance_ln: float | None = None  # the |ln(new / base)| above which the case is slower or faster
     estimator: str | None = None  # what the verdict judged: MEDIAN, or FAST_END where contention could fake the change
     judged_change: float | None = None  # new / base - 1 of that estimator
+    base_runs: list[int] | None = None  # the runs whose median the base's rates are (a --repeat baseline), None: one run
 
     @property
     def allowed_drop(self) -> float | None:
@@ -195,9 +197,12 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
     size = abs(float(np.log(n_value / b_value)))  # a halving weighs as a doubling: a drop can exceed any allowance
     apart, ranges = _apart(base, new, estimator)
     noise = between_run_noise(history)
-    allowed = allowance(noise, threshold, history)
+    pooled = base.get("pooled_runs") or []  # the base is the median of its --repeat batch (analyze/pooled.py)
+    allowed = allowance(noise, threshold, history, max(len(pooled), 1))
     basis = (f"fast end's between-run noise ±{noise:.1%} over {len(history)} runs" if noise is not None else
              f"fewer than {MIN_HISTORY} earlier runs: noise assumed")
+    if len(pooled) > 1:
+        basis += f"; base: the median of {len(pooled)} runs of its --repeat ({', '.join(map(str, pooled))})"
     returned = back_to_level(fast_end(new), judged, history, allowed)
     if abs(judged) < threshold:
         verdict = "same"
@@ -212,7 +217,8 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
                                      measured=noise is not None)
     return Comparison(**head, base_gbps=b_rate, new_gbps=n_rate, change=change, verdict=verdict,
                       note=note, base_range=_range(base), new_range=_range(new), between_run=noise,
-                      history_runs=len(history), allowance_ln=allowed, estimator=estimator, judged_change=judged)
+                      history_runs=len(history), allowance_ln=allowed, estimator=estimator, judged_change=judged,
+                      base_runs=list(pooled) if len(pooled) > 1 else None)
 
 
 def compare_runs(base: RunDocument, new: RunDocument, threshold: float = THRESHOLD, cross_host: bool = False,
@@ -319,10 +325,11 @@ class RepeatSpread:
         return allowed_drop(self.allowance_ln)
 
 
-def repeat_spread(runs: list[list[dict[str, Any]]], threshold: float = THRESHOLD) -> list[RepeatSpread]:
+def repeat_spread(runs: list[list[dict[str, Any]]], threshold: float = THRESHOLD,
+                  base_runs: int = 1) -> list[RepeatSpread]:
     """Per case (in the first run's order) of `runs` (each a run's result rows), its medians across
     the runs and the between-run noise their fast ends show, contended or not (the history a later
-    compare weighs)."""
+    compare weighs); `base_runs`: how many runs compare's base is the median of (a --repeat baseline's)."""
     medians: dict[str, list[float]] = {}
     fast: dict[str, list[float]] = {}
     heads: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -339,5 +346,5 @@ def repeat_spread(runs: list[list[dict[str, Any]]], threshold: float = THRESHOLD
             continue
         noise = between_run_noise(fast[case])
         out.append(RepeatSpread(bench, params, values, min(values), max(values), noise,
-                                allowance(noise, threshold, fast[case])))
+                                allowance(noise, threshold, fast[case], base_runs)))
     return out

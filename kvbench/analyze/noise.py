@@ -20,7 +20,6 @@ THRESHOLD = 0.05  # the practical floor
 ASSUMED_BETWEEN_RUN = 0.15  # allowance while a case has fewer than MIN_HISTORY earlier runs
 MIN_HISTORY = 3
 NOISE_MULTIPLE = 3.0  # a change must exceed 3 sd of the change between two runs
-PAIR_SPREAD = 2 ** 0.5  # two runs that each vary by sd s differ by sd s * sqrt(2): the spread of a change
 MAX_ALLOWANCE = float(np.log(2.0))  # a halving (or doubling) whose ranges are apart is always a change
 
 # Expected range of n normal values, in standard deviations (d2 of control charts; Tippett 1925).
@@ -76,21 +75,36 @@ def between_run_noise(medians: list[float]) -> float | None:
     return from_range if len(logs) < MAD_FROM else max(from_range, _mad_sd(logs))
 
 
-def allowance(noise: float | None, threshold: float = THRESHOLD, medians: list[float] = ()) -> float:
+def pair_spread(base_runs: int = 1) -> float:
+    """How many times the between-run noise the change from a base to one new run varies by: √2 from one
+    base run, √(1 + v(k)) from the median of k (v(k): `median_variance`; 1.204 for 3 runs)."""
+    return float((1.0 + median_variance(base_runs)) ** 0.5)
+
+
+def median_variance(runs: int) -> float:
+    """The variance of the median of `runs` normal values, in units of one value's variance (1 for one
+    run, 0.5 for two, 0.449 for three; beyond ten the asymptotic π / 2k, a little above the exact)."""
+    exact = {1: 1.0, 2: 0.5, 3: 0.449, 4: 0.298, 5: 0.287, 6: 0.215, 7: 0.211, 8: 0.168, 9: 0.166, 10: 0.138}
+    return exact.get(runs, float(np.pi / (2 * max(runs, 1))))
+
+
+def allowance(noise: float | None, threshold: float = THRESHOLD, medians: list[float] = (),
+              base_runs: int = 1) -> float:
     """The |ln(new / base)| above which a case whose ranges are apart is slower or faster: 3 sd of the
     change between two runs that each vary by the between-run noise (3 × √2 × the noise, at the 80 %
-    upper bound of what the runs in `medians` say it is: `noise_upper_factor`), or without it
+    upper bound of what the runs in `medians` say it is: `noise_upper_factor`; √2 becomes `pair_spread`
+    where the base is the median of `base_runs` runs, kvbench/analyze/pooled.py), or without it
     the assumed allowance — never below what two earlier runs' spread already shows (`medians`) — and
     never under the floor; never above a halving (MAX_ALLOWANCE), so a noisy history cannot make a
     drop ungateable."""
     if noise is not None:
         runs = len(_logs(list(medians)))
-        wide = NOISE_MULTIPLE * PAIR_SPREAD * noise * noise_upper_factor(runs)
+        wide = NOISE_MULTIPLE * pair_spread(base_runs) * noise * noise_upper_factor(runs)
         if runs < MAD_FROM:  # a few runs that agree can widen the assumed allowance, never narrow it
             wide = max(wide, ASSUMED_BETWEEN_RUN)
     else:
         seen = _range_sd(_logs(list(medians)))
-        wide = max(ASSUMED_BETWEEN_RUN, NOISE_MULTIPLE * PAIR_SPREAD * seen if seen is not None else 0.0)
+        wide = max(ASSUMED_BETWEEN_RUN, NOISE_MULTIPLE * pair_spread(base_runs) * seen if seen is not None else 0.0)
     return max(threshold, min(MAX_ALLOWANCE, wide))
 
 

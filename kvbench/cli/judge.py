@@ -164,6 +164,7 @@ def compare(
         regression_summary,
         suite_note,
     )
+    from kvbench.analyze.pooled import pooled_base
     from kvbench.benches.describe import describe_params
     from kvbench.report.table import comparisons_markdown, comparisons_table
 
@@ -185,6 +186,7 @@ def compare(
         comparisons = compare_links(base_doc, new_doc, floor, link_history(store, new_doc), require_quiet)
     else:
         history = with_carried(case_history(store, new_doc), base_doc, new_doc)  # a baseline export's, if needed
+        base_doc = pooled_base(store, base_doc, new_doc)  # a --repeat baseline: the median of its runs
         comparisons = compare_runs(base_doc, new_doc, floor, cross_host, history,
                                    this_host_ids(store) if store is not None else [], require_quiet)
     what = "link" if links else "case"

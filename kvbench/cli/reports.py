@@ -62,17 +62,19 @@ def report(
 
     docs = judged_documents(runs or ["latest"], db)
     base = judged_documents([baseline], db)[0] if baseline else None
-    history = None
+    history = pooled = None
     if base is not None:  # weighed against the same history `compare` uses, so both give one verdict
         from kvbench.analyze.carried import with_carried
         from kvbench.analyze.compare import case_history
+        from kvbench.analyze.pooled import pooled_base
 
         history = with_carried(case_history(existing_store(db), docs[-1]), base, docs[-1])
+        pooled = pooled_base(existing_store(db), base, docs[-1])  # a --repeat baseline: the median of its runs
     from kvbench.cli.accept_steps import stored_drift
 
     drift = stored_drift(docs[-1], (runs or ["latest"])[-1], db)  # as accept names it for the same run
     built = content.build(docs, base, model=model, tokens=tokens, profile=host_profile, baseline_history=history,
-                          drift=drift)
+                          drift=drift, pooled_baseline=pooled)
     write_text(render.html(built) if fmt == "html" else render.markdown(built), output)
 
 
@@ -124,6 +126,11 @@ def export(
 
         if carried := exported_history(history_store(db, run_ref), doc):
             doc = {**doc, "history": carried}
+    if fmt == "json" and "baseline_pool" not in doc:  # and a --repeat baseline the rates of each of its runs
+        from kvbench.analyze.pooled import batch_rates
+
+        if pool := batch_rates(history_store(db, run_ref), doc):
+            doc = {**doc, "baseline_pool": pool}
     write_text(json.dumps(makers[fmt](doc), indent=2, default=str) + "\n", output)
 
 

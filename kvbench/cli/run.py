@@ -75,7 +75,11 @@ def show_repeats(store, run_ids: list[int], show) -> None:
     from kvbench.analyze.runs import run_document
     from kvbench.report.analysis_tables import repeat_table
 
-    show.print(repeat_table(repeat_spread([run_document(store, i)["results"] for i in run_ids]), run_ids))
+    from kvbench.store.tags import BASELINE
+
+    pooled = len(run_ids) if all(BASELINE in (store.run(i)["tags"] or {}) for i in run_ids) else 1  # analyze/pooled.py
+    show.print(repeat_table(repeat_spread([run_document(store, i)["results"] for i in run_ids], base_runs=pooled),
+                            run_ids, pooled))
 
 
 @app.command()

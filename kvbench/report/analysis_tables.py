@@ -148,11 +148,13 @@ def hosts_table(hosts: list[dict[str, Any]], title: str) -> Table:
     return table
 
 
-def repeat_table(spreads: list[Any], run_ids: list[int]) -> Table:
-    """Each case's median over the runs of `kvbench run --repeat` and the noise between them."""
+def repeat_table(spreads: list[Any], run_ids: list[int], base_runs: int = 1) -> Table:
+    """Each case's median over the runs of `kvbench run --repeat` and the noise between them; the allowance
+    compare gives a later run against one of them, or against the median of `base_runs` (a baseline)."""
+    against = "one of these runs" if base_runs < 2 else f"the median of these {base_runs} (baseline)"
     table = _table(f"runs {', '.join(map(str, run_ids))}: between-run spread (GB/s = 1e9 B/s)",
                    ("benchmark", "case", "runs ok", "median GB/s low–high", "range", "between-run noise (fast end)",
-                    "compare's allowance"))
+                    f"compare's allowance against {against}"))
     for s in spreads:
         noise = f"±{s.between_run:.1%}" if s.between_run is not None else "- (fewer than 3 runs)"
         table.add_row(s.bench, describe_params(s.bench, s.params), str(len(s.medians)),

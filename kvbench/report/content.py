@@ -111,9 +111,10 @@ def _figure(fig) -> Figure | None:
 def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: str = "Llama-3.1-70B",
           tokens: int = 8192, block_tokens: int = 16,
           profile: Profile | None = None, baseline_history: dict[str, list[float]] | None = None,
-          drift: Drift | None = None) -> ReportContent:
+          drift: Drift | None = None, pooled_baseline: RunDocument | None = None) -> ReportContent:
     """What a report of `docs` says; `baseline_history`: each case's earlier fast ends
-    (`compare.case_history`), so the comparison with `baseline` is `kvbench compare`'s own."""
+    (`compare.case_history`) and `pooled_baseline` the baseline as `compare` weighs it (the median of its
+    `--repeat` runs: analyze/pooled.py), so the comparison with `baseline` is `kvbench compare`'s own."""
     results = [{**r, "run_id": d["run"]["id"]} for d in docs for r in d["results"]]
     host = next((d.get("host") for d in docs if d.get("host") and d["host"].get("facts")), None)
     content = ReportContent(
@@ -178,7 +179,8 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
         # Across a driver upgrade or onto another box too: the report is most needed that day, so it
         # compares anyway and states what differs rather than refusing.
         content.baseline_differences = differences(baseline, docs[-1])
-        content.comparisons = compare_runs(baseline, docs[-1], cross_host=True, history=baseline_history)
+        content.comparisons = compare_runs(pooled_baseline or baseline, docs[-1], cross_host=True,
+                                           history=baseline_history)
     for bench, found, allowances in history_series([*([baseline] if baseline is not None else []), *docs],
                                                    content.comparisons):
         question = f"Has {bench} held its level on this host, run after run?"

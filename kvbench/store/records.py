@@ -197,14 +197,18 @@ def _need(data: Any, where: str, fields: dict[str, Any]) -> None:
 
 
 def run_document(run: RunRecord, host: dict[str, Any] | None, results: list[ResultRecord],
-                 context: dict[str, Any] | None = None, history: dict[str, list[float]] | None = None) -> dict[str, Any]:
+                 context: dict[str, Any] | None = None, history: dict[str, list[float]] | None = None,
+                 pool: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """The JSON document of a run: format version, run, host, context (the software it ran under:
     driver, CUDA, library versions; absent from older exports), results, and in an export of a stored
     run `history`: each case's fast end (p90 GB/s) in its host's runs of that context up to and including
-    this one (kvbench/analyze/carried.py), so a job in a fresh database still has the case's noise."""
+    this one (kvbench/analyze/carried.py), so a job in a fresh database still has the case's noise; in
+    an export of a `--repeat` baseline `baseline_pool`: each case's rates in every run of the batch
+    (kvbench/analyze/pooled.py)."""
     return {"format_version": FORMAT_VERSION, "run": run.to_json(), "host": host,
             **({"context": context} if context is not None else {}), "results": [r.to_json() for r in results],
-            **({"history": history} if history is not None else {})}
+            **({"history": history} if history is not None else {}),
+            **({"baseline_pool": pool} if pool is not None else {})}
 
 
 def migrate(doc: Any, where: str) -> dict[str, Any]:
@@ -231,7 +235,8 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
     for name, value in (("host", host), ("context", context)):
         if value is not None and not isinstance(value, dict):
             raise BadInput(f"{where}: '{name}' must be an object")
-    return run_document(run, host, results, context, _history(doc.get("history"), where))
+    return run_document(run, host, results, context, _history(doc.get("history"), where),
+                        _pool(doc.get("baseline_pool"), where))
 
 
 def _history(history: Any, where: str) -> dict[str, list[float]] | None:
@@ -243,6 +248,24 @@ def _history(history: Any, where: str) -> dict[str, list[float]] | None:
                                             for g in rates) for rates in history.values()):
         raise BadInput(f"{where}: 'history' must map each case id to a list of positive rates (GB/s)")
     return {str(case): [float(g) for g in rates] for case, rates in history.items()}
+
+
+def _pool(pool: Any, where: str) -> dict[str, list[dict[str, Any]]] | None:
+    """An export's `baseline_pool` checked: case id → [{"run": id, "started_at", "gbps": {median, p10, p90}
+    positive GB/s, "contention": record or null}]; None where absent."""
+    if pool is None:
+        return None
+    positive = lambda g: isinstance(g, (int, float)) and not isinstance(g, bool) and g > 0  # noqa: E731
+    good = isinstance(pool, dict) and all(isinstance(runs, list) and all(
+        isinstance(e, dict) and isinstance(e.get("run"), int) and isinstance(e.get("gbps"), dict)
+        and all(positive(e["gbps"].get(k)) for k in RATES) and isinstance(e.get("contention"), (dict, type(None)))
+        for e in runs) for runs in pool.values())
+    if not good:
+        raise BadInput(f"{where}: 'baseline_pool' must map each case id to a list of runs, each with its 'run' id "
+                       "and positive 'gbps' median, p10 and p90")
+    return {str(case): [{"run": e["run"], "started_at": e.get("started_at"),
+                         "gbps": {k: float(e["gbps"][k]) for k in RATES}, "contention": e.get("contention")}
+                        for e in runs] for case, runs in pool.items()}
 
 
 def result_row(result: dict[str, Any]) -> dict[str, Any]:
