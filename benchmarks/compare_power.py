@@ -72,7 +72,7 @@ def stop(procs: list[subprocess.Popen]) -> None:
 
 
 def scaled(doc: dict, scale: float) -> dict:
-    """`doc` with every rate multiplied by `scale` and every time divided by it: a known drop."""
+    """`doc` with every rate (its batch's too) multiplied by `scale` and every time divided by it: a known drop."""
     out = copy.deepcopy(doc)
     for r in out["results"]:
         if r["status"] != "ok":
@@ -80,6 +80,11 @@ def scaled(doc: dict, scale: float) -> dict:
         r["gbps"] = {k: (v * scale if v is not None else None) for k, v in r["gbps"].items()}
         r["seconds"] = {k: (v / scale if v is not None else None) for k, v in (r.get("seconds") or {}).items()}
         r["samples_s"] = [s / scale for s in r.get("samples_s") or []]
+    # a `--repeat` baseline's export carries its batch's rates, which compare pools: the drop is planted
+    # in every run of the batch, or the pool (holding the run's own rates) would not match its results
+    for entries in (out.get("baseline_pool") or {}).values():
+        for e in entries:
+            e["gbps"] = {k: v * scale for k, v in e["gbps"].items()}
     return out
 
 

@@ -9,6 +9,7 @@ foreign file is refused with one line naming what is wrong, never a KeyError lat
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
@@ -235,8 +236,9 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
     for name, value in (("host", host), ("context", context)):
         if value is not None and not isinstance(value, dict):
             raise BadInput(f"{where}: '{name}' must be an object")
-    return run_document(run, host, results, context, _history(doc.get("history"), where),
-                        _pool(doc.get("baseline_pool"), where))
+    pool = _pool(doc.get("baseline_pool"), where)
+    _pool_holds_the_run(pool, run, results, where)
+    return run_document(run, host, results, context, _history(doc.get("history"), where), pool)
 
 
 def _history(history: Any, where: str) -> dict[str, list[float]] | None:
@@ -266,6 +268,27 @@ def _pool(pool: Any, where: str) -> dict[str, list[dict[str, Any]]] | None:
     return {str(case): [{"run": e["run"], "started_at": e.get("started_at"),
                          "gbps": {k: float(e["gbps"][k]) for k in RATES}, "contention": e.get("contention")}
                         for e in runs] for case, runs in pool.items()}
+
+
+def _pool_holds_the_run(pool: dict[str, list[dict[str, Any]]] | None, run: RunRecord, results: list[ResultRecord],
+                        where: str) -> None:
+    """Refuse a `baseline_pool` that does not hold the document's own rates: each ok case it names must
+    list this run with this run's median, p10 and p90. An export whose results were edited (scaled to
+    plant a drop) and whose pool was not would otherwise be judged on the pool, the edit silently lost."""
+    if not pool:
+        return
+    for r in results:
+        entries = pool.get(r.case) if r.status == "ok" else None
+        if not entries:
+            continue
+        own = [e for e in entries if e["run"] == run.id]
+        rates = {k: (r.gbps or {}).get(k) for k in RATES}
+        if len(own) != 1 or any(rates[k] is None or not math.isclose(own[0]["gbps"][k], rates[k], rel_tol=1e-9)
+                                for k in RATES):
+            held = f"{own[0]['gbps']['median']:.6g} GB/s" if len(own) == 1 else "no entry"
+            raise BadInput(f"{where}: 'baseline_pool' does not hold run {run.id}'s own rates for case {r.case} "
+                           f"({held} against its result's {rates['median']} GB/s median): edit both, or drop "
+                           "'baseline_pool' to compare with the run alone")
 
 
 def result_row(result: dict[str, Any]) -> dict[str, Any]:

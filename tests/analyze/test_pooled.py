@@ -99,6 +99,30 @@ def test_a_baseline_export_carries_its_batch_and_a_fresh_database_pools_it_alike
     assert proc.returncode == 2 and "'baseline_pool'" in proc.stderr.strip().splitlines()[-1], proc.stderr
 
 
+def test_an_export_whose_results_were_edited_and_its_pool_not_is_refused_rather_than_judged_on_the_pool(tmp_path):
+    """A drop planted in a baseline export (its rates scaled, as benchmarks/ci_recipe.py does) must reach the
+    verdict: a pool that no longer holds the run's own rates would have silently undone the edit."""
+    home = f"sqlite:///{tmp_path / 'home.sqlite'}"
+    _store_runs(home, [(g, {}) for g in EARLIER] + _batch(BATCH))
+    doc = json.loads(cli("export", "baseline", "--db", home, "--format", "json", env=ENV).stdout)
+    fresh = f"sqlite:///{tmp_path / 'job.sqlite'}"
+    _store_runs(fresh, [(9.9, {})])  # the job: identical to the baseline's median
+    for r in doc["results"]:
+        r["gbps"] = {k: v / 0.6 for k, v in r["gbps"].items()}
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc))
+    proc = cli("compare", str(edited), "latest", "--db", fresh, env=ENV)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and "'baseline_pool' does not hold run 8's own rates" in last, proc.stderr
+    for entries in doc["baseline_pool"].values():  # the drop planted in every run of the batch
+        for e in entries:
+            e["gbps"] = {k: v / 0.6 for k, v in e["gbps"].items()}
+    edited.write_text(json.dumps(doc))
+    proc = cli("compare", str(edited), "latest", "--db", fresh, "--format", "json", env=ENV)
+    (c,) = json.loads(proc.stdout)["comparisons"]
+    assert proc.returncode == 1 and c["verdict"] == "slower" and c["base_gbps"] == pytest.approx(9.9 / 0.6)
+
+
 def test_the_new_run_is_never_part_of_its_own_base(tmp_path):
     db = f"sqlite:///{tmp_path / 'k.sqlite'}"
     _store_runs(db, _batch([10.0, 10.2, 9.8]))
