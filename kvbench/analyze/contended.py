@@ -136,6 +136,13 @@ def contended_failures(verdicts: list[Verdict], doc: RunDocument) -> list[str]:
     return list(out)
 
 
+def contended_drops(comparisons: list[Any], base: RunDocument, new: RunDocument) -> list[str]:
+    """The case ids `compare --measure-again` measures once more: each `slower` whose base or new result
+    was measured while the box was contended (a neighbour's burst, not the code, may have made it)."""
+    busy = {r["case"] for doc in (base, new) for r in doc["results"] if r.get("case") and contention_reasons(r)}
+    return [c.case for c in comparisons if c.verdict == "slower" and c.case in busy]
+
+
 def with_remeasured(doc: RunDocument, redo: RunDocument) -> RunDocument:
     """`doc` with each result that `redo` measured again replaced by the new one (which names the run
     it came from in `remeasured_in`)."""

@@ -49,15 +49,16 @@ def resample_uncertain(doc: dict, verdicts: list, rules_files: list, suite: str,
     from kvbench.analyze.accept.uncertain import RESAMPLE_BUDGET_S, resample_plan
     from kvbench.analyze.contended import with_remeasured
     from kvbench.run.suite_run import RunRequest
+    from kvbench.store.tags import RESAMPLE_OF
 
     cases, precision = resample_plan(verdicts, doc)
     if not cases:
         return doc, verdicts, None
     err.print(f"kvbench: {len(cases)} case(s) judged a ratio whose 95 % interval straddles its threshold: "
               f"re-sampling them (to ±{precision:.1%}, at most {RESAMPLE_BUDGET_S:g} s each)")
-    request = RunRequest(suite=suite, tags={"purpose": "acceptance", "resample_of": str(doc["run"]["id"])}, db=db,
+    request = RunRequest(suite=suite, tags={"purpose": "acceptance", RESAMPLE_OF: str(doc["run"]["id"])}, db=db,
                          cases=tuple(cases), precision=precision, max_time_s=RESAMPLE_BUDGET_S)
-    redo = _measure_again(request, db, quiet)
+    redo = measure_cases_again(request, db, quiet)
     doc = with_remeasured(doc, redo)
     return doc, judge(doc, rules_files), int(redo["run"]["id"])
 
@@ -109,18 +110,19 @@ def remeasure_contended(doc: dict, verdicts: list, rules_files: list, suite: str
     from kvbench.analyze.accept.judge import judge
     from kvbench.analyze.contended import contended_failures, with_remeasured
     from kvbench.run.suite_run import RunRequest
+    from kvbench.store.tags import REMEASURE_OF
 
     cases = contended_failures(verdicts, doc)
     if not cases:
         return doc, verdicts
     err.print(f"kvbench: {len(cases)} case(s) failed a rule while the box was contended: measuring them once more")
-    request = RunRequest(suite=suite, tags={"purpose": "acceptance", "remeasure_of": str(doc["run"]["id"])}, db=db,
+    request = RunRequest(suite=suite, tags={"purpose": "acceptance", REMEASURE_OF: str(doc["run"]["id"])}, db=db,
                          cases=tuple(cases))
-    doc = with_remeasured(doc, _measure_again(request, db, quiet))
+    doc = with_remeasured(doc, measure_cases_again(request, db, quiet))
     return doc, judge(doc, rules_files)
 
 
-def _measure_again(request, db: str | None, quiet: bool) -> dict:
+def measure_cases_again(request, db: str | None, quiet: bool) -> dict:
     """The run document of `request` measured now (a case that fails now is judged as failed)."""
     from kvbench.cli.run import run_and_show
 

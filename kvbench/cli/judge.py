@@ -147,6 +147,10 @@ def compare(
     allow_incomplete: Annotated[bool, typer.Option("--allow-incomplete", help="exit 0, not 3, when INCOMPLETE")] = False,
     require_quiet: Annotated[bool, typer.Option("--require-quiet", help="judge no change measured while either run "
                                                 "was contended: INCOMPLETE instead (dedicated runners)")] = False,
+    measure_again: Annotated[bool, typer.Option("--measure-again", help="where NEW is this host's stored run: measure "
+                                                "each case slower while the box was contended once more, then judge")] = False,
+    suite: Annotated[str | None, typer.Option(help="with --measure-again: the suite NEW's cases come from, where it "
+                                              "was a TOML file (default: NEW's suite by name)")] = None,
     json_out: JsonOption = None,
     db: DbOption = None,
     peaks: PeaksOption = None,
@@ -156,15 +160,10 @@ def compare(
     gates but a drop is one the new run's contention can explain (with --require-quiet: any drop measured
     on a contended box)."""
     from kvbench.analyze.carried import with_carried
-    from kvbench.analyze.compare import (
-        case_history,
-        compare_runs,
-        has_regression,
-        held_back_drops,
-        regression_summary,
-        suite_note,
-    )
+    from kvbench.analyze.compare import (case_history, compare_runs, has_regression, held_back_drops,
+                                         regression_summary, suite_note)
     from kvbench.analyze.pooled import pooled_base
+    from kvbench.cli.compare_again import measure_contended_drops_again
     from kvbench.benches.describe import describe_params
     from kvbench.report.table import comparisons_markdown, comparisons_table
 
@@ -187,8 +186,12 @@ def compare(
     else:
         history = with_carried(case_history(store, new_doc), base_doc, new_doc)  # a baseline export's, if needed
         base_doc = pooled_base(store, base_doc, new_doc)  # a --repeat baseline: the median of its runs
-        comparisons = compare_runs(base_doc, new_doc, floor, cross_host, history,
-                                   this_host_ids(store) if store is not None else [], require_quiet)
+        ids = this_host_ids(store) if store is not None else []
+        judge_new = lambda doc: compare_runs(base_doc, doc, floor, cross_host, history, ids, require_quiet)  # noqa: E731
+        comparisons = judge_new(new_doc)
+        if measure_again and not require_quiet:  # compare_again.py: a neighbour's burst is not a regression
+            new_doc, comparisons = measure_contended_drops_again(base_doc, new_doc, comparisons, db, judge_new,
+                                                                 suite, quiet=json_out == "-")
     what = "link" if links else "case"
     title = (f"{_named(base_doc)} → {_named(new_doc)} (slower or faster: ranges apart and the change "
              f"beyond {floor:.0%} and beyond the {what}'s allowance; judged on the fast end where contention could "
@@ -196,11 +199,9 @@ def compare(
     if json_out:
         write_json({"base": base_doc["run"]["id"], "new": new_doc["run"]["id"], "threshold": floor,
                     "comparisons": [c.to_dict() for c in comparisons]}, json_out)
-    if json_out == "-":
-        pass
-    elif fmt == "markdown":
+    if json_out != "-" and fmt == "markdown":
         sys.stdout.write(comparisons_markdown(comparisons, title, describe_params))
-    else:
+    elif json_out != "-":
         out.print(comparisons_table(comparisons, title, describe_params))
     for doc in (base_doc, new_doc):
         if doc["run"].get("partial"):

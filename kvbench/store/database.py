@@ -18,7 +18,7 @@ from kvbench.store.hostmerge import HostMerge
 from kvbench.store.fleet_spread import FleetSpread
 from kvbench.store.links import Links
 from kvbench.store.run_facts import RunFacts
-from kvbench.store.tags import WHOLE, Tags
+from kvbench.store.tags import WHOLE, Tags, is_remeasurement
 
 
 def _now() -> datetime:
@@ -153,18 +153,17 @@ class Store(Tags, HostMerge, Links, RunFacts, FleetSpread):
 
     @reading
     def resolve_run(self, ref: str | int = "latest", prefer_hosts: list[str] | None = None) -> int:
-        """A run id from `latest` (the newest whole run: not running, aborted or crashed, nor short of
-        its cases — of `prefer_hosts` where they have one, else of any host) or a number; `BadInput`
-        when there is no such run."""
+        """A run id from `latest` (the newest whole run, not a re-measurement of another's cases — of
+        `prefer_hosts` where they have one, else of any host) or a number; `BadInput` when there is none."""
         with self.engine.connect() as conn:
             newest = self._newest(conn)
             if str(ref) == "latest":
                 for hosts in ([prefer_hosts] if prefer_hosts else []) + [None]:
-                    query = sa.select(schema.run.c.id).order_by(schema.run.c.id.desc())
+                    query = sa.select(schema.run.c.id, schema.run.c.tags).order_by(schema.run.c.id.desc())
                     if hosts is not None:
                         query = query.where(schema.run.c.host_id.in_(hosts))
                     for row in conn.execute(query):
-                        if self._partial(conn, row.id) is None:
+                        if not is_remeasurement(row.tags) and self._partial(conn, row.id) is None:
                             return int(row.id)
                 raise BadInput(f"database {self.url} holds no whole run (every run was interrupted): give a run id")
             try:

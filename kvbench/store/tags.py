@@ -7,6 +7,7 @@ Tags live in one JSON column, changed by read-modify-write: the run's row is loc
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -16,6 +17,14 @@ from kvbench.store.durable import lock_run, retrying
 
 BASELINE = "baseline"  # the tag `compare baseline` and `report --baseline baseline` look for
 WHOLE = ("complete", "failed")  # ended by itself; "failed" runs hold every case, some of them failed
+# a run of some cases of another measured once more (accept's and compare's --measure-again, accept's
+# re-sampling): an appendix of that run, never what `latest` names
+REMEASURE_OF, RESAMPLE_OF = "remeasure_of", "resample_of"
+
+
+def is_remeasurement(tags: dict[str, Any] | None) -> bool:
+    """Whether a run with these tags measured some cases of another run once more."""
+    return bool(tags) and (REMEASURE_OF in tags or RESAMPLE_OF in tags)
 
 
 def _now() -> datetime:
