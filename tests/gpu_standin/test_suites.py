@@ -153,13 +153,15 @@ def test_every_command_that_reads_gpu_rows_runs_on_them(full_check, second_run, 
 def test_plan_shows_the_peer_gpu_tier_from_the_suite_s_kv_handoff(full_check):
     """Issue 30: the suite's kv.handoff rows (two simulated GPUs) are plan's "peer GPU" tier, with a rate
     (the stand-in's, inside this temporary database only) and the handoff's request time. One stage's
-    database stands for both: the same kv.handoff benchmark and plan."""
+    database stands for both: the same kv.handoff benchmark and plan. On a busy box the stand-in's one
+    request can take longer than its whole restore; plan then leaves the request time out and says why."""
     _stage, out, _proc, env = full_check
     proc = kvbench("plan", "--model", str(TINY_MODEL), "--tokens", "4096", "--json", "-", "--db",
                    f"sqlite:///{out / 'gpu-check.sqlite'}", env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     (peer,) = [t for t in json.loads(proc.stdout)["tiers"] if t["tier"].startswith("peer GPU")]
-    assert peer["measured_gbps"] and peer["request_ms"]["n"] == 30
+    request = peer["request_ms"]
+    assert peer["measured_gbps"] and (request["n"] == 30 if request else "request time left out" in peer["note"]), peer
 
 
 def test_ce_batch_that_cannot_find_its_runtime_fails_the_call_instead_of_passing_it(tmp_path):
