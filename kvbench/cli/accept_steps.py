@@ -42,8 +42,8 @@ def level_one_document() -> dict:
 def resample_uncertain(doc: dict, verdicts: list, rules_files: list, suite: str, db: str | None,
                         quiet: bool = False) -> tuple[dict, list, int | None]:
     """Once: the cases of ratio verdicts whose 95 % interval straddles their threshold run again into a
-    run of their own (tagged resample_of), sampled until the interval is narrower than their distance
-    from it or RESAMPLE_BUDGET_S is spent; judged again on their new results. Returns the document,
+    run of their own (tagged resample_of), sampled until the interval is clear of it or
+    RESAMPLE_BUDGET_S is spent; judged again on their new results. Returns the document,
     the verdicts and the re-sampling run (None: nothing straddled)."""
     from kvbench.analyze.accept.judge import judge
     from kvbench.analyze.accept.uncertain import RESAMPLE_BUDGET_S, resample_plan
@@ -51,13 +51,14 @@ def resample_uncertain(doc: dict, verdicts: list, rules_files: list, suite: str,
     from kvbench.run.suite_run import RunRequest
     from kvbench.store.tags import RESAMPLE_OF
 
-    cases, precision = resample_plan(verdicts, doc)
+    cases, bounds = resample_plan(verdicts, doc)
     if not cases:
         return doc, verdicts, None
     err.print(f"kvbench: {len(cases)} case(s) judged a ratio whose 95 % interval straddles its threshold: "
-              f"re-sampling them (to ±{precision:.1%}, at most {RESAMPLE_BUDGET_S:g} s each)")
+              f"re-sampling them until it is clear of {', '.join(f'{b:g} x' for b in bounds)} "
+              f"(at most {RESAMPLE_BUDGET_S:g} s each)")
     request = RunRequest(suite=suite, tags={"purpose": "acceptance", RESAMPLE_OF: str(doc["run"]["id"])}, db=db,
-                         cases=tuple(cases), precision=precision, max_time_s=RESAMPLE_BUDGET_S)
+                         cases=tuple(cases), ratio_bounds=bounds, max_time_s=RESAMPLE_BUDGET_S)
     redo = measure_cases_again(request, db, quiet)
     doc = with_remeasured(doc, redo)
     return doc, judge(doc, rules_files), int(redo["run"]["id"])

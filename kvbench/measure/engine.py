@@ -15,7 +15,11 @@ negligible; the loop's own per-call overhead is measured and flagged when above 
 Sampling stops at the precision target, as nvbench's stdrel criterion does with its noise: once
 the median's 95 % confidence interval is within ±`precision` of it (and the paired ratio's too),
 or when the case's time budget `max_time_s` (seconds of timed sampling, both sides of a pair
-counted) is spent, never before `samples` samples. A case with
+counted) is spent, never before `samples` samples. A case re-sampled because a verdict's threshold
+sat inside its paired ratio's interval (`ratio_bounds`, accept's re-sampling) also stops once the
+ratio's 99 % interval holds none of them: the verdict no longer depends on more samples. 99 %, not
+the 95 % the verdict then uses, because looking after every pair gives chance many tries: a ratio
+that sits on its threshold would clear a 95 % interval at some look far more often than 1 in 20. A case with
 a `pair` times its other side interleaved with it (A B, B A, ...: the same warm-up, the same
 moment), so the ratio is taken per pair of samples, not between two medians taken apart.
 """
@@ -29,10 +33,11 @@ from typing import Any
 
 from kvbench.errors import IntegrityError
 from kvbench.measure.measurement import Measurement, Paired
-from kvbench.measure.stats import CV_WARN, relative_half_width, summarize
+from kvbench.measure.stats import CV_WARN, median_ci, relative_half_width, summarize
 from kvbench.measure.timer import MonotonicTimer, Timer
 
 MAX_OVERHEAD = 0.01
+STOP_CONFIDENCE = 0.99  # of the paired ratio's interval that must clear `ratio_bounds` to stop early
 MAX_SAMPLES = 10_000  # a case that never reaches its target stops here even with an endless budget
 PROVE_OPS = 256  # at most this many operations are proven one by one after the samples (each reset and checked)
 PROVE_S = 2.0  # past the first two (an alternation shows in two), only while under these wall seconds:
@@ -51,12 +56,15 @@ class Settings:
     max_loops: int = 1 << 20
     precision: float = 0.01
     max_time_s: float | None = None  # None: samples × min_sample_s, what a case sampled before the rule
+    ratio_bounds: tuple[float, ...] = ()  # thresholds the paired ratio is judged against: stop once clear of them
 
     def __post_init__(self) -> None:
         if self.samples < 5:
             raise ValueError(f"samples={self.samples}: at least 5 samples are needed for p10/p90")
         if not 0 < self.precision < 1:
             raise ValueError(f"precision={self.precision}: give a fraction between 0 and 1 (0.01 is ±1 %)")
+        if any(not b > 0 for b in self.ratio_bounds):
+            raise ValueError(f"ratio_bounds={self.ratio_bounds}: a ratio's threshold is a positive number")
         if self.max_time_s is not None and not self.max_time_s > 0:
             raise ValueError(f"max_time_s={self.max_time_s}: give a positive number of seconds")
 
@@ -151,8 +159,9 @@ def _sample(workload: Workload, loops: int) -> float:
     return workload.timer.time(workload.run, loops) / loops
 
 
-def _stop(samples: list[list[float]], settings: Settings, elapsed_s: float) -> str:
-    """Why to stop sampling now ("" to go on); one more (the checked) sample follows a stop."""
+def _stop(samples: list[list[float]], settings: Settings, elapsed_s: float, scale: float = 1.0) -> str:
+    """Why to stop sampling now ("" to go on); one more (the checked) sample follows a stop. `scale`: the
+    case's bytes per operation over its pair's (a pair's ratio is of rates, the samples are seconds)."""
     n = len(samples[0])
     if n + 1 < settings.samples:
         return ""
@@ -160,7 +169,11 @@ def _stop(samples: list[list[float]], settings: Settings, elapsed_s: float) -> s
         return f"sample cap ({MAX_SAMPLES})"
     spans = [relative_half_width(samples[0])]
     if len(samples) > 1:  # the pair: its ratio must be as precise as the case
-        spans.append(relative_half_width([b / a for a, b in zip(*samples, strict=True)]))
+        ratios = [scale * b / a for a, b in zip(*samples, strict=True)]
+        spans.append(relative_half_width(ratios))
+        interval = median_ci(ratios, STOP_CONFIDENCE) if settings.ratio_bounds else None
+        if interval is not None and not any(interval[0] < bound < interval[1] for bound in settings.ratio_bounds):
+            return f"paired ratio's interval clear of {', '.join(f'{b:g}' for b in settings.ratio_bounds)}"
     if all(s is not None and s <= settings.precision for s in spans):
         return "precision target reached"
     if elapsed_s * (n + 1) / n >= settings.budget_s:  # the next sample (of the average length) would spend it
@@ -194,10 +207,11 @@ def measure(workload: Workload, settings: Settings = Settings(), progress: Calla
     for side in sides:
         warm_up(side, settings)
     loops = [calibrate(side, settings) for side in sides]
+    scale = workload.bytes_per_op / workload.pair.workload.bytes_per_op if workload.pair else 1.0
     samples: list[list[float]] = [[] for _ in sides]
     spent_s, stopped = 0.0, ""  # timed seconds of sampling, every side's: what the budget counts
     while True:
-        stopped = stopped or _stop(samples, settings, spent_s)
+        stopped = stopped or _stop(samples, settings, spent_s, scale)
         order = range(len(sides)) if len(samples[0]) % 2 == 0 else reversed(range(len(sides)))  # A B, B A
         for k in order:
             if stopped:  # the last sample: untimed poison first, so its operations must write every byte themselves

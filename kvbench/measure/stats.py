@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 
@@ -57,15 +58,15 @@ MIN_CI_SAMPLES = 6  # below 6 samples no pair of order statistics covers the med
 
 
 @lru_cache(maxsize=512)
-def _median_ci_ranks(n: int) -> tuple[int, int] | None:
-    """1-based ranks (lo, hi) of the order statistics bounding the median's 95 % confidence interval:
+def _median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int] | None:
+    """1-based ranks (lo, hi) of the order statistics bounding the median's `confidence` interval:
     distribution-free (the count of samples below the median is Binomial(n, 1/2)), the tightest
-    symmetric pair whose coverage is at least 95 %; None when n is too small for any."""
+    symmetric pair whose coverage is at least `confidence`; None when n is too small for any."""
     if n < MIN_CI_SAMPLES:
         return None
-    tail = (1 - CONFIDENCE) / 2
+    tail = (1 - confidence) / 2
     if n > 300:  # the normal approximation of the binomial, exact enough here and O(1)
-        lo = max(1, int(math.floor(n / 2 - 1.959964 * math.sqrt(n) / 2)))
+        lo = max(1, int(math.floor(n / 2 - NormalDist().inv_cdf(1 - tail) * math.sqrt(n) / 2)))
         return lo, n + 1 - lo
     total, below, lo = 2**n, 0, 0
     for k in range(n):  # P(Binomial < lo + 1) ≤ tail: the order statistic lo + 1 still bounds it
@@ -76,9 +77,10 @@ def _median_ci_ranks(n: int) -> tuple[int, int] | None:
     return (lo, n + 1 - lo) if lo >= 1 else None
 
 
-def median_ci(values: Sequence[float]) -> tuple[float, float] | None:
-    """The median's 95 % confidence interval (same unit as `values`); None below 6 values."""
-    ranks = _median_ci_ranks(len(values))
+def median_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """The median's 95 % (`confidence`) interval (same unit as `values`); None where too few values
+    bound it (below 6 for 95 %, below 8 for 99 %)."""
+    ranks = _median_ci_ranks(len(values), confidence)
     if ranks is None:
         return None
     ordered = np.sort(np.asarray(values, dtype=float))

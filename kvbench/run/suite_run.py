@@ -33,6 +33,7 @@ class RunRequest:
     samples: int | None = None
     precision: float | None = None  # overrides the suite's (a fraction: 0.01 is ±1 %)
     max_time_s: float | None = None  # overrides the suite's sampling budget per case
+    ratio_bounds: tuple[float, ...] = ()  # a paired ratio's thresholds: its case stops sampling once clear of them
     db: str | None = None
     max_cases: int = MAX_CASES
     cases: tuple[str, ...] = ()  # only these case ids of the plan (accept's re-measurement); () = all
@@ -67,6 +68,8 @@ def plan_request(request: RunRequest) -> tuple[list[Case], Settings, RunInfo]:
         engine = dataclasses.replace(engine, precision=request.precision)
     if request.max_time_s is not None:
         engine = dataclasses.replace(engine, max_time_s=request.max_time_s)
+    if request.ratio_bounds:
+        engine = dataclasses.replace(engine, ratio_bounds=tuple(request.ratio_bounds))
     return cases, engine, info
 
 

@@ -48,7 +48,7 @@ def test_a_stored_run_s_straddling_ratio_is_incomplete_with_both_ends_and_says_i
 def test_a_ratio_whose_interval_clears_its_threshold_keeps_its_verdict(rules):
     doc = with_ratios(quick_run(), CLEAR)
     verdicts = judge(doc, rules)
-    assert name_uncertain(verdicts, doc, None) == verdicts and resample_plan(verdicts, doc) == ([], None)
+    assert name_uncertain(verdicts, doc, None) == verdicts and resample_plan(verdicts, doc) == ([], ())
 
 
 def test_an_unpaired_ratio_has_no_interval_and_is_left_as_judged(rules):
@@ -74,7 +74,7 @@ def test_accept_resamples_a_straddling_case_once_then_judges_it_or_names_it_unce
     doc2, verdicts, resampled_in = accept_steps.resample_uncertain(doc, judge(doc, rules), rules, "acceptance", None)
     (request,) = asked
     assert request.cases == (HOST_CASE,) and request.max_time_s == RESAMPLE_BUDGET_S
-    assert 0 < request.precision < (0.96 - 0.8) / 0.96  # narrow enough to clear the threshold
+    assert request.ratio_bounds == (0.8,) and request.precision is None  # sampled until clear of 0.8 x
     assert request.tags["resample_of"] == str(doc["run"]["id"]) and resampled_in == 2
     (verdict,) = name_uncertain(verdicts, doc2, resampled_in)
     assert verdict.verdict == word

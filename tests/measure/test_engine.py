@@ -299,6 +299,32 @@ def test_a_case_with_a_pair_stops_at_its_target_only_when_the_ratio_is_as_precis
     assert calm.stopped == "precision target reached" and len(calm.samples_s) <= budget.samples + 2
 
 
+@pytest.mark.parametrize("pair_over_case,stops_early", [(2.0, True), (0.8, False)],
+                         ids=["ratio-far-from-its-threshold", "ratio-on-its-threshold"])
+def test_a_case_resampled_against_a_threshold_stops_once_its_ratio_is_clear_of_it(pair_over_case, stops_early):
+    """Accept's re-sampling (issue 37): the ratio noisy (pairs 0.5–3 x its level) and a precision out of reach.
+    Its level at 2 x against a 0.8 x threshold: sampling stops as soon as the ratio's 99 % interval holds
+    no 0.8, long before the budget, and the 95 % interval accept then judges is clear of it too. Its level
+    at 0.8 x (half its pairs either side, none on it): it samples on to the budget."""
+    own = [1e-3] * 5000
+    jitter = (0.5, 2.0, 0.9, 1.1, 3.0, 0.7)  # the ratio's median at pair_over_case: 3 pairs below it, 3 above
+    other = [1e-3 * pair_over_case * jitter[i % len(jitter)] for i in range(5000)]
+    budget = Settings(samples=5, min_sample_s=0.0001, warmup_s=0, max_time_s=0.5, precision=0.001,
+                      ratio_bounds=(0.8,))
+    m = paired(Steps(own, other), budget)
+    low, high = median_ci(m.ratios())
+    if stops_early:
+        assert m.stopped == "paired ratio's interval clear of 0.8" and not low < 0.8 < high, (m.stopped, low, high)
+        assert len(m.samples_s) < 100
+    else:
+        assert m.stopped == "time budget (0.5 s) spent", m.stopped
+
+
+def test_a_ratio_threshold_is_positive():
+    with pytest.raises(ValueError, match="ratio_bounds"):
+        Settings(ratio_bounds=(0.0,))
+
+
 def test_a_pair_whose_other_side_is_broken_fails_the_case():
     a = workload()
     a.pair = Pair({"strategy": "contiguous"}, workload(run=lambda: None))
@@ -350,6 +376,8 @@ def test_the_median_ci_uses_order_statistics():
     lo, hi = median_ci(values)
     assert (lo, hi) == (40.0, 61.0)  # the textbook ranks for n = 100
     assert relative_half_width(values) == pytest.approx((61 - 40) / 2 / 50.5)
+    assert median_ci(values, 0.99) == (37.0, 64.0)  # wider: the engine stops on it when it looks after every pair
+    assert median_ci([1.0] * 7, 0.99) is None  # seven values cannot bound the median with 99 %
 
 
 def test_operations_past_the_first_two_are_proven_only_while_the_proof_is_short(monkeypatch):

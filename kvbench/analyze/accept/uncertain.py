@@ -5,10 +5,13 @@ threshold is neither a PASS nor a FAIL an engineer can trust ("0.97 x against �
 The interval is the median's distribution-free 95 % confidence interval over the case's per-pair ratios
 (kvbench/measure/stats.py `median_ci`: order statistics of the binomial count below the median; the
 same interval the measurement's stopping rule tightens; docs/measurement.md). `accept` first
-re-samples such a case (it runs again, until its interval is narrower than its distance from the
-threshold or the re-sampling budget RESAMPLE_BUDGET_S is spent); a verdict that still straddles is
-INCOMPLETE (uncertain), with the median and both ends of its interval. A stored run judged with
-`--run` is not re-sampled, and says so.
+re-samples such a case: it runs again until its ratio's interval is clear of the threshold (the engine's
+`ratio_bounds`) or the re-sampling budget RESAMPLE_BUDGET_S is spent. Not to a precision worked out
+from the first run's median: beside a busy neighbour the ratio's median moves between runs (1.27 x,
+then 0.97 x against ≥ 0.8 x in one trial, docs/contention.md), and a precision that would have cleared
+the first median stopped the re-sample while the second still straddled. A verdict that still
+straddles is INCOMPLETE (uncertain), with the median and both ends of its interval. A stored run
+judged with `--run` is not re-sampled, and says so.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from kvbench.metadata import PAIRED
 
 UNCERTAIN = "uncertain"  # how an uncertain verdict's `why` begins
 RESAMPLE_BUDGET_S = 60.0  # seconds of timed sampling one re-sampled case may spend (both sides of its pair)
-MIN_PRECISION = 0.002  # the tightest interval (±0.2 % of the median) re-sampling asks for
 
 
 def is_uncertain(verdict: Verdict) -> bool:
@@ -64,16 +66,15 @@ def straddling(verdicts: list[Verdict], doc: RunDocument) -> list[tuple[Verdict,
     return out
 
 
-def resample_plan(verdicts: list[Verdict], doc: RunDocument) -> tuple[list[str], float | None]:
-    """(case ids to re-sample, the precision that would clear the nearest threshold): a fraction of the
-    median, the interval's half-width that no longer reaches the bound (at least MIN_PRECISION)."""
+def resample_plan(verdicts: list[Verdict], doc: RunDocument) -> tuple[list[str], tuple[float, ...]]:
+    """(case ids to re-sample, the thresholds their ratios' intervals straddle): each case then samples
+    until its ratio's interval is clear of them (kvbench/measure/engine.py `ratio_bounds`)."""
     cases: dict[str, None] = {}
-    precision = None
-    for v, (median, _low, _high), bound in straddling(verdicts, doc):
+    bounds: dict[float, None] = {}
+    for v, _interval, bound in straddling(verdicts, doc):
         cases[v.cases[0]] = None  # the case that measured the ratio: it times its other side interleaved with it
-        need = max(MIN_PRECISION, 0.9 * abs(median - bound) / median) if median > 0 else MIN_PRECISION
-        precision = need if precision is None else min(precision, need)
-    return list(cases), precision
+        bounds[bound] = None
+    return list(cases), tuple(bounds)
 
 
 def name_uncertain(verdicts: list[Verdict], doc: RunDocument, resampled_in: int | None) -> list[Verdict]:
