@@ -12,6 +12,7 @@ from rich.console import Console
 from kvbench.analyze.noise import allowance, allowance_words, between_run_noise
 from kvbench.store import open_store
 from tests.inproc import run_in_process as cli
+from tests.one_case_runs import store_one_case_runs
 
 HOST, CTX, CASE = "test-box-i37", "c" * 64, "0123456789abcdef"
 BUSY = {"contention": {"contended": ["other processes used 66% of the CPUs (1.32 of 2)"], "faults": [],
@@ -22,20 +23,7 @@ ENV = {"KVBENCH_HOST_ID": HOST, "COLUMNS": "400"}
 
 def _store_runs(db: str, runs: list[tuple[float, dict]]) -> None:
     """One run per (median GB/s, extra) of one dram.copy case, its samples within ±0.2 %."""
-    store = open_store(db)
-    store.ensure_host(HOST, "box", {"hostname": "box", "cpu_model": "x", "sockets": 1, "cores": 2,
-                                          "kernel": "6.1", "gpus": []})
-    store.ensure_context(CTX, {"numpy": "2"})
-    for gbps, extra in runs:
-        run = store.begin_run(host_id=HOST, context_id=CTX, suite="quick", suite_hash="abc", kvbench_version="0.1",
-                              git_sha=None, git_dirty=None, tags={}, system_state={})
-        seconds = (1 << 20) / gbps / 1e9
-        row = {"bench": "dram.copy", "params": {"size": 1 << 20, "threads": 1}, "case_hash": CASE,
-               "bytes_per_op": 1 << 20, "median_s": seconds, "gbps_median": gbps, "gbps_p10": gbps * 0.998,
-               "gbps_p90": gbps * 1.002, "verified": True, "status": "ok", "warnings": [], "extra": extra}
-        store.add_result(run, row, [seconds] * 5)
-        store.finish_run(run, "complete")
-    store.dispose()
+    store_one_case_runs(db, HOST, CTX, CASE, "quick", [(gbps, {}, extra) for gbps, extra in runs])
 
 
 def test_every_output_states_one_allowance_for_one_case(tmp_path):

@@ -14,6 +14,7 @@ from kvbench.analyze.pooled import batch_run_ids
 from kvbench.analyze.runs import run_document
 from kvbench.store import open_store
 from tests.inproc import run_in_process as cli
+from tests.one_case_runs import store_one_case_runs
 
 HOST, CTX, CASE = "test-box-pooled", "p" * 64, "feedfacefeedface"
 QUIET = {"contention": {"contended": [], "faults": [], "host": {"others_cpu_fraction": 0.01}}}
@@ -22,23 +23,7 @@ ENV = {"KVBENCH_HOST_ID": HOST, "COLUMNS": "400"}
 
 def _store_runs(db: str, runs: list[tuple[float, dict]]) -> list[int]:
     """One run per (median GB/s, tags) of one dram.copy case, samples within ±0.2 %; their ids."""
-    store = open_store(db)
-    store.ensure_host(HOST, "box", {"hostname": "box", "cpu_model": "x", "sockets": 1, "cores": 2,
-                                          "kernel": "6.1", "gpus": []})
-    store.ensure_context(CTX, {"numpy": "2"})
-    ids = []
-    for gbps, tags in runs:
-        run = store.begin_run(host_id=HOST, context_id=CTX, suite="acceptance", suite_hash="abc",
-                              kvbench_version="0.1", git_sha=None, git_dirty=None, tags=tags, system_state={})
-        seconds = (1 << 20) / gbps / 1e9
-        row = {"bench": "dram.copy", "params": {"size": 1 << 20, "threads": 1}, "case_hash": CASE,
-               "bytes_per_op": 1 << 20, "median_s": seconds, "gbps_median": gbps, "gbps_p10": gbps * 0.998,
-               "gbps_p90": gbps * 1.002, "verified": True, "status": "ok", "warnings": [], "extra": QUIET}
-        store.add_result(run, row, [seconds] * 5)
-        store.finish_run(run, "complete")
-        ids.append(run)
-    store.dispose()
-    return ids
+    return store_one_case_runs(db, HOST, CTX, CASE, "acceptance", [(gbps, tags, QUIET) for gbps, tags in runs])
 
 
 def _batch(rates: list[float], value: str = "1") -> list[tuple[float, dict]]:
