@@ -33,7 +33,7 @@ from typing import Any
 
 from kvbench.errors import IntegrityError
 from kvbench.measure.measurement import Measurement, Paired
-from kvbench.measure.stats import CV_WARN, median_ci, relative_half_width, summarize
+from kvbench.measure.stats import CV_WARN, median_ci, relative_half_width, straddled, summarize
 from kvbench.measure.timer import MonotonicTimer, Timer
 
 MAX_OVERHEAD = 0.01
@@ -172,7 +172,7 @@ def _stop(samples: list[list[float]], settings: Settings, elapsed_s: float, scal
         ratios = [scale * b / a for a, b in zip(*samples, strict=True)]
         spans.append(relative_half_width(ratios))
         interval = median_ci(ratios, STOP_CONFIDENCE) if settings.ratio_bounds else None
-        if interval is not None and not any(interval[0] < bound < interval[1] for bound in settings.ratio_bounds):
+        if interval is not None and straddled(interval, settings.ratio_bounds) is None:
             return f"paired ratio's interval clear of {', '.join(f'{b:g}' for b in settings.ratio_bounds)}"
     if all(s is not None and s <= settings.precision for s in spans):
         return "precision target reached"

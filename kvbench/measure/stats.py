@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -85,6 +85,14 @@ def median_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[
         return None
     ordered = np.sort(np.asarray(values, dtype=float))
     return float(ordered[ranks[0] - 1]), float(ordered[ranks[1] - 1])
+
+
+def straddled(interval: tuple[float, float], bounds: Iterable[float | None]) -> float | None:
+    """The first of `bounds` strictly inside `interval` (low < bound < high): a threshold the interval
+    cannot tell the value from; None when it is clear of them all (a None bound is no threshold). One
+    rule for the engine's early stop and accept's uncertain verdict, so a stop always means a verdict."""
+    low, high = interval
+    return next((b for b in bounds if b is not None and low < b < high), None)
 
 
 def relative_half_width(values: Sequence[float]) -> float | None:

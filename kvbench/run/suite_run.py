@@ -69,7 +69,7 @@ def plan_request(request: RunRequest) -> tuple[list[Case], Settings, RunInfo]:
     if request.max_time_s is not None:
         engine = dataclasses.replace(engine, max_time_s=request.max_time_s)
     if request.ratio_bounds:
-        engine = dataclasses.replace(engine, ratio_bounds=tuple(request.ratio_bounds))
+        engine = dataclasses.replace(engine, ratio_bounds=request.ratio_bounds)
     return cases, engine, info
 
 

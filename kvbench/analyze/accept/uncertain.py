@@ -21,7 +21,7 @@ from typing import Any
 
 from kvbench.analyze.accept.judge import Verdict
 from kvbench.analyze.runs import RunDocument
-from kvbench.measure.stats import median_ci
+from kvbench.measure.stats import median_ci, straddled
 from kvbench.metadata import PAIRED
 
 UNCERTAIN = "uncertain"  # how an uncertain verdict's `why` begins
@@ -48,10 +48,7 @@ def _interval(verdict: Verdict, by_case: dict[str, dict[str, Any]]) -> tuple[flo
 def _straddled(verdict: Verdict, interval: tuple[float, float, float]) -> float | None:
     """The threshold the interval straddles (its low or high bound), None when it clears both."""
     _median, low, high = interval
-    for bound in (verdict.limit, verdict.limit_max):
-        if bound is not None and low < bound < high:
-            return bound
-    return None
+    return straddled((low, high), (verdict.limit, verdict.limit_max))
 
 
 def straddling(verdicts: list[Verdict], doc: RunDocument) -> list[tuple[Verdict, tuple[float, float, float], float]]:
