@@ -1,14 +1,16 @@
 """What both sides of a network benchmark agree on: the pattern the far side holds, its checksum,
-how long to wait for NIXL metadata, and a free port for a NIXL listener (tried again on another when
-it was taken before the listener bound it)."""
+how long to wait for NIXL metadata, and free ports for NIXL listeners (drawn below the ephemeral range;
+tried again on another when one was taken before the listener bound it)."""
 
 from __future__ import annotations
 
+import secrets
 import socket
 import tempfile
 import time
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, TypeVar
 
 import numpy as np
@@ -86,11 +88,52 @@ def last_line(stderr: IO[bytes]) -> str:
     return lines[-1] if lines else ""
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_PORT = 10000  # below: ports services are configured on by number
+PORT_DRAWS = 200  # ranges drawn before falling back to one the kernel picks
+
+
 def free_port() -> int:
-    """A TCP port nobody listens on now, for a NIXL listener (127.0.0.1)."""
+    """A TCP port nobody listens on now, for a NIXL listener (`free_ports`)."""
+    return free_ports(1)
+
+
+def free_ports(count: int) -> int:
+    """The first of `count` consecutive TCP ports nobody has bound now, on any address: for a listener,
+    or a launch on one host whose rank r listens on the first plus its local rank. Drawn at random below
+    the kernel's ephemeral range (ip_local_port_range), where no outgoing connection takes its local
+    port: a port found free there stays free until something binds it by number. The port binding 0
+    returns is in that range, and the neighbours' outgoing connections draw from it: on a busy CI box
+    one took rank 2's port of a 4-rank launch between the test's choice and the rank's bind."""
+    low = _ephemeral_low()
+    for _ in range(PORT_DRAWS if low - LOWEST_PORT > count else 0):
+        first = LOWEST_PORT + secrets.randbelow(low - LOWEST_PORT - count)
+        if all(_bindable(first + i) for i in range(count)):
+            return first
+    for _ in range(PORT_DRAWS):  # no room below the ephemeral range: the kernel's pick, its neighbours checked
+        with socket.socket() as s:
+            s.bind(("", 0))
+            first = s.getsockname()[1]
+        if first + count <= 65536 and all(_bindable(first + i) for i in range(1, count)):
+            return first
+    raise OSError(f"no {count} consecutive free TCP ports found on this host")
+
+
+def _bindable(port: int) -> bool:
+    """Whether a TCP socket can bind `port` on every address now (nothing listens on it, on any address)."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("", port))
+        except OSError:
+            return False
+    return True
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
 
 
 T = TypeVar("T")

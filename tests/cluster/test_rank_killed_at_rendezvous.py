@@ -19,8 +19,10 @@ import time
 import pytest
 
 from kvbench.backends.nixl import backend_unavailable_reason
-from kvbench.peers.protocol import free_port
+from kvbench.peers.protocol import free_ports
 from tests.conftest import REPO
+
+RANKS_ROOM = 8  # consecutive free ports from --port: rank r of a launch on this host listens on --port + r
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                 reason=f"{backend_unavailable_reason('UCX')}")
@@ -59,6 +61,7 @@ def make_agent(name, *args, **kwargs):
 
 launch._start_target = start_target
 import kvbench.cluster.rendezvous  # noqa: F401  (it imports make_agent from kvbench.backends.nixl when it runs)
+
 nixl.make_agent = make_agent
 sys.exit(launch.main(sys.argv[2:]))
 """
@@ -92,7 +95,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_rank_killed_after_its_join_leaves_the_others_running_and_no_target_behind(tmp_path):
-    port, db = free_port(), tmp_path / "k.sqlite"
+    port, db = free_ports(RANKS_ROOM), tmp_path / "k.sqlite"
     # as a launcher starts ranks: without the UCX_LOG_FILE and NIXL_LOG_LEVEL this test process got when it loaded NIXL
     base = {k: v for k, v in os.environ.items() if k not in ("UCX_LOG_FILE", "NIXL_LOG_LEVEL") and not k.startswith(
         ("RANK", "WORLD_SIZE", "MASTER_", "LOCAL_RANK", "SLURM_", "OMPI_", "PMI_"))}
@@ -151,7 +154,7 @@ def test_a_rank_that_never_joins_is_stored_by_its_rank_with_no_address_and_shown
 
     from tests.inproc import run_in_process as cli
 
-    world, port, db = 3, free_port(), tmp_path / "k.sqlite"
+    world, port, db = 3, free_ports(RANKS_ROOM), tmp_path / "k.sqlite"
     base = {k: v for k, v in os.environ.items() if k not in ("UCX_LOG_FILE", "NIXL_LOG_LEVEL") and not k.startswith(
         ("RANK", "WORLD_SIZE", "MASTER_", "LOCAL_RANK", "SLURM_", "OMPI_", "PMI_"))}
     own = ["--peer-addr", "127.0.0.1", "--port", str(port), "--block-size", "64KiB", "--batch", "8", "--timeout", "20",

@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 
 from kvbench.backends.nixl import backend_unavailable_reason
-from kvbench.peers.protocol import free_port
+from kvbench.peers.protocol import free_ports
 from tests.cluster.netns import SUITE, stored
 from tests.cluster.slurm import start_slurm, stop_slurm
 from tests.conftest import REPO, run_cli
+
+RANKS_ROOM = 8  # consecutive free ports from --port: rank r of a launch on this host listens on --port + r
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                 reason=f"{backend_unavailable_reason('UCX')}")
@@ -47,14 +49,15 @@ def test_srun_starts_four_ranks_of_the_pairs_pattern_as_docs_cluster_md_says(slu
     work.mkdir()
     (work / "cluster-test.toml").write_text(SUITE + '[[bench]]\nid = "net.write"\n')
     (work / "job.sh").write_text(sbatch_script())
-    env = {**slurm.env, "KVBENCH_PORT": str(free_port()), "UCX_TLS": "tcp,self", "PYTHONPATH": str(REPO),
+    env = {**slurm.env, "KVBENCH_PORT": str(free_ports(RANKS_ROOM)), "UCX_TLS": "tcp,self", "PYTHONPATH": str(REPO),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     env = {k: v for k, v in env.items() if k != "UCX_LOG_FILE" and not k.startswith(
         ("RANK", "WORLD_SIZE", "MASTER_", "LOCAL_RANK", "OMPI_", "PMI_"))}
     job = subprocess.run(["sbatch", "--wait", "job.sh"], cwd=work, env=env, capture_output=True, text=True,
                          timeout=900)
     logs = "".join(p.read_text(errors="replace") for p in work.glob("kvbench-pairs-*.out"))
-    assert job.returncode == 0, job.stdout + job.stderr + logs[-3000:] + slurm.log_tail()
+    said = [line for line in logs.splitlines() if "error" in line.lower()]  # every rank's one line, wherever it is
+    assert job.returncode == 0, job.stdout + job.stderr + "\n".join(said) + logs[-3000:] + slurm.log_tail()
     results = stored(work / "cluster.sqlite")
     assert len(results) == 12 and all(r["status"] == "ok" and r["verified"] for r in results), \
         [(r["params"]["src_host"], r["params"]["dst_host"], r["reason"]) for r in results]
