@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from kvbench.analyze.runs import RunDocument
-from kvbench.benches.registry import all_benches
+from kvbench.benches.registry import find_bench
 from kvbench.hardware.facts import host_facts_from_dict
 from kvbench.hardware.path import links_under_load, path_peak
 from kvbench.hardware.peaks import PEAKS_ENV, USER_PEAKS_LABEL
@@ -23,7 +23,7 @@ def peaks_file() -> str | None:
 
 
 def _repeaked(result: dict[str, Any], facts) -> dict[str, Any]:
-    spec = all_benches().get(result["bench"])
+    spec = find_bench(result["bench"])
     if spec is None or result.get("status") != "ok" or not (result.get("gbps") or {}).get("median"):
         return result
     try:

@@ -3,19 +3,21 @@ planning, acceptance rules, tables, reports and plots alike."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kvbench.benches.base import Benchmark
 from kvbench.benches.params import format_params
-from kvbench.benches.registry import all_benches
+from kvbench.benches.registry import find_bench
 from kvbench.errors import unknown_name
+
+if TYPE_CHECKING:
+    from kvbench.benches.base import Benchmark
 
 
 def canonical_subset(bench_id: str, params: dict[str, Any], strict: bool = False) -> dict[str, Any]:
     """`params` (some of a benchmark's parameters, as a user or a rule wrote them) parsed to their
     canonical values (`"256MiB"` → 268435456). A name the benchmark does not take is kept as written,
     or refused with the closest known name when `strict`."""
-    spec = all_benches().get(bench_id)
+    spec = find_bench(bench_id)
     return dict(params) if spec is None else canonical_subset_of(spec, params, strict)
 
 
@@ -36,7 +38,7 @@ def with_added_defaults(bench_id: str, params: dict[str, Any]) -> dict[str, Any]
     """`params` of a stored result with every parameter added since (`Param.added`, as `pages`) that
     it lacks filled in at its default: a result stored before the parameter existed was measured at
     that default, and a rule or report naming it (`pages = "base"`) must find it."""
-    spec = all_benches().get(bench_id)
+    spec = find_bench(bench_id)
     if spec is None:
         return params
     missing = {name: p.parse(name, p.default) for name, p in spec.params.items() if p.added and name not in params}
@@ -52,5 +54,5 @@ def older_results_filled(doc: dict[str, Any]) -> dict[str, Any]:
 def describe_params(bench_id: str, params: dict[str, Any], skip_defaults: bool = True) -> str:
     """`size=256MiB threads=2`: parameters (those not at their default, unless asked), sizes in binary
     units; `(defaults)` when nothing differs."""
-    spec = all_benches().get(bench_id)
+    spec = find_bench(bench_id)
     return format_params(params, spec.params if spec else None, skip_defaults=skip_defaults) or "(defaults)"

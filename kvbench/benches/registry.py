@@ -39,17 +39,26 @@ def _discover() -> None:
         importlib.import_module(module.name)
 
 
-def get_bench(bench_id: str) -> Benchmark:
-    if bench_id not in _BENCHES:  # its area's module first (`pcie.h2d` → benches/pcie): a lookup stays cheap
+def find_bench(bench_id: str) -> Benchmark | None:
+    """The benchmark registered as `bench_id`, None if no module registers it. Its area's module is
+    imported first (`pcie.h2d` → benches/pcie), every module only when that does not register it: a
+    command that describes one run's results (`results`, `history`, `compare`) imports the modules of
+    the benchmarks it shows, not all of them and what they import (numpy, the executors)."""
+    if bench_id not in _BENCHES:
         try:
             importlib.import_module(f"kvbench.benches.{bench_id.partition('.')[0]}")
         except ImportError:
             pass
     if bench_id not in _BENCHES:
         _discover()
-    if bench_id not in _BENCHES:
+    return _BENCHES.get(bench_id)
+
+
+def get_bench(bench_id: str) -> Benchmark:
+    """`find_bench`, refusing an id no module registers with the closest known one."""
+    if (bench := find_bench(bench_id)) is None:
         raise unknown_name("benchmark", bench_id, _BENCHES)
-    return _BENCHES[bench_id]
+    return bench
 
 
 def all_benches() -> dict[str, Benchmark]:

@@ -10,7 +10,7 @@ from typing import Any
 from kvbench.analyze.accept.rules import Rule
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import canonical_subset, describe_params
-from kvbench.benches.registry import all_benches
+from kvbench.benches.registry import find_bench
 from kvbench.hardware.peaks import ABOVE_PEAK_TOLERANCE, above_peak, above_peak_warning
 
 # The thresholds of rules on facts a result records (not its rate): a busy neighbour cannot explain their failure.
@@ -68,7 +68,7 @@ def unjudged(doc: RunDocument, bench: str, params: dict[str, Any]) -> tuple[str,
         return "FAIL", f"{case_name(bench, failed[0]['params'])} failed: {failed[0]['reason']}"
     if not_ok:
         return "SKIP", f"{not_ok[0]['status']}: {not_ok[0]['reason']}"
-    spec = all_benches().get(bench)
+    spec = find_bench(bench)
     if spec is None:
         return "SKIP", f"not run: benchmark {bench} is not available in this kvbench"
     reason = spec.unavailable_reason()

@@ -9,7 +9,7 @@ from typing import Any
 from kvbench.analyze.accept.rules import Rule
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import canonical_subset, describe_params
-from kvbench.benches.registry import all_benches
+from kvbench.benches.registry import find_bench
 from kvbench.hardware.path import path_needs
 
 
@@ -30,7 +30,7 @@ def rule_needs(rule: Rule) -> tuple[str, ...]:
     needs: set[str] = set()
     for bench_id, params in sides(rule):
         params = {k: (v[0] if isinstance(v, list) else v) for k, v in params.items()}
-        spec = all_benches().get(bench_id)
+        spec = find_bench(bench_id)
         try:
             needs |= path_needs(spec.path(spec.canonical_params(params))) if spec else set()
         except Exception:  # a rule's subset that no single case completes: its needs stay unknown
