@@ -17,6 +17,9 @@ from tests.inproc import run_in_process as cli
 
 STORAGE = ["--bench", "storage.read", "--set", "file_size=64MiB", "--set", "io_size=1MiB", "--set", "batch=8",
            "--set", "files=4", "--samples", "50"]
+# for a run the test ends with a signal: sampled for minutes, so it is still measuring when the signal comes
+# however long a starved test process took to see its files (50 samples can end before it looks again)
+UNTIL_STOPPED = ("--samples", "10000")
 
 
 def _start(db: str, workdir, *args):
@@ -57,7 +60,7 @@ def _run_row(db: str):
 
 
 def test_sigterm_aborts_the_run_and_removes_its_temporary_files(tmp_path):
-    proc, work, db = _started(tmp_path)
+    proc, work, db = _started(tmp_path, *UNTIL_STOPPED)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
@@ -67,7 +70,7 @@ def test_sigterm_aborts_the_run_and_removes_its_temporary_files(tmp_path):
 
 
 def test_a_run_killed_outright_is_marked_crashed_and_swept_by_the_next_kvbench(tmp_path):
-    proc, work, db = _started(tmp_path)
+    proc, work, db = _started(tmp_path, *UNTIL_STOPPED)
     proc.kill()  # SIGKILL: nothing runs in the process any more
     proc.communicate(timeout=60)
     assert len(os.listdir(work)) == 4 and _run_row(db)[0] == "running"

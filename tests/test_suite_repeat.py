@@ -14,7 +14,7 @@ from kvbench.run.suite_repeat import run_repeated
 from kvbench.run.suite_run import RunRequest
 from kvbench.store import open_store
 from tests.conftest import run_cli
-from tests.test_run_lifecycle import _started
+from tests.test_run_lifecycle import UNTIL_STOPPED, _started
 
 SMALL = {"size": "1MiB"}
 
@@ -61,7 +61,7 @@ def test_bad_input_is_refused_before_any_repeat_starts(tmp_path):
 
 
 def test_sigterm_to_the_parent_aborts_the_running_repeat_and_starts_no_other(tmp_path):
-    proc, work, db = _started(tmp_path, "--repeat", "3")
+    proc, work, db = _started(tmp_path, "--repeat", "3", *UNTIL_STOPPED)
     proc.send_signal(signal.SIGTERM)  # the parent only, as `timeout` sends it
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
@@ -81,7 +81,7 @@ def _child_of(pid: int, timeout: float = 60) -> int:
 
 
 def test_a_repeat_killed_outright_is_one_line_and_exit_1_and_its_run_marked_crashed(tmp_path):
-    proc, work, db = _started(tmp_path, "--repeat", "2")
+    proc, work, db = _started(tmp_path, "--repeat", "2", *UNTIL_STOPPED)
     child = _child_of(proc.pid)
     os.kill(child, signal.SIGKILL)
     _, stderr = proc.communicate(timeout=60)
@@ -104,7 +104,7 @@ def _ended(pid: int) -> bool:
 
 
 def test_a_parent_killed_outright_takes_its_repeat_with_it_quietly(tmp_path):
-    proc, work, db = _started(tmp_path, "--repeat", "2")
+    proc, work, db = _started(tmp_path, "--repeat", "2", *UNTIL_STOPPED)
     child = _child_of(proc.pid)
     proc.kill()  # SIGKILL: the parent can pass nothing on
     deadline = time.monotonic() + 120

@@ -17,7 +17,8 @@ FAST = Settings(samples=5, min_sample_s=0.002, warmup_s=0)
 
 def case(**params):
     spec = get_bench("kv.restore")
-    return Case("kv.restore", spec.canonical_params({"model": "Qwen2.5-32B", "tokens": 64, "strategy": "nixl", **params}))
+    return Case("kv.restore", spec.canonical_params({"model": "Qwen2.5-32B", "tokens": 64, "strategy": "nixl",
+                                                     "timeout_s": 120, **params}))  # a peer's start, busy box
 
 
 @pytest.mark.parametrize("params", [

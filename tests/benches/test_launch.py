@@ -62,9 +62,9 @@ def test_a_block_size_mismatch_fails_both_ranks_cases_and_both_end(tmp_path):
     bytes the target holds and the bytes it needs, and both ranks end (rank 0 used to wait 15
     minutes for a goodbye that never came)."""
     port, db = free_ports(RANKS_ROOM), f"sqlite:///{tmp_path / 'k.sqlite'}"
-    first = launch(0, port, "--block-size", "64KiB", "--batch", "8", "--timeout", "20", "--", "--bench", "net.write",
-                   "--db", db)
-    second = launch(1, port, "--block-size", "128KiB", "--batch", "8", "--timeout", "20", "--", "--bench",
+    first = launch(0, port, "--block-size", "64KiB", "--batch", "8", "--timeout", "120", "--", "--bench",
+                   "net.write", "--db", db)  # 120 s to join (a starved box); the mismatch ends both at once
+    second = launch(1, port, "--block-size", "128KiB", "--batch", "8", "--timeout", "120", "--", "--bench",
                     "net.write", "--db", db)
     try:
         for proc, holds, needs in ((first, 8 * 131072, 8 * 65536), (second, 8 * 65536, 8 * 131072)):

@@ -18,7 +18,8 @@ FAST = Settings(samples=5, min_sample_s=0.002, warmup_s=0)
 
 def case(bench, **params):
     spec = get_bench(bench)
-    return Case(bench, spec.canonical_params({"block_size": "64KiB", "batch": 16, **params}))
+    # timeout_s: also how long a peer process has to start (numpy, NIXL, UCX): > 5 s on a busy box
+    return Case(bench, spec.canonical_params({"block_size": "64KiB", "batch": 16, "timeout_s": 120, **params}))
 
 
 @pytest.mark.parametrize("bench", ["net.write", "net.read"])
@@ -208,7 +209,7 @@ def test_net_write_between_two_network_namespaces_over_tcp(tmp_path):
         env = {**os.environ, "MASTER_ADDR": f"{a}-rank0", "UCX_TLS": "tcp,self", "PYTHONPATH": str(REPO),
                "WORLD_SIZE": "2"}
         common = [sys.executable, "-m", "kvbench.cluster.launch", "--port", "15555", "--block-size", "64KiB", "--batch", "8",
-                  "--timeout", "30"]
+                  "--timeout", "120"]  # also how long rank 1 waits for rank 0 to start: > 30 s at load 30
         target = subprocess.Popen(["ip", "netns", "exec", a, *common, "--", "--bench", "net.write", "--db",
                                    f"sqlite:///{tmp_path / 'k.sqlite'}"], env={**env, "RANK": "0"}, cwd=REPO,
                                   stderr=subprocess.PIPE)

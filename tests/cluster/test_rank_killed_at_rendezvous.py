@@ -99,7 +99,7 @@ def test_a_rank_killed_after_its_join_leaves_the_others_running_and_no_target_be
     # as a launcher starts ranks: without the UCX_LOG_FILE and NIXL_LOG_LEVEL this test process got when it loaded NIXL
     base = {k: v for k, v in os.environ.items() if k not in ("UCX_LOG_FILE", "NIXL_LOG_LEVEL") and not k.startswith(
         ("RANK", "WORLD_SIZE", "MASTER_", "LOCAL_RANK", "SLURM_", "OMPI_", "PMI_"))}
-    own = ["--peer-addr", "127.0.0.1", "--port", str(port), "--block-size", "64KiB", "--batch", "8", "--timeout", "30",
+    own = ["--peer-addr", "127.0.0.1", "--port", str(port), "--block-size", "64KiB", "--batch", "8", "--timeout", "60",
            "--", "--bench", "net.write", "--samples", "5", "--db", f"sqlite:///{db}"]
     pid_file = tmp_path / "victim-target.pid"
     procs = []
@@ -157,7 +157,7 @@ def test_a_rank_that_never_joins_is_stored_by_its_rank_with_no_address_and_shown
     world, port, db = 3, free_ports(RANKS_ROOM), tmp_path / "k.sqlite"
     base = {k: v for k, v in os.environ.items() if k not in ("UCX_LOG_FILE", "NIXL_LOG_LEVEL") and not k.startswith(
         ("RANK", "WORLD_SIZE", "MASTER_", "LOCAL_RANK", "SLURM_", "OMPI_", "PMI_"))}
-    own = ["--peer-addr", "127.0.0.1", "--port", str(port), "--block-size", "64KiB", "--batch", "8", "--timeout", "20",
+    own = ["--peer-addr", "127.0.0.1", "--port", str(port), "--block-size", "64KiB", "--batch", "8", "--timeout", "40",
            "--", "--bench", "net.write", "--samples", "5", "--db", f"sqlite:///{db}"]
     procs = [subprocess.Popen([sys.executable, "-m", "kvbench.cluster.launch", *own],
                               env={**base, "PMI_RANK": str(rank), "PMI_SIZE": str(world), "MPI_LOCALRANKID": str(rank),
