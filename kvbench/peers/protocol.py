@@ -104,7 +104,7 @@ def free_ports(count: int) -> int:
     the kernel's ephemeral range (ip_local_port_range), where no outgoing connection takes its local
     port: a port found free there stays free until something binds it by number. The port binding 0
     returns is in that range, and the neighbours' outgoing connections draw from it: on a busy CI box
-    one took rank 2's port of a 4-rank launch between the test's choice and the rank's bind."""
+    rank 2 of a 4-rank launch could not listen on its port (the test's kernel-picked port + 2)."""
     low = _ephemeral_low()
     for _ in range(PORT_DRAWS if low - LOWEST_PORT > count else 0):
         first = LOWEST_PORT + secrets.randbelow(low - LOWEST_PORT - count)
