@@ -147,6 +147,14 @@ def no_process_outlives_its_test():
         warnings.warn(f"killed {len(running)} process(es) the test left running: {'; '.join(running)}", stacklevel=1)
 
 
+def launch_port() -> int:
+    """A --port for a launch of up to 8 ranks on this host, whose rank r listens on --port + r: the first
+    of 8 consecutive free ports (kvbench.peers.protocol.free_ports)."""
+    from kvbench.peers.protocol import free_ports
+
+    return free_ports(8)
+
+
 def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run `python -m kvbench ARGS` as a user would, capturing output."""
     return subprocess.run([sys.executable, "-m", "kvbench", *args], capture_output=True, text=True,

@@ -19,10 +19,7 @@ from pathlib import Path
 import pytest
 
 from kvbench.backends.nixl import backend_unavailable_reason
-from kvbench.peers.protocol import free_ports
-from tests.conftest import REPO
-
-RANKS_ROOM = 8  # consecutive free ports from --port: rank r of a launch on this host listens on --port + r
+from tests.conftest import REPO, launch_port
 
 needs_ucx = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                reason=f"{backend_unavailable_reason('UCX')}")
@@ -78,7 +75,7 @@ def run_block(block: str, folder: Path, extra_env: dict[str, str] | None = None)
     (folder / "cluster-test.toml").write_text(suite)
     env = {k: v for k, v in os.environ.items() if k != "UCX_LOG_FILE" and not k.startswith(
         ("RANK", "WORLD_SIZE", "MASTER_", "LOCAL_RANK", "SLURM_", "OMPI_", "PMI_"))}
-    env.update({"KVBENCH_PORT": str(free_ports(RANKS_ROOM)), "PYTHONPATH": str(REPO), "COLUMNS": "200",
+    env.update({"KVBENCH_PORT": str(launch_port()), "PYTHONPATH": str(REPO), "COLUMNS": "200",
                 "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", **(extra_env or {})})
     return subprocess.run(["bash", "-e", "-c", block], cwd=folder, env=env, capture_output=True, text=True,
                           timeout=900)

@@ -16,10 +16,7 @@ import time
 import pytest
 
 from kvbench.backends.nixl import backend_unavailable_reason
-from kvbench.peers.protocol import free_ports
-from tests.conftest import REPO
-
-RANKS_ROOM = 8  # consecutive free ports from --port: rank r of a launch on this host listens on --port + r
+from tests.conftest import REPO, launch_port
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                 reason=f"{backend_unavailable_reason('UCX')}")
@@ -61,7 +58,7 @@ def test_a_block_size_mismatch_fails_both_ranks_cases_and_both_end(tmp_path):
     """Each rank measures the other's target: with different block sizes every case fails naming the
     bytes the target holds and the bytes it needs, and both ranks end (rank 0 used to wait 15
     minutes for a goodbye that never came)."""
-    port, db = free_ports(RANKS_ROOM), f"sqlite:///{tmp_path / 'k.sqlite'}"
+    port, db = launch_port(), f"sqlite:///{tmp_path / 'k.sqlite'}"
     first = launch(0, port, "--block-size", "64KiB", "--batch", "8", "--timeout", "120", "--", "--bench",
                    "net.write", "--db", db)  # 120 s to join (a starved box); the mismatch ends both at once
     second = launch(1, port, "--block-size", "128KiB", "--batch", "8", "--timeout", "120", "--", "--bench",
@@ -79,7 +76,7 @@ def test_a_block_size_mismatch_fails_both_ranks_cases_and_both_end(tmp_path):
 
 def test_sigterm_ends_each_rank_with_one_line_and_143_no_traceback_no_ucx_log(tmp_path):
     # 10,000 samples (the most --samples takes, as in kvbench run) of ≥ 20 ms: rank 1 measures until the signal
-    port, db = free_ports(RANKS_ROOM), tmp_path / "k.sqlite"
+    port, db = launch_port(), tmp_path / "k.sqlite"
     target = launch(0, port, "--block-size", "64KiB", "--batch", "8", "--timeout", "120", "--",
                     "--bench", "net.read", "--samples", "10000", "--db", f"sqlite:///{db}")
     measured = launch(1, port, "--block-size", "64KiB", "--batch", "8", "--timeout", "120", "--",
@@ -120,7 +117,7 @@ def test_sigterm_ends_each_rank_with_one_line_and_143_no_traceback_no_ucx_log(tm
 def test_rank_0_killed_while_it_waits_leaves_no_ucx_log(signum, tmp_path):
     """Every rank measures, so it reads its UCX log: it reads it through the open descriptor once
     the name is gone, and its target unlinks its own; even SIGKILL leaves nothing behind."""
-    port = free_ports(RANKS_ROOM)
+    port = launch_port()
     target = launch(0, port, "--block-size", "64KiB", "--batch", "8", "--timeout", "120", "--", "--db",
                     f"sqlite:///{tmp_path / 'k.sqlite'}")
 
@@ -153,7 +150,7 @@ def test_a_rank_with_another_world_size_or_started_twice_is_refused_in_one_line(
     """Rank 0 of 2 and rank 1 measuring; then a process started with WORLD_SIZE=3 (rank 1: an IndexError
     traceback before; rank 2: it waited for a roster that never came and blamed rank 0), or a second rank 1
     (both measured the same pairs, the later one's failing): rank 0 refuses it in one line, exit 2."""
-    port, db = free_ports(RANKS_ROOM), tmp_path / "k.sqlite"
+    port, db = launch_port(), tmp_path / "k.sqlite"
     args = ("--block-size", "64KiB", "--batch", "8", "--timeout", "120", "--", "--bench", "net.write", "--samples",
             "10000", "--db", f"sqlite:///{db}")
     ranks = [launch(0, port, *args), launch(1, port, *args)]

@@ -111,10 +111,9 @@ def test_launch_two_ranks_each_serve_and_measure_the_other(tmp_path):
     import os
     import subprocess
 
-    from kvbench.peers.protocol import free_ports
-    from tests.conftest import REPO
+    from tests.conftest import REPO, launch_port
 
-    port = free_ports(2)  # rank 1 listens on port + 1
+    port = launch_port()  # rank 1 listens on port + 1
     common = [sys.executable, "-m", "kvbench.cluster.launch", "--port", str(port), "--block-size", "64KiB", "--batch", "8",
               "--timeout", "120"]  # bounds a hang only: on the CI box at a load of 30, rank 0 took over 30 s to start
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "WORLD_SIZE": "2"}

@@ -19,10 +19,7 @@ import time
 import pytest
 
 from kvbench.backends.nixl import backend_unavailable_reason
-from kvbench.peers.protocol import free_ports
-from tests.conftest import REPO
-
-RANKS_ROOM = 8  # consecutive free ports from --port: rank r of a launch on this host listens on --port + r
+from tests.conftest import REPO, launch_port
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                 reason=f"{backend_unavailable_reason('UCX')}")
@@ -95,7 +92,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_rank_killed_after_its_join_leaves_the_others_running_and_no_target_behind(tmp_path):
-    port, db = free_ports(RANKS_ROOM), tmp_path / "k.sqlite"
+    port, db = launch_port(), tmp_path / "k.sqlite"
     # as a launcher starts ranks: without the UCX_LOG_FILE and NIXL_LOG_LEVEL this test process got when it loaded NIXL
     base = {k: v for k, v in os.environ.items() if k not in ("UCX_LOG_FILE", "NIXL_LOG_LEVEL") and not k.startswith(
         ("RANK", "WORLD_SIZE", "MASTER_", "LOCAL_RANK", "SLURM_", "OMPI_", "PMI_"))}
@@ -154,7 +151,7 @@ def test_a_rank_that_never_joins_is_stored_by_its_rank_with_no_address_and_shown
 
     from tests.inproc import run_in_process as cli
 
-    world, port, db = 3, free_ports(RANKS_ROOM), tmp_path / "k.sqlite"
+    world, port, db = 3, launch_port(), tmp_path / "k.sqlite"
     base = {k: v for k, v in os.environ.items() if k not in ("UCX_LOG_FILE", "NIXL_LOG_LEVEL") and not k.startswith(
         ("RANK", "WORLD_SIZE", "MASTER_", "LOCAL_RANK", "SLURM_", "OMPI_", "PMI_"))}
     own = ["--peer-addr", "127.0.0.1", "--port", str(port), "--block-size", "64KiB", "--batch", "8", "--timeout", "40",

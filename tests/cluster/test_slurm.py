@@ -17,12 +17,9 @@ from pathlib import Path
 import pytest
 
 from kvbench.backends.nixl import backend_unavailable_reason
-from kvbench.peers.protocol import free_ports
 from tests.cluster.netns import SUITE, stored
 from tests.cluster.slurm import start_slurm, stop_slurm
-from tests.conftest import REPO, run_cli
-
-RANKS_ROOM = 8  # consecutive free ports from --port: rank r of a launch on this host listens on --port + r
+from tests.conftest import REPO, launch_port, run_cli
 
 pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                 reason=f"{backend_unavailable_reason('UCX')}")
@@ -49,7 +46,7 @@ def test_srun_starts_four_ranks_of_the_pairs_pattern_as_docs_cluster_md_says(slu
     work.mkdir()
     (work / "cluster-test.toml").write_text(SUITE + '[[bench]]\nid = "net.write"\n')
     (work / "job.sh").write_text(sbatch_script())
-    env = {**slurm.env, "KVBENCH_PORT": str(free_ports(RANKS_ROOM)), "UCX_TLS": "tcp,self", "PYTHONPATH": str(REPO),
+    env = {**slurm.env, "KVBENCH_PORT": str(launch_port()), "UCX_TLS": "tcp,self", "PYTHONPATH": str(REPO),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     env = {k: v for k, v in env.items() if k != "UCX_LOG_FILE" and not k.startswith(
         ("RANK", "WORLD_SIZE", "MASTER_", "LOCAL_RANK", "OMPI_", "PMI_"))}
