@@ -47,11 +47,10 @@ database and run 7 of another's are two runs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any
-
-import numpy as np
 
 from kvbench.analyze.contended import AMBIGUOUS_CONTENDED, contention_reasons, faking_side, weigh_contention
 from kvbench.analyze.noise import (
@@ -194,7 +193,7 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
     estimator = FAST_END if contention_reasons(faker) and not require_quiet else MEDIAN
     b_value, n_value = (b_rate, n_rate) if estimator == MEDIAN else (fast_end(base), fast_end(new))
     judged = n_value / b_value - 1
-    size = abs(float(np.log(n_value / b_value)))  # a halving weighs as a doubling: a drop can exceed any allowance
+    size = abs(math.log(n_value / b_value)) if n_value > 0 else math.inf  # a halving weighs as a doubling
     apart, ranges = _apart(base, new, estimator)
     noise = between_run_noise(history)
     pooled = base.get("pooled_runs") or []  # the base is the median of its --repeat batch (analyze/pooled.py)

@@ -20,10 +20,9 @@ is held back.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
-
-import numpy as np
 
 from kvbench.analyze.accept.judge import LINK_AT_MAX, REPLAY_UNCHANGED, Verdict
 from kvbench.analyze.runs import RunDocument
@@ -107,7 +106,7 @@ def weigh_contention(verdict: str, note: str, base: dict[str, Any], new: dict[st
                          f"{'drop' if drop else 'rise'} is at least as large as it looks")
     explains = plausible_slowdown(faker)
     busier = more_contended(faker, other)
-    if (busier or not measured) and size < float(np.log(explains)):
+    if (busier or not measured) and size < math.log(explains):
         why = (f"the {faker_name} run was more contended ({said})" if busier else
                f"{said}, and with fewer than 3 earlier runs the noise of this busy box is unknown")
         return AMBIGUOUS_CONTENDED, (f"{verdict} on the fast end, but {why}, which can explain up to "

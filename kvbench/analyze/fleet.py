@@ -8,11 +8,11 @@ deviations (1.4826 × MAD) away — the one server of a hundred whose GPU traine
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 SD_PER_MAD = 1.4826  # a normal distribution's standard deviation per median absolute deviation
 
@@ -47,13 +47,13 @@ def robust_spread(rates: list[float], k: float = 3.0, floor: float = 0.05) -> Ro
     """The one outlier rule of the fleet (hosts of a SKU, and the links of a matrix): a rate stands out
     when at least 3 rates are compared, it is `floor` (a fraction) or more from their median, and more
     than `k` robust standard deviations away (or they all agree but it, MAD = 0)."""
-    values = np.array(rates, dtype=float)
-    median = float(np.median(values))
-    mad = float(np.median(np.abs(values - median))) * SD_PER_MAD
-    deviations = tuple(float(v / median - 1) if median else 0.0 for v in values)
+    values = [float(v) for v in rates]  # a few hosts' or links' rates: the standard library, not numpy
+    median = statistics.median(values) if values else math.nan
+    mad = statistics.median(abs(v - median) for v in values) * SD_PER_MAD if values else math.nan
+    deviations = tuple(v / median - 1 if median else 0.0 for v in values)
     outliers = tuple(bool(len(values) >= 3 and abs(d) >= floor and (mad == 0 or abs(v - median) > k * mad))
                      for v, d in zip(values, deviations, strict=True))
-    return RobustSpread(tuple(float(v) for v in values), median, mad, deviations, outliers)
+    return RobustSpread(tuple(values), median, mad, deviations, outliers)
 
 
 def sku_of(facts: dict[str, Any]) -> str:

@@ -14,13 +14,14 @@ MAD_FROM runs, never an allowance below the assumed one.
 
 from __future__ import annotations
 
-import numpy as np
+import math
+import statistics
 
 THRESHOLD = 0.05  # the practical floor
 ASSUMED_BETWEEN_RUN = 0.15  # allowance while a case has fewer than MIN_HISTORY earlier runs
 MIN_HISTORY = 3
 NOISE_MULTIPLE = 3.0  # a change must exceed 3 sd of the change between two runs
-MAX_ALLOWANCE = float(np.log(2.0))  # a halving (or doubling) whose ranges are apart is always a change
+MAX_ALLOWANCE = math.log(2.0)  # a halving (or doubling) whose ranges are apart is always a change
 
 # Expected range of n normal values, in standard deviations (d2 of control charts; Tippett 1925).
 D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970, 10: 3.078, 11: 3.173,
@@ -50,18 +51,21 @@ def noise_upper_factor(runs: int) -> float:
     return float((df / q) ** 0.5)
 
 
-def _logs(medians: list[float]) -> np.ndarray:
-    return np.log([m for m in medians if m and m > 0])
+# A handful of scalars per case: the standard library's math, not numpy's arrays (which a command reading a
+# small database would load only for this).
+def _logs(medians: list[float]) -> list[float]:
+    return [math.log(m) for m in medians if m and m > 0]
 
 
-def _range_sd(logs: np.ndarray) -> float | None:
+def _range_sd(logs: list[float]) -> float | None:
     """The sd the runs' range shows: range / d2(n); None under 2 runs. Beyond 20 runs the d2 of 20
     overstates the sd a little: the cautious side for a CI gate."""
-    return float(logs.max() - logs.min()) / D2[min(len(logs), max(D2))] if len(logs) >= 2 else None
+    return (max(logs) - min(logs)) / D2[min(len(logs), max(D2))] if len(logs) >= 2 else None
 
 
-def _mad_sd(logs: np.ndarray) -> float:
-    return float(1.4826 * np.median(np.abs(logs - np.median(logs))))
+def _mad_sd(logs: list[float]) -> float:
+    middle = statistics.median(logs)
+    return 1.4826 * statistics.median(abs(x - middle) for x in logs)
 
 
 def between_run_noise(medians: list[float]) -> float | None:
@@ -85,7 +89,7 @@ def median_variance(runs: int) -> float:
     """The variance of the median of `runs` normal values, in units of one value's variance (1 for one
     run, 0.5 for two, 0.449 for three; beyond ten the asymptotic π / 2k, a little above the exact)."""
     exact = {1: 1.0, 2: 0.5, 3: 0.449, 4: 0.298, 5: 0.287, 6: 0.215, 7: 0.211, 8: 0.168, 9: 0.166, 10: 0.138}
-    return exact.get(runs, float(np.pi / (2 * max(runs, 1))))
+    return exact.get(runs, math.pi / (2 * max(runs, 1)))
 
 
 def allowance(noise: float | None, threshold: float = THRESHOLD, medians: list[float] = (),
@@ -111,7 +115,7 @@ def allowance(noise: float | None, threshold: float = THRESHOLD, medians: list[f
 def allowed_drop(allowance_ln: float) -> float:
     """The drop an allowance lets pass, as a fraction of the base rate: 1 − e^(−allowance) (a halving,
     ln 2, allows a drop of 50 %, not 69 %)."""
-    return float(1.0 - np.exp(-allowance_ln))
+    return 1.0 - math.exp(-allowance_ln)
 
 
 def allowance_words(allowance_ln: float) -> str:
@@ -128,7 +132,7 @@ def back_to_level(n_rate: float, change: float, history: list[float], allowed: f
     logs = _logs(history)
     if allowed < MAX_ALLOWANCE or not len(logs):
         return None
-    off = float(np.log(n_rate)) - float(np.median(logs))
+    off = math.log(n_rate) - statistics.median(logs)
     if (off < 0) == (change < 0) and abs(off) >= MAX_ALLOWANCE:
         return None
-    return f"back within a halving of the level of {len(logs)} earlier runs ({np.exp(np.median(logs)):.3g} GB/s)"
+    return f"back within a halving of the level of {len(logs)} earlier runs ({math.exp(statistics.median(logs)):.3g} GB/s)"

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from kvbench.benches.base import Benchmark, Prepared
-from kvbench.benches.params import Param
+from kvbench.benches.declared import DRAM_COPY
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
 from kvbench.executors.host import PIECE_BYTES, HostExecutor, NumpyExecutor, max_threads
@@ -85,16 +85,7 @@ def host_copy_workload(src: Region, dst: GuardedRegion, run: Callable[[], None],
 class DramCopy(Benchmark):
     id = "dram.copy"
     description = "host DRAM to host DRAM copy (bytes counted once)"
-    params = {
-        "size": Param("size", "256MiB", "bytes copied per operation", minimum=4096),
-        "threads": Param("int", 1, "copy threads", minimum=1),
-        "src": Param("memory", "pageable", "source memory kind: pageable | numa:N"),
-        "dst": Param("memory", "pageable", "destination memory kind: pageable | numa:N"),
-        "fragment": Param("size", 0, "copy as fragments of this size (0: one copy)"),
-        "primitive": Param("choice", "auto", "copy primitive", choices=("auto", *PRIMITIVES)),
-        "vs": Param("text", "none", "none, or a placement (pageable | numa:N) whose copy is timed interleaved "
-                    "with this one: the ratio per pair of samples (near vs far NUMA)", added=True),
-    }
+    params = DRAM_COPY  # kvbench/benches/declared.py
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
         if params["threads"] > max_threads():

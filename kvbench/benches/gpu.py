@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from kvbench.benches.base import Benchmark, Prepared, prepared_on_gpu
-from kvbench.benches.params import Param
+from kvbench.benches.declared import GPU_MATMUL
 from kvbench.benches.pcie.torch_backend import torch_unavailable_reason
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
@@ -52,13 +52,7 @@ def flops(m: int, n: int, k: int) -> int:
 class GpuMatmul(Benchmark):
     id = "gpu.matmul"
     description = "dense bf16/fp16 matrix multiply on one GPU (torch, cuBLAS): TFLOP/s, row blocks checked in fp32"
-    params = {
-        "m": Param("int", 8192, "rows of A and C (a prefill's tokens)", minimum=1),
-        "n": Param("int", 8192, "columns of B and C (a layer's output width)", minimum=1),
-        "k": Param("int", 8192, "columns of A, rows of B (a layer's input width)", minimum=1),
-        "dtype": Param("choice", "bf16", "element type", choices=tuple(DTYPES)),
-        "gpu": Param("int", 0, "GPU index", minimum=0),
-    }
+    params = GPU_MATMUL  # kvbench/benches/declared.py
 
     def unavailable_reason(self) -> str | None:
         reason = torch_unavailable_reason()

@@ -35,16 +35,16 @@ from kvbench.backends.cuda import (
     upload,
 )
 from kvbench.benches.base import Benchmark, Prepared, built_in_stack, prepared_on_gpu
+from kvbench.benches.declared import KV_HANDOFF
 from kvbench.benches.kv.case import layout_metadata, rates
 from kvbench.benches.p2p import enable_peer_access, parse_pair, peer_access_reason, two_gpus_reason
-from kvbench.benches.params import Param
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.path import Segment
 from kvbench.kv.check import first_mismatch, unfilled_note
 from kvbench.kv.descriptors import DescriptorList
-from kvbench.kv.geometry import DTYPE_BYTES, PRESETS, get_model
-from kvbench.kv.layouts import LAYOUTS, KVShape, handoff_descriptors, pick_blocks, region_bytes
+from kvbench.kv.geometry import get_model
+from kvbench.kv.layouts import KVShape, handoff_descriptors, pick_blocks, region_bytes
 from kvbench.measure.cuda_timer import AllGpusEventTimer, CudaEventTimer
 from kvbench.measure.engine import Workload
 from kvbench.memory.cuda_memory import check_gpu
@@ -52,7 +52,6 @@ from kvbench.memory.guard import GuardedRegion
 from kvbench.memory.pattern import POISON, fill_pattern, poison, poison_between_copies
 from kvbench.metadata import REQUEST_MS, TTFT_ADDED_MS
 
-STRATEGIES = ("gather-copy-scatter", "peer-read")
 REQUESTS = 30  # whole handoffs timed one by one after the samples (as kv.restore's requests)
 DECODE_POOL_FACTOR = 2  # the decode pool holds other requests too: its other half must stay untouched
 
@@ -61,23 +60,7 @@ DECODE_POOL_FACTOR = 2  # the decode pool holds other requests too: its other ha
 class KVHandoff(Benchmark):
     id = "kv.handoff"
     description = "a model's KV moved from a prefill GPU's pool into a decode GPU's pool of another layout"
-    params = {
-        "model": Param("text", "Llama-3.1-70B", f"preset ({', '.join(PRESETS)}) or a config.json path"),
-        "tokens": Param("int", 4096, "tokens handed off (a multiple of both block sizes)", minimum=1),
-        "pair": Param("text", "0-1", "PREFILL-DECODE GPUs (a sweep's \"*\": every ordered pair)"),
-        "strategy": Param("choice", "gather-copy-scatter", "gather + peer copy + scatter, or one peer-reading "
-                          "kernel", choices=STRATEGIES),
-        "src_layout": Param("choice", "layer_first", "prefill pool layout (vLLM: layer_first)", choices=LAYOUTS),
-        "src_block_tokens": Param("int", 16, "prefill pool's tokens per block", minimum=1),
-        "dst_layout": Param("choice", "page_first", "decode pool layout (SGLang: page_first)", choices=LAYOUTS),
-        "dst_block_tokens": Param("int", 64, "decode pool's tokens per block", minimum=1),
-        "dtype": Param("choice", "bf16", "KV element type", choices=tuple(DTYPE_BYTES)),
-        "tp": Param("int", 1, "tensor-parallel degree (each GPU holds kv_heads / tp)", minimum=1),
-        "selection": Param("choice", "random", "which prefill pool blocks: random (seeded) or sequential",
-                           choices=("random", "sequential")),
-        "pool_blocks": Param("int", 0, "blocks in the prefill pool (0: 4 x the blocks moved)", minimum=0),
-        "seed": Param("int", 0, "seed of the random block selection", minimum=0),
-    }
+    params = KV_HANDOFF  # kvbench/benches/declared.py
 
     def _shapes(self, params: dict[str, Any]) -> tuple[KVShape, KVShape]:
         model = get_model(params["model"])

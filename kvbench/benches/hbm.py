@@ -21,7 +21,7 @@ from kvbench.backends.cuda import (
     link_probe,
 )
 from kvbench.benches.base import Benchmark, Prepared, built_in_stack, prepared_on_gpu
-from kvbench.benches.params import Param
+from kvbench.benches.declared import HBM
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.path import Segment
@@ -86,10 +86,7 @@ def expected_read_checksum(size: int, seed: int = SEED) -> int:
 
 class _Hbm(Benchmark):
     kind: str  # read | write | copy
-    params = {
-        "size": Param("size", 0, "bytes per buffer (0: max(8 x L2, 1 GiB))"),
-        "gpu": Param("int", 0, "GPU index", minimum=0),
-    }
+    params = HBM  # kvbench/benches/declared.py
 
     def unavailable_reason(self) -> str | None:
         return cuda_unavailable_reason()

@@ -33,13 +33,11 @@ from kvbench.backends.ucx_protocols import log_size as ucx_log_size
 from kvbench.backends.ucx_protocols import parse as parse_protocols
 from kvbench.backends.ucx_protocols import proto_info_enabled
 from kvbench.benches.base import Benchmark, Prepared
-from kvbench.benches.params import Param
-from kvbench.benches.peer_params import PAIR_HOSTS, REMOTE_PEER
+from kvbench.benches.declared import NET
 from kvbench.benches.rails import COUNTER_NOTE, rail_bytes, rail_devices
 from kvbench.benches.registry import register
 from kvbench.benches.transport import (
     AGAINST_NIXL,
-    TRANSPORT,
     mooncake_batch,
     transport_unavailable_reason,
     uses_mooncake,
@@ -123,22 +121,7 @@ def ucx_rails(params: dict[str, Any]) -> dict[str, str]:
 
 class _Net(Benchmark):
     operation: str  # READ pulls remote → local, WRITE pushes local → remote
-    params = {
-        "local": Param("memory", "pageable", "this side's memory: pageable | numa:N | pinned | device"),
-        "remote": Param("memory", "pageable", "the peer's memory kind"),
-        "block_size": Param("size", "1MiB", "bytes per descriptor", minimum=1),
-        "batch": Param("int", 64, "descriptors per request", minimum=1),
-        "threads": Param("int", 0, "UCX backend threads (0: default)", minimum=0),
-        "peer": Param("choice", "inproc", "far side: inproc | local (another process) | remote (started by a launcher)",
-                      choices=("inproc", "local", "remote")),
-        **REMOTE_PEER,
-        "rails": Param("text", "", "UCX devices to deal the batch over, one agent each, e.g. mlx5_0:1,mlx5_1:1; or "
-                       "a number N: UCX spreads each request over up to N devices (empty: UCX's choice)"),
-        "net_devices": Param("text", "", "the devices UCX may use (UCX_NET_DEVICES), e.g. mlx5_0:1,mlx5_1:1; "
-                             "with rails=N, the devices it spreads over", added=True),
-        **PAIR_HOSTS,
-        **TRANSPORT,
-    }
+    params = NET  # kvbench/benches/declared.py
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
         reason = backend_unavailable_reason("UCX") or transport_unavailable_reason(params)

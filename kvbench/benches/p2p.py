@@ -30,7 +30,7 @@ from kvbench.backends.cuda import (
     upload,
 )
 from kvbench.benches.base import Benchmark, Prepared, built_in_stack, prepared_on_gpu
-from kvbench.benches.params import Param
+from kvbench.benches.declared import GPU_P2P
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.facts import HostFacts
@@ -123,16 +123,7 @@ def _gpu_peer_both(segment: Segment, facts: HostFacts, links: LinksUnderLoad):
 class GpuP2P(Benchmark):
     id = "gpu.p2p"
     description = "GPU to GPU inside a server (NVLink / PCIe peer-to-peer): copy engine or SM kernel, verified"
-    params = {
-        "pair": Param("text", "0-1", "SRC-DST GPUs (a sweep's \"*\": every ordered pair)"),
-        "engine": Param("choice", "ce", "copy engine (cudaMemcpyPeerAsync) or SM kernel on peer memory",
-                        choices=("ce", "sm")),
-        "direction": Param("choice", "write", "write: the source GPU pushes; read: the destination pulls",
-                           choices=("write", "read")),
-        "bidir": Param("choice", "no", "yes: both directions at once (the sum; each in directions_gbps)",
-                       choices=("no", "yes")),
-        "size": Param("size", "256MiB", "bytes per copy (each direction)", minimum=16),
-    }
+    params = GPU_P2P  # kvbench/benches/declared.py
 
     def unavailable_reason(self) -> str | None:
         return cuda_unavailable_reason()

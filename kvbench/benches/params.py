@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvbench.errors import BadInput
+from kvbench.memory.kind_names import parse_kind
 from kvbench.units import COUNT_FORM, parse_count, parse_size
 
 
@@ -69,8 +70,6 @@ class Param:
         elif self.kind == "address":
             return resolve_address(str(value), f"{name}={value!r}")
         elif self.kind == "memory":
-            from kvbench.memory.kinds import parse_kind  # here: the memory package loads numpy and CUDA's probes
-
             return str(parse_kind(str(value)))
         elif self.kind == "choice":
             out = str(value)

@@ -1,8 +1,9 @@
 """Registry of benchmarks by id; the CLI lists it with availability on this host.
 
 Benchmarks are discovered, not listed: every module under `kvbench/benches/` is imported once,
-and each `@register`s its classes. Adding `area.verb` is one new module (plus its path segment's
-peak function, `kvbench.hardware.path.register_segment`, and that segment's rows in peaks.toml);
+and each `@register`s its classes. Adding `area.verb` is one new module (plus its parameters in
+`declared.py`, its path segment's peak function, `kvbench.hardware.path.register_segment`, and that
+segment's rows in peaks.toml);
 a module outside the package (a plugin, a test) registers the same way once it is imported.
 """
 

@@ -22,7 +22,7 @@ from kvbench.backends.nixl import (
     make_agent,
 )
 from kvbench.benches.base import Benchmark, Prepared
-from kvbench.benches.params import Param
+from kvbench.benches.declared import STORAGE
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.path import Segment
@@ -76,21 +76,7 @@ def plan_requests(files: int, file_bytes: int, io_size: int, batch: int, pattern
 
 class _Storage(Benchmark):
     operation: str  # READ (file → memory) or WRITE (memory → file)
-    params = {
-        "backend": Param("choice", "posix", "NIXL backend", choices=tuple(BACKENDS)),
-        "api": Param("choice", "auto", "POSIX engine: auto | aio (libaio) | uring (io_uring) | posix_aio",
-                     choices=tuple(POSIX_APIS)),
-        "target": Param("memory", "pageable", "memory side: pageable | numa:N | pinned | device"),
-        "io_size": Param("size", "1MiB", "bytes per I/O (descriptor)", minimum=512),
-        "batch": Param("int", 32, "I/Os per request (in flight)", minimum=1),
-        "threads": Param("int", 0, "backend threads (0: the backend's default)", minimum=0),
-        "files": Param("int", 1, "files the I/Os spread over", minimum=1),
-        "file_size": Param("size", "256MiB", "bytes per file", minimum=4096),
-        "direct": Param("int", 1, "O_DIRECT (1) or buffered (0)", minimum=0),
-        "pattern": Param("choice", "sequential", "offset order", choices=("sequential", "random")),
-        "path": Param("text", "", "directory for the files (default: the system temp dir)"),
-        "seed": Param("int", 0, "seed of the random order", minimum=0),
-    }
+    params = STORAGE  # kvbench/benches/declared.py
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
         reason = backend_unavailable_reason(BACKENDS[params["backend"]])

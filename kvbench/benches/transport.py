@@ -15,8 +15,6 @@ from contextlib import ExitStack
 from typing import Any
 
 from kvbench.backends.mooncake import (
-    P2P,
-    PROTOCOLS,
     Engine,
     MooncakeTransfer,
     check_metadata,
@@ -25,22 +23,11 @@ from kvbench.backends.mooncake import (
     mooncake_version,
 )
 from kvbench.backends.nixl import find_library
-from kvbench.benches.params import Param
+from kvbench.benches.declared import TRANSPORT
 from kvbench.errors import BadInput
 from kvbench.memory.nixl_regions import nixl_memory
 from kvbench.peers.mooncake_target import ask
 
-TRANSPORT = {
-    "transport": Param("choice", "nixl", "the data plane: nixl (UCX) | mooncake (Mooncake's Transfer Engine) | both "
-                       "(Mooncake timed against NIXL, interleaved; stores the ratio)",
-                       choices=("nixl", "mooncake", "both"), added=True),
-    "mooncake_metadata": Param("text", P2P, "transport=mooncake: how engines find each other: P2PHANDSHAKE, "
-                               "etcd://HOST:PORT, http://HOST:PORT/PATH or redis://HOST:PORT", added=True),
-    "mooncake_protocol": Param("choice", "tcp", "transport=mooncake: the engine's protocol: tcp | rdma",
-                               choices=PROTOCOLS, added=True),
-    "mooncake_device": Param("text", "", "transport=mooncake, protocol rdma: the NIC(s), e.g. mlx5_0 (empty: the "
-                             "engine discovers them)", added=True),
-}
 AGAINST_NIXL = {"transport": "nixl"}  # the pair of transport=both
 
 

@@ -14,12 +14,8 @@ from dataclasses import replace
 from typing import Any
 
 from kvbench.benches.base import Prepared
-from kvbench.benches.params import Param
 from kvbench.errors import BadInput
 from kvbench.measure.engine import Pair, Workload
-
-LOAD = Param("choice", "none", "a kernel running beside the copies on another stream: none, hbm (an HBM-bound "
-             "copy kernel) or gemm (fp16 matrix products)", choices=("none", "hbm", "gemm"), added=True)
 
 
 def refuse_load(params: dict[str, Any], why: str | None) -> None:

@@ -60,8 +60,7 @@ def history(
 ) -> None:
     """Median GB/s of each case over all runs of this host, cut where the level persistently shifted."""
     from kvbench.analyze.history import run_verdicts, segments
-    from kvbench.benches.describe import canonical_subset
-    from kvbench.benches.registry import get_bench
+    from kvbench.benches.describe import bench_params, canonical_subset
     from kvbench.report.analysis_tables import history_table
     from kvbench.store import open_store
 
@@ -69,7 +68,7 @@ def history(
     check_writable(plot, "--plot", db)
     if plot and not plot.endswith((".png", ".svg")):
         raise BadInput(f"bad --plot '{plot}': use a .png or .svg file")
-    get_bench(bench)  # an unknown id is bad input, with the closest one suggested
+    bench_params(bench)  # an unknown id is bad input, with the closest one suggested
     wanted = canonical_subset(bench, pairs(params, "--params"), strict=True)
     floor = fraction(threshold, "--threshold")
     store = open_store(db, read_only=True)
@@ -117,12 +116,12 @@ def fleet_cmd(
 ) -> None:
     """Every host's latest result per case side by side; hosts far from their SKU's median are flagged."""
     from kvbench.analyze.fleet import fleet_in_database
-    from kvbench.benches.registry import get_bench
+    from kvbench.benches.describe import bench_params
     from kvbench.report.analysis_tables import fleet_table
     from kvbench.store import open_store
 
     for bench_id in bench or []:
-        get_bench(bench_id)  # an unknown id is bad input, with the closest one suggested
+        bench_params(bench_id)  # an unknown id is bad input, with the closest one suggested
     if run_ref is not None and not link_pairs:
         raise BadInput("--run picks the run of --pairs: add --pairs")
     from kvbench.report.link_table import SHOWN

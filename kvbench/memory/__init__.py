@@ -1,6 +1,3 @@
-"""Memory kinds: where a benchmark's source and destination bytes live."""
-
-from kvbench.memory.kinds import allocate, memory_kinds, parse_kind
-from kvbench.memory.region import Region
-
-__all__ = ["Region", "allocate", "memory_kinds", "parse_kind"]
+"""Memory kinds: where a benchmark's source and destination bytes live (`kinds.allocate`,
+`kinds.parse_kind`). Nothing is imported here: a module that parses a kind's name
+(`kind_names`) must not load the allocators and numpy with it."""

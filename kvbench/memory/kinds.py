@@ -1,4 +1,5 @@
-"""Memory kinds by name (`pageable`, `numa:N`, `pinned`, `device`), with availability on this host."""
+"""Memory kinds by name (`pageable`, `numa:N`, `pinned`, `device`), with availability on this host and
+their allocators (the names alone, and parsing them: `kind_names.py`)."""
 
 from __future__ import annotations
 
@@ -6,27 +7,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kvbench.backends.cuda import cuda_unavailable_reason
-from kvbench.errors import BadInput, unknown_name
+from kvbench.errors import BadInput
 from kvbench.memory import host, numa
+from kvbench.memory.kind_names import MemoryKind, parse_kind
 from kvbench.memory.region import Region
-
-
-@dataclass(frozen=True)
-class MemoryKind:
-    """A parsed kind: `name` plus an optional integer argument (`numa:1` → ("numa", 1))."""
-
-    name: str
-    index: int | None = None
-
-    def __str__(self) -> str:
-        return self.name if self.index is None else f"{self.name}:{self.index}"
 
 
 @dataclass(frozen=True)
 class KindInfo:
     name: str
     description: str
-    takes_index: bool
     unavailable_reason: Callable[[], str | None]
     allocate: Callable[[int, int | None], Region]
 
@@ -41,38 +31,23 @@ def _cuda_only(kind: str) -> Callable[[int, int | None], Region]:
 
 
 _KINDS = {
-    "pageable": KindInfo("pageable", "ordinary host memory, touched before timing", False,
+    "pageable": KindInfo("pageable", "ordinary host memory, touched before timing",
                          lambda: None, lambda size, _i: host.pageable_buffer(size)),
-    "numa": KindInfo("numa", "host memory bound to NUMA node N with mbind (numa:N)", True,
+    "numa": KindInfo("numa", "host memory bound to NUMA node N with mbind (numa:N)",
                      lambda: None, lambda size, i: host.numa_buffer(size, i)),
-    "pinned": KindInfo("pinned", "page-locked host memory (cudaHostAlloc)", False,
+    "pinned": KindInfo("pinned", "page-locked host memory (cudaHostAlloc)",
                        cuda_unavailable_reason, _cuda_only("pinned")),
-    "device": KindInfo("device", "GPU memory (HBM), device:N for GPU N", True,
+    "device": KindInfo("device", "GPU memory (HBM), device:N for GPU N",
                        cuda_unavailable_reason, _cuda_only("device")),
-    "file": KindInfo("file", "a file read through NIXL (kv.restore src=file; storage.* make their own)", False,
+    "file": KindInfo("file", "a file read through NIXL (kv.restore src=file; storage.* make their own)",
                      lambda: None, lambda size, _i: _not_allocatable("file")),
-    "remote": KindInfo("remote", "another NIXL agent's memory (kv.restore src=remote)", False,
+    "remote": KindInfo("remote", "another NIXL agent's memory (kv.restore src=remote)",
                        lambda: None, lambda size, _i: _not_allocatable("remote")),
 }
 
 
 def _not_allocatable(kind: str) -> Region:
     raise BadInput(f"memory '{kind}' is a tier NIXL reaches, not a buffer to allocate: use it as kv.restore src")
-
-
-def parse_kind(text: str) -> MemoryKind:
-    """`"numa:1"` → MemoryKind("numa", 1); raises `BadInput` naming the text."""
-    name, _, arg = str(text).partition(":")
-    if name not in _KINDS:
-        raise unknown_name("memory kind", name, _KINDS)
-    info = _KINDS[name]
-    if not arg:
-        if name == "numa":
-            raise BadInput("bad memory 'numa': name the node, e.g. numa:0")
-        return MemoryKind(name)
-    if not info.takes_index or not arg.isdigit():
-        raise BadInput(f"bad memory '{text}': '{name}' takes {'a node/GPU number' if info.takes_index else 'no argument'}")
-    return MemoryKind(name, int(arg))
 
 
 def memory_kinds() -> dict[str, KindInfo]:

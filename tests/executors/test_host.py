@@ -9,7 +9,7 @@ from kvbench.errors import BadInput
 from kvbench.executors import get_executor
 from kvbench.executors.host import HostExecutor
 from kvbench.kv.descriptors import DescriptorList, apply_numpy
-from kvbench.memory import allocate
+from kvbench.memory.kinds import allocate
 from kvbench.memory.pattern import fill_pattern
 
 SIZE = 1 << 16

@@ -13,7 +13,7 @@ from kvbench.kv.layouts import (
     region_bytes,
     restore_descriptors,
 )
-from kvbench.memory import allocate
+from kvbench.memory.kinds import allocate
 from kvbench.memory.pattern import fill_pattern
 
 MODEL = ModelGeometry("tiny", layers=3, kv_heads=2, head_dim=4)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from kvbench.errors import BadInput
-from kvbench.memory import allocate, parse_kind
+from kvbench.memory.kinds import allocate, parse_kind
 from kvbench.memory.kinds import kind_unavailable_reason
 from kvbench.memory.numa import online_nodes
 from kvbench.memory.pattern import fill_pattern

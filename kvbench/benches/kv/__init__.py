@@ -15,19 +15,17 @@ from types import ModuleType
 from typing import Any
 
 from kvbench.benches.base import Benchmark, Prepared
+from kvbench.benches.declared import KV_TRANSFER
 from kvbench.benches.kv import burst, cuda, host, nixl, twohop
 from kvbench.benches.kv.case import KVCase, layout_metadata
-from kvbench.benches.params import Param
-from kvbench.benches.peer_params import PAIR_HOSTS, REMOTE_PEER, added_later
 from kvbench.benches.registry import register
-from kvbench.benches.transport import TRANSPORT, uses_mooncake, validate_transport
-from kvbench.benches.under_load import LOAD, refuse_load, with_load
+from kvbench.benches.transport import uses_mooncake, validate_transport
+from kvbench.benches.under_load import refuse_load, with_load
 from kvbench.errors import BadInput
-from kvbench.executors.registry import all_executors, get_executor
+from kvbench.executors.registry import get_executor
 from kvbench.hardware.path import Segment
-from kvbench.kv.geometry import DTYPE_BYTES, PRESETS, get_model
+from kvbench.kv.geometry import get_model
 from kvbench.kv.layouts import (
-    LAYOUTS,
     KVShape,
     pick_blocks,
     region_bytes,
@@ -40,7 +38,6 @@ from kvbench.metadata import REQUEST_MS
 
 # Each executor family's preparation: unavailable_reason(params, direction), path(params), prepare(case)
 FAMILIES: dict[str, ModuleType] = {"host": host, "cuda": cuda, "nixl": nixl}
-STRATEGIES = tuple(all_executors())
 REQUESTS = 30  # single restores timed after the samples: enough for a p90; p99 and max are the worst seen
 
 __all__ = ["KVRestore", "KVOffload", "layout_metadata"]
@@ -48,43 +45,7 @@ __all__ = ["KVRestore", "KVOffload", "layout_metadata"]
 
 class _KVTransfer(Benchmark):
     direction: str  # "restore" or "offload"
-    params = {
-        "model": Param("text", "Llama-3.1-70B", f"preset ({', '.join(PRESETS)}) or a config.json path"),
-        "tokens": Param("int", 4096, "tokens to move (a multiple of block_tokens)", minimum=1),
-        "block_tokens": Param("int", 16, "tokens per KV block", minimum=1),
-        "src_layout": Param("choice", "page_first", "source pool layout", choices=LAYOUTS),
-        "dst_layout": Param("choice", "layer_first", "destination pool layout", choices=LAYOUTS),
-        "dtype": Param("choice", "bf16", "KV element type", choices=tuple(DTYPE_BYTES)),
-        "tp": Param("int", 1, "tensor-parallel degree (each GPU holds kv_heads / tp)", minimum=1),
-        "strategy": Param("choice", "host", "how fragments are moved (an executor): host ones; nixl for src=file "
-                          "| remote; CUDA ones for src=pinned dst=device", choices=STRATEGIES),
-        "file_layout": Param("choice", "single", "src=file: one file for the pool, or one file per block",
-                             choices=("single", "per_block")),
-        "peer": Param("choice", "inproc", "src=remote: the agent holding the pool: inproc | local (another process) | "
-                      "remote (started by a launcher, at peer_addr:peer_port)", choices=("inproc", "local", "remote")),
-        "src": Param("memory", "pageable", "source memory kind (file, remote: the pool behind NIXL)"),
-        "dst": Param("memory", "pageable", "destination memory kind"),
-        "concurrency": Param("int", 1, "copy threads", minimum=1),
-        "selection": Param("choice", "random", "which pool blocks: random (seeded) or sequential",
-                           choices=("random", "sequential")),
-        "pool_blocks": Param("int", 0, "blocks in the source pool (0: 4 x the blocks moved)", minimum=0),
-        "seed": Param("int", 0, "seed of the random block selection", minimum=0),
-        "via": Param("choice", "none", "src=file | remote: none reads fragments straight into dst; pageable or "
-                     "pinned stages whole blocks through host memory, then the strategy scatters them",
-                     choices=("none", "pageable", "pinned"), added=True),
-        "chunk": Param("size", "16MiB", "via: bytes read into a staging buffer at a time (whole blocks, at least "
-                       "one)", minimum=4096, added=True),
-        "load": LOAD,
-        "requests": Param("int", 1, "src=remote strategy=nixl: concurrent requests per burst (1 to 64), each its "
-                          "own random block table of `tokens` tokens (the disaggregated prefill → decode handoff)",
-                          minimum=1, added=True),
-        "mode": Param("choice", "pull", "src=remote strategy=nixl: pull (this side reads the peer's pool) or push "
-                      "(this side writes its pool into the peer's slots)", choices=("pull", "push"), added=True),
-        "pipeline": Param("choice", "on", "via: read chunk k+1 while chunk k is scattered (on), or one after the "
-                          "other (off)", choices=("on", "off"), added=True),
-        **added_later({**REMOTE_PEER, **PAIR_HOSTS}),  # peer=remote (and peer=local's timeout_s)
-        **TRANSPORT,  # src=remote, strategy=nixl: the pool's fragments over NIXL, Mooncake, or both
-    }
+    params = KV_TRANSFER  # kvbench/benches/declared.py
 
     def _shape(self, params: dict[str, Any]) -> KVShape:
         return KVShape.of(get_model(params["model"]), params["block_tokens"], params["dtype"], params["tp"])

@@ -27,9 +27,9 @@ from kvbench.backends.cuda import (
     link_probe,
 )
 from kvbench.benches.base import Benchmark, Prepared, built_in_stack, paired_with, prepared_on_gpu
-from kvbench.benches.params import Param
+from kvbench.benches.declared import PCIE
 from kvbench.benches.registry import register
-from kvbench.benches.under_load import LOAD, refuse_load, with_load
+from kvbench.benches.under_load import refuse_load, with_load
 from kvbench.errors import BadInput, IntegrityError
 from kvbench.hardware.path import Segment
 from kvbench.measure.cuda_timer import CudaEventTimer
@@ -59,16 +59,7 @@ def registered_pointer_reason(gpu: int) -> str | None:
 
 class _Pcie(Benchmark):
     direction: str  # h2d | d2h | bidir
-    params = {
-        "memory": Param("memory", "pinned", "host memory: pinned | pageable | numa:N (registered)"),
-        "engine": Param("choice", "ce", "copy engine (ce) or SM kernel (sm)", choices=("ce", "sm")),
-        "size": Param("size", "256MiB", "bytes per copy", minimum=16),
-        "gpu": Param("int", 0, "GPU index", minimum=0),
-        "backend": Param("choice", "cupy", "CUDA stack: cupy, or torch to compare with", choices=("cupy", "torch")),
-        "gpus": Param("choice", "one", "one: the `gpu`; all: every GPU at once (pinned, copy engine)",
-                      choices=("one", "all")),
-        "load": LOAD,
-    }
+    params = PCIE  # kvbench/benches/declared.py
 
     def unavailable_reason(self) -> str | None:
         return cuda_unavailable_reason()
