@@ -24,7 +24,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from kvbench.analyze.accept.judge import LINK_AT_MAX, REPLAY_UNCHANGED, Verdict
+from kvbench.analyze.accept.case_verdict import LINK_AT_MAX, REPLAY_UNCHANGED, Verdict
 from kvbench.analyze.runs import RunDocument
 from kvbench.hardware.contention import LIMITS
 from kvbench.hardware.peaks import above_peak

@@ -5,13 +5,15 @@ a verdict shows it, the ids of the cases judged, and the verdict of a rule with 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kvbench.analyze.accept.rules import Rule
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import canonical_subset, describe_params
 from kvbench.benches.registry import find_bench
 from kvbench.hardware.peaks import ABOVE_PEAK_TOLERANCE, above_peak, above_peak_warning
+
+if TYPE_CHECKING:  # a rule is only read here; loading the rules' pydantic models is the judge's (compare needs none)
+    from kvbench.analyze.accept.rules import Rule
 
 # The thresholds of rules on facts a result records (not its rate): a busy neighbour cannot explain their failure.
 NO_CASE = "not run: the suite has no such case"  # a rule's SKIP where the run holds no case for it
