@@ -47,9 +47,12 @@ def robust_spread(rates: list[float], k: float = 3.0, floor: float = 0.05) -> Ro
     """The one outlier rule of the fleet (hosts of a SKU, and the links of a matrix): a rate stands out
     when at least 3 rates are compared, it is `floor` (a fraction) or more from their median, and more
     than `k` robust standard deviations away (or they all agree but it, MAD = 0)."""
-    values = [float(v) for v in rates]  # a few hosts' or links' rates: the standard library, not numpy
-    median = statistics.median(values) if values else math.nan
-    mad = statistics.median(abs(v - median) for v in values) * SD_PER_MAD if values else math.nan
+    values = [math.nan if v is None else float(v) for v in rates]  # a few hosts' or links' rates: no numpy
+    if not values or any(math.isnan(v) for v in values):  # an unknown rate: no level, so nothing stands out
+        median = mad = math.nan
+    else:
+        median = statistics.median(values)
+        mad = statistics.median(abs(v - median) for v in values) * SD_PER_MAD
     deviations = tuple(v / median - 1 if median else 0.0 for v in values)
     outliers = tuple(bool(len(values) >= 3 and abs(d) >= floor and (mad == 0 or abs(v - median) > k * mad))
                      for v, d in zip(values, deviations, strict=True))

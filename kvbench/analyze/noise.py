@@ -132,7 +132,7 @@ def back_to_level(n_rate: float, change: float, history: list[float], allowed: f
     logs = _logs(history)
     if allowed < MAX_ALLOWANCE or not len(logs):
         return None
-    off = math.log(n_rate) - statistics.median(logs)
+    off = (math.log(n_rate) if n_rate > 0 else -math.inf) - statistics.median(logs)  # a rate of 0: infinitely lower
     if (off < 0) == (change < 0) and abs(off) >= MAX_ALLOWANCE:
         return None
     return f"back within a halving of the level of {len(logs)} earlier runs ({math.exp(statistics.median(logs)):.3g} GB/s)"

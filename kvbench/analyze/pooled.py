@@ -103,7 +103,7 @@ def _pooled_result(result: dict[str, Any], entries: list[dict[str, Any]]) -> dic
     metadata = {**(result.get("metadata") or {}), CONTENTION: middle.get("contention")}
     if middle.get("contention") is None:
         metadata.pop(CONTENTION)
-    return {**result, "gbps": {k: statistics.median(e["gbps"][k] for e in entries) for k in RATES},
+    return {**result, "gbps": {k: float(statistics.median(e["gbps"][k] for e in entries)) for k in RATES},
             "metadata": metadata, "pooled_runs": [e["run"] for e in entries]}
 
 

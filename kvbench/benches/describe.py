@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvbench.benches.declared import declared_params
 from kvbench.benches.params import Param, format_params
-from kvbench.benches.registry import find_bench, get_bench
+from kvbench.benches.registry import find_bench, get_bench, registered
 from kvbench.errors import unknown_name
 
 if TYPE_CHECKING:
@@ -15,13 +15,16 @@ if TYPE_CHECKING:
 
 
 def params_of(bench_id: str) -> dict[str, Param] | None:
-    """The parameters benchmark `bench_id` takes, None if no benchmark is registered under it. A built-in
-    one's come from their declaration (`declared.py`), so describing stored results does not import the
-    benchmarks' measuring modules; any other id's from the registry (a plugin's module, imported)."""
-    declared = declared_params(bench_id)
-    if declared is not None:
-        return declared
-    spec = find_bench(bench_id)
+    """The parameters benchmark `bench_id` takes, None if no benchmark is registered under it: those of
+    the benchmark registered under it already (a plugin's, even one that replaces a built-in, is what
+    `run` measures), else a built-in one's declaration (`declared.py`), so describing stored results does
+    not import the benchmarks' measuring modules, else the registry's after it imports them."""
+    spec = registered(bench_id)
+    if spec is None:
+        declared = declared_params(bench_id)
+        if declared is not None:
+            return declared
+        spec = find_bench(bench_id)
     return spec.params if spec else None
 
 

@@ -40,6 +40,11 @@ def _discover() -> None:
         importlib.import_module(module.name)
 
 
+def registered(bench_id: str) -> Benchmark | None:
+    """The benchmark registered as `bench_id` so far, None if none is: no module is imported to find it."""
+    return _BENCHES.get(bench_id)
+
+
 def find_bench(bench_id: str) -> Benchmark | None:
     """The benchmark registered as `bench_id`, None if no module registers it. Its area's module is
     imported first (`pcie.h2d` → benches/pcie), every module only when that does not register it: a

@@ -31,6 +31,13 @@ class FleetSpread:
 
     engine: sa.Engine
 
+    def _understands(self, postgresql: tuple[int, ...] | None, sqlite: tuple[int, ...] | None) -> bool:
+        """Whether this database is at least the version given for its kind (None: never)."""
+        if self.engine.dialect.name == "sqlite":
+            return sqlite is not None and sqlite3.sqlite_version_info >= sqlite
+        server = self.engine.dialect.server_version_info  # known once a connection was made (open_store makes one)
+        return postgresql is not None and server is not None and tuple(server) >= postgresql
+
     @reading
     def has_ok_results(self, benches: list[str] | None = None) -> bool:
         """Whether any ok result (of `benches`, when given) is stored."""
@@ -62,9 +69,9 @@ class FleetSpread:
                           .where(inner.c.host_id == newest.c.host_id, inner.c.case_hash == newest.c.case_hash,
                                  inner.c.run_id == newest.c.run_id, inner.c.status == "ok")
                           .correlate(newest).scalar_subquery().label("id"))
-                .cte("last").prefix_with("MATERIALIZED", dialect="postgresql"))
-        if sqlite3.sqlite_version_info >= (3, 35):  # the keyword's first SQLite; before it, `last` is inlined
-            last = last.prefix_with("MATERIALIZED", dialect="sqlite")
+                .cte("last"))
+        if self._understands((12,), (3, 35)):  # the first of each with the keyword; before, `last` is inlined
+            last = last.prefix_with("MATERIALIZED")
         # Its columns, each looked up by primary key per row (a correlated subquery is always a lookup): joined
         # instead, PostgreSQL hashed the whole table (2 M rows) to find 40 k of them, over half its time; and
         # `last` materialised there, so each lookup reuses its id rather than seeking it again.
@@ -113,7 +120,7 @@ class FleetSpread:
         if outliers_only:
             query = query.where(outlier)
         with self.engine.connect() as conn:
-            if conn.dialect.name == "postgresql":
+            if conn.dialect.name == "postgresql" and self._understands((11,), None):
                 # Its cost estimate is far above jit_above_cost, so PostgreSQL compiles the statement's
                 # expressions first: at 2 M results that cost 1.09 s against 0.74 s without (EXPLAIN
                 # ANALYZE, PostgreSQL 15), the compiling never paid back. For this transaction only.

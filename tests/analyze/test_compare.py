@@ -241,3 +241,10 @@ def test_runs_of_two_suites_say_what_is_compared_and_what_still_gates():
     assert "suite 'quick'" in note and "1 case(s) both ran are compared" in note and "1 only in run 1 are missing" in note
     new["run"].update(suite="quick", suite_hash="q")
     assert suite_note(base, new, comparisons) is None
+
+
+def test_a_new_run_at_zero_gb_s_is_slower_whatever_the_history_and_never_a_traceback():
+    zero = {**result(10.0, seed=2), "gbps": {"median": 0.0, "p10": 0.0, "p90": 0.0}}
+    for history in (None, HISTORY, [10.0, 40.0, 5.0, 20.0, 1.0]):  # the last so noisy its allowance is a halving
+        c = compare_case(result(10.0, seed=1), zero, history=history)
+        assert c.verdict == "slower" and has_regression([c]), c.note

@@ -56,3 +56,14 @@ def test_rows_come_sorted_by_benchmark_case_sku_and_host():
     found = fleet(rows, hosts)
     keys = [(r.bench, r.params["size"], r.hostname) for r in found]
     assert keys == sorted(keys)
+
+
+def test_an_unknown_rate_among_them_flags_no_one_and_nothing_is_not_a_fleet():
+    from kvbench.analyze.fleet import robust_spread
+
+    for rates in ([10.0, 10.0, 10.0, float("nan"), 1.0], [10.0, None, 10.0, 1.0]):
+        spread = robust_spread(rates)
+        assert spread.median != spread.median and not any(spread.outliers)  # NaN: no level to stand out from
+    empty = robust_spread([])
+    assert empty.rates == () and empty.outliers == () and empty.median != empty.median
+    assert robust_spread([10.0, 10.0, 10.0, 1.0]).outliers == (False, False, False, True)

@@ -80,3 +80,20 @@ def test_an_unknown_benchmark_is_refused_with_the_closest_known_id():
     assert bench_params("hbm.copy") is d.DECLARED["hbm.copy"]
     with pytest.raises(BadInput, match="did you mean 'hbm.copy'"):
         bench_params("hbm.cpy")
+
+
+def test_a_plugin_that_replaces_a_built_in_benchmark_is_described_as_it_measures():
+    built_in = all_benches()["hbm.read"]
+
+    @registry.register
+    class FasterHbmRead:  # a plugin's own hbm.read: what `run` measures now, so what its results are described by
+        id = "hbm.read"
+        params = {"size": Param("size", "1GiB", "bytes per buffer"), "flavour": Param("text", "a", "x", added=True)}
+
+    try:
+        assert params_of("hbm.read") == FasterHbmRead.params
+        assert describe_params("hbm.read", {"size": 1 << 30, "flavour": "a"}) == "(defaults)"
+        assert canonical_subset("hbm.read", {"flavour": "b"}, strict=True) == {"flavour": "b"}
+    finally:
+        registry._BENCHES["hbm.read"] = built_in
+    assert params_of("hbm.read") == d.DECLARED["hbm.read"]
