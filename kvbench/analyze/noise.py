@@ -130,9 +130,10 @@ def back_to_level(n_rate: float, change: float, history: list[float], allowed: f
     the odd run out and the new run is back where the case usually is (medians 4.06 / 8.39 / 4.06,
     then 4.06 again) — the evidence in words, else None."""
     logs = _logs(history)
-    if allowed < MAX_ALLOWANCE or not len(logs):
+    if allowed < MAX_ALLOWANCE or not logs:
         return None
-    off = (math.log(n_rate) if n_rate > 0 else -math.inf) - statistics.median(logs)  # a rate of 0: infinitely lower
+    level = statistics.median(logs)
+    off = (math.log(n_rate) if n_rate > 0 else -math.inf) - level  # a rate of 0: infinitely lower
     if (off < 0) == (change < 0) and abs(off) >= MAX_ALLOWANCE:
         return None
-    return f"back within a halving of the level of {len(logs)} earlier runs ({math.exp(statistics.median(logs)):.3g} GB/s)"
+    return f"back within a halving of the level of {len(logs)} earlier runs ({math.exp(level):.3g} GB/s)"

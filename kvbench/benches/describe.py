@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvbench.benches.declared import declared_params
 from kvbench.benches.params import Param, format_params
-from kvbench.benches.registry import find_bench, get_bench, registered
+from kvbench.benches.registry import all_benches, find_bench, registered
 from kvbench.errors import unknown_name
 
 if TYPE_CHECKING:
@@ -32,7 +32,9 @@ def bench_params(bench_id: str) -> dict[str, Param]:
     """`params_of`, refusing an id no benchmark registers (`BadInput` with the closest known id): how a
     command that reads stored results checks the benchmark it was given."""
     specs = params_of(bench_id)
-    return get_bench(bench_id).params if specs is None else specs
+    if specs is None:
+        raise unknown_name("benchmark", bench_id, all_benches())
+    return specs
 
 
 def canonical_subset(bench_id: str, params: dict[str, Any], strict: bool = False) -> dict[str, Any]:

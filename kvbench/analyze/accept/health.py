@@ -162,10 +162,9 @@ def judge_health(doc: RunDocument, health: HealthFile) -> list[Verdict]:
 
 def _case_text(result: dict[str, Any]) -> str:
     """A case in words: its benchmark and parameters (the health window of `accept --level 1` is no benchmark)."""
-    from kvbench.benches.describe import describe_params
-    from kvbench.benches.registry import find_bench
+    from kvbench.benches.describe import describe_params, params_of
 
-    if find_bench(result["bench"]) is None:
+    if params_of(result["bench"]) is None:
         return f"{result['bench']} {' '.join(f'{k}={v}' for k, v in result['params'].items())}".strip()
     return f"{result['bench']} {describe_params(result['bench'], result['params'])}"
 
