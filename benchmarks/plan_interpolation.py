@@ -42,7 +42,7 @@ def main() -> int:
         print(proc.stderr.strip()[-2000:])
         return proc.returncode
 
-    from kvbench.analyze.restore_plan import restore_plan
+    from kvbench.analyze.decide.restore_plan import restore_plan
     from kvbench.kv.geometry import get_model
     from kvbench.store import open_store
 

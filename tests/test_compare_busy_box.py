@@ -9,7 +9,7 @@ import json
 import pytest
 from rich.console import Console
 
-from kvbench.analyze.noise import allowance, allowance_words, between_run_noise
+from kvbench.analyze.regress.noise import allowance, allowance_words, between_run_noise
 from kvbench.store import open_store
 from tests.inproc import run_in_process as cli
 from tests.one_case_runs import store_one_case_runs
@@ -170,7 +170,7 @@ def test_a_fresh_database_judges_a_busy_job_on_the_noise_its_baseline_export_car
 
 
 def test_a_carried_history_counts_only_on_its_own_box_and_a_bad_one_is_refused(tmp_path):
-    from kvbench.analyze.carried import with_carried
+    from kvbench.analyze.regress.carried import with_carried
 
     base = {"run": {"host_id": HOST, "context_id": CTX}, "history": {CASE: [10.0, 12.0, 9.0]}}
     new = {"run": {"host_id": HOST, "context_id": CTX}}

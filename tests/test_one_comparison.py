@@ -5,8 +5,8 @@ same pair assumed ±15 %)."""
 import json
 import os
 
-from kvbench.analyze.compare import compare_runs
-from kvbench.analyze.history import run_verdicts
+from kvbench.analyze.regress.compare import compare_runs
+from kvbench.analyze.regress.history import run_verdicts
 from kvbench.store import open_store
 from kvbench.store.records import ResultRecord
 from tests.inproc import run_in_process as cli

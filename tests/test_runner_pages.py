@@ -4,7 +4,7 @@ takes, recorded per buffer with every result, and a different case from the defa
 import numpy as np
 import pytest
 
-from kvbench.analyze.compare import compare_runs
+from kvbench.analyze.regress.compare import compare_runs
 from kvbench.benches.registry import all_benches, get_bench
 from kvbench.crosscheck.common import run_kvbench
 from kvbench.measure.engine import Settings

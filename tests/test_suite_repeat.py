@@ -43,7 +43,7 @@ def test_the_cli_shows_the_spread_and_a_later_compare_weighs_changes_against_it(
         f"repeat {i}/3: a fresh process" for i in (1, 2, 3)]
     again = run_cli("run", "--bench", "dram.copy", "--set", "size=1MiB", "--samples", "5", "--db", db)
     assert again.returncode == 0, again.stderr
-    # a run measured under contention leaves the history (analyze/compare.py): this test is about the
+    # a run measured under contention leaves the history (analyze/regress/compare.py): this test is about the
     # repeat's runs being that history, not about how busy this box is, so their records are cleared
     with sqlite3.connect(tmp_path / "k.sqlite") as conn:
         conn.execute("UPDATE result SET extra = json_set(extra, '$.contention.contended', json('[]'))")

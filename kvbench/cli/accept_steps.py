@@ -47,7 +47,7 @@ def resample_uncertain(doc: dict, verdicts: list, rules_files: list, suite: str,
     the verdicts and the re-sampling run (None: nothing straddled)."""
     from kvbench.analyze.accept.judge import judge
     from kvbench.analyze.accept.uncertain import RESAMPLE_BUDGET_S, resample_plan
-    from kvbench.analyze.contended import with_remeasured
+    from kvbench.analyze.regress.contended import with_remeasured
     from kvbench.run.suite_run import RunRequest
     from kvbench.store.tags import RESAMPLE_OF
 
@@ -109,7 +109,7 @@ def remeasure_contended(doc: dict, verdicts: list, rules_files: list, suite: str
     (tagged remeasure_of), and the rules are judged on the run with their new results. `quiet`: its table
     goes to standard error (standard output holds a JSON document)."""
     from kvbench.analyze.accept.judge import judge
-    from kvbench.analyze.contended import contended_failures, with_remeasured
+    from kvbench.analyze.regress.contended import contended_failures, with_remeasured
     from kvbench.run.suite_run import RunRequest
     from kvbench.store.tags import REMEASURE_OF
 

@@ -29,7 +29,7 @@ def fit(
     db: DbOption = None,
 ) -> None:
     """Per-fragment cost α (µs) and streaming bandwidth β (GB/s) of each KV strategy over a block-size sweep."""
-    from kvbench.analyze.fit import fit_results
+    from kvbench.analyze.decide.fit import fit_results
     from kvbench.report.analysis_tables import fit_table
     from kvbench.store.records import result_row
 
@@ -59,7 +59,7 @@ def history(
     db: DbOption = None,
 ) -> None:
     """Median GB/s of each case over all runs of this host, cut where the level persistently shifted."""
-    from kvbench.analyze.history import run_verdicts, segments
+    from kvbench.analyze.regress.history import run_verdicts, segments
     from kvbench.benches.describe import bench_params, canonical_subset
     from kvbench.report.analysis_tables import history_table
     from kvbench.store import open_store
@@ -173,7 +173,7 @@ def _link_matrix(store, bench: list[str] | None, run_ref: str | None, json_out: 
                  show: str = "gbps") -> None:
     """`fleet --pairs`: one matrix per benchmark, pattern and case, from the benchmarks that run
     against a peer (or those named)."""
-    from kvbench.analyze.link_matrix import link_matrices
+    from kvbench.analyze.links.link_matrix import link_matrices
     from kvbench.benches.registry import all_benches
     from kvbench.report.link_table import link_notes, link_table
 

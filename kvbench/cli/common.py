@@ -190,11 +190,11 @@ def documents(refs: list[str], db: str | None) -> list[dict]:
 
 def judged_documents(refs: list[str], db: str | None) -> list[dict]:
     """`documents` for a command that judges against peaks: each ok result's peak taken again from the
-    user's peaks file where one is in force (--peaks / KVBENCH_PEAKS; kvbench/analyze/user_peaks.py)."""
+    user's peaks file where one is in force (--peaks / KVBENCH_PEAKS; kvbench/analyze/accept/user_peaks.py)."""
     docs = documents(refs, db)
     if not os.environ.get("KVBENCH_PEAKS"):  # hardware.peaks.PEAKS_ENV: none in force, nothing more to load
         return docs
-    from kvbench.analyze.user_peaks import with_user_peaks
+    from kvbench.analyze.accept.user_peaks import with_user_peaks
 
     return [with_user_peaks(doc) for doc in docs]
 

@@ -26,7 +26,7 @@ def measure_contended_drops_again(base_doc: dict, new_doc: dict, comparisons: li
     contended measured once more (from `suite`, a name or TOML file, else the run's suite by name) and
     `judge_again` (the same comparison, given the new document) run on the document holding the new results;
     as given where there is none or the run cannot be measured here."""
-    from kvbench.analyze.contended import contended_drops, with_remeasured
+    from kvbench.analyze.regress.contended import contended_drops, with_remeasured
     from kvbench.cli.accept_steps import measure_cases_again, suite_to_measure_again
     from kvbench.run.suite_run import RunRequest
     from kvbench.store.tags import REMEASURE_OF

@@ -60,9 +60,9 @@ def plan_cmd(
 ) -> None:
     """Restore or recompute: each tier's restore time (spec and measured, one request's p99) beside
     the prefill that would recompute the same KV, and the break-even token count."""
-    from kvbench.analyze.peer_tier import BENCHES, with_peer_tier
-    from kvbench.analyze.recompute import compute_rate
-    from kvbench.analyze.restore_plan import decide, measured_models, restore_plan
+    from kvbench.analyze.decide.peer_tier import BENCHES, with_peer_tier
+    from kvbench.analyze.decide.recompute import compute_rate
+    from kvbench.analyze.decide.restore_plan import decide, measured_models, restore_plan
     from kvbench.kv.geometry import get_model
     from kvbench.report.analysis_tables import plan_answer_lines, plan_table
     from kvbench.run.this_host import host_facts
@@ -116,9 +116,9 @@ def policy_cmd(
     """Which KV strategy to use at which fragment size: the fastest over each range of swept sizes,
     per path, with its GB/s, α and β (from this host's kv.restore block-size sweeps); and which
     transport, Mooncake or NIXL, wins at each size (from transport=both cases' paired ratios)."""
-    from kvbench.analyze.policy import policies
-    from kvbench.analyze.transport_choice import BENCHES as TRANSPORT_BENCHES
-    from kvbench.analyze.transport_choice import transport_choices
+    from kvbench.analyze.decide.policy import policies
+    from kvbench.analyze.decide.transport_choice import BENCHES as TRANSPORT_BENCHES
+    from kvbench.analyze.decide.transport_choice import transport_choices
     from kvbench.report.analysis_tables import policy_table, transport_table
     from kvbench.store import open_store
 

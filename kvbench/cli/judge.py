@@ -159,10 +159,10 @@ def compare(
     Exit 1 on a case slower, failed, missing, or ok in BASE and skipped in NEW; 3 (INCOMPLETE) when nothing
     gates but a drop is one the new run's contention can explain (with --require-quiet: any drop measured
     on a contended box)."""
-    from kvbench.analyze.carried import with_carried
-    from kvbench.analyze.compare import (case_history, compare_runs, has_regression, held_back_drops,
+    from kvbench.analyze.regress.carried import with_carried
+    from kvbench.analyze.regress.compare import (case_history, compare_runs, has_regression, held_back_drops,
                                          regression_summary, suite_note)
-    from kvbench.analyze.pooled import pooled_base
+    from kvbench.analyze.regress.pooled import pooled_base
     from kvbench.cli.compare_again import measure_contended_drops_again
     from kvbench.benches.describe import describe_params
     from kvbench.report.table import comparisons_markdown, comparisons_table
@@ -180,7 +180,7 @@ def compare(
     store = existing_store(db)  # the history and this box's ids, where a database holds them
     links = _cluster_pair(base_doc, new_doc)
     if links:
-        from kvbench.analyze.link_compare import compare_links, link_history
+        from kvbench.analyze.links.link_compare import compare_links, link_history
 
         comparisons = compare_links(base_doc, new_doc, floor, link_history(store, new_doc), require_quiet)
     else:
@@ -210,7 +210,7 @@ def compare(
         err.print(f"kvbench: note: {note}")
     if has_regression(comparisons):
         if links:  # the links by name, and the hosts most of them share
-            from kvbench.analyze.link_compare import slow_links_line
+            from kvbench.analyze.links.link_compare import slow_links_line
 
             raise Concluded(Overall(FAIL, (slow_links_line(comparisons, base_doc["run"]["id"]),)))
         raise Concluded(Overall(FAIL, (regression_summary(comparisons, base_doc["run"]["id"], new_doc["run"]["id"]),)))
@@ -219,7 +219,7 @@ def compare(
                "that the new run's contention can explain, not judged")
         named = ""
         if links:  # which links, and the host most of them share
-            from kvbench.analyze.link_compare import slow_links_line
+            from kvbench.analyze.links.link_compare import slow_links_line
 
             named = f": {slow_links_line(comparisons, base_doc['run']['id'], held=True)}"
         conclude(Overall(INCOMPLETE, (f"{len(held)} drop(s) beyond the noise {why}: re-measure on a quiet box"

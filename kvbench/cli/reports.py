@@ -64,9 +64,9 @@ def report(
     base = judged_documents([baseline], db)[0] if baseline else None
     history = pooled = None
     if base is not None:  # weighed against the same history `compare` uses, so both give one verdict
-        from kvbench.analyze.carried import with_carried
-        from kvbench.analyze.compare import case_history
-        from kvbench.analyze.pooled import pooled_base
+        from kvbench.analyze.regress.carried import with_carried
+        from kvbench.analyze.regress.compare import case_history
+        from kvbench.analyze.regress.pooled import pooled_base
 
         history = with_carried(case_history(existing_store(db), docs[-1]), base, docs[-1])
         pooled = pooled_base(existing_store(db), base, docs[-1])  # a --repeat baseline: the median of its runs
@@ -108,7 +108,7 @@ def export(
     db: DbOption = None,
 ) -> None:
     """Write a run in a format CI dashboards read."""
-    from kvbench.analyze import export as exporters
+    from kvbench.analyze.regress import export as exporters
 
     makers = {"github-action-benchmark": exporters.github_action_benchmark,
               "pytest-benchmark": exporters.pytest_benchmark, "json": lambda d: d}
@@ -117,17 +117,17 @@ def export(
     check_writable(output, "--output", db, [run_ref])
     (doc,) = documents([run_ref], db)
     if fmt == "github-action-benchmark":  # each case's allowance, from the history compare would weigh
-        from kvbench.analyze.compare import case_history
+        from kvbench.analyze.regress.compare import case_history
 
         history = case_history(history_store(db, run_ref), doc)
         makers[fmt] = lambda d: exporters.github_action_benchmark(d, history)
     if fmt == "json" and "history" not in doc:  # a baseline export keeps the noise of the runs behind it
-        from kvbench.analyze.carried import exported_history
+        from kvbench.analyze.regress.carried import exported_history
 
         if carried := exported_history(history_store(db, run_ref), doc):
             doc = {**doc, "history": carried}
     if fmt == "json" and "baseline_pool" not in doc:  # and a --repeat baseline the rates of each of its runs
-        from kvbench.analyze.pooled import batch_rates
+        from kvbench.analyze.regress.pooled import batch_rates
 
         if pool := batch_rates(history_store(db, run_ref), doc):
             doc = {**doc, "baseline_pool": pool}

@@ -71,13 +71,13 @@ def run_and_show(request, json_out: str | None, repeat: int = 1, quiet: bool = F
 
 
 def show_repeats(store, run_ids: list[int], show) -> None:
-    from kvbench.analyze.compare import repeat_spread
+    from kvbench.analyze.regress.compare import repeat_spread
     from kvbench.analyze.runs import run_document
     from kvbench.report.analysis_tables import repeat_table
 
     from kvbench.store.tags import BASELINE
 
-    pooled = len(run_ids) if all(BASELINE in (store.run(i)["tags"] or {}) for i in run_ids) else 1  # analyze/pooled.py
+    pooled = len(run_ids) if all(BASELINE in (store.run(i)["tags"] or {}) for i in run_ids) else 1  # analyze/regress/pooled.py
     show.print(repeat_table(repeat_spread([run_document(store, i)["results"] for i in run_ids], base_runs=pooled),
                             run_ids, pooled))
 
@@ -179,7 +179,7 @@ def results(
 
 def _nvbandwidth(doc: dict, fmt: str, json_out: str | None) -> None:
     """A run's PCIe and GPU-to-GPU cells as nvbandwidth's testcases: text, or its JSON (to --json FILE or stdout)."""
-    from kvbench.analyze.nvbandwidth_shape import nvbandwidth_cases, nvbandwidth_json
+    from kvbench.analyze.links.nvbandwidth_shape import nvbandwidth_cases, nvbandwidth_json
 
     gpus = len(((doc.get("host") or {}).get("facts") or {}).get("gpus") or []) or None
     cases = nvbandwidth_cases(doc["results"], gpus)

@@ -21,7 +21,7 @@ def describe_params(bench: str, params: dict[str, Any]) -> str:
 
 
 def allowance_words(allowance_ln: float) -> str:
-    from kvbench.analyze.noise import allowance_words as words
+    from kvbench.analyze.regress.noise import allowance_words as words
 
     return words(allowance_ln)
 

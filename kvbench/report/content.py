@@ -14,14 +14,14 @@ from kvbench.analyze.accept.pinned_ratio import PageableVsPinned, pageable_vs_pi
 from kvbench.analyze.accept.pipeline import acceptance_verdicts
 from kvbench.analyze.accept.profile import Profile, gpus_to_match
 from kvbench.analyze.accept.verdict import accept_overall, expected_here
-from kvbench.analyze.compare import GATING, Comparison, compare_runs, differences
-from kvbench.analyze.fit import fit_results
-from kvbench.analyze.nvbandwidth_shape import nvbandwidth_cases
-from kvbench.analyze.peer_tier import with_peer_tier
-from kvbench.analyze.recompute import compute_rate
-from kvbench.analyze.restore_plan import TierPlan, decide, restore_plan
+from kvbench.analyze.regress.compare import GATING, Comparison, compare_runs, differences
+from kvbench.analyze.decide.fit import fit_results
+from kvbench.analyze.links.nvbandwidth_shape import nvbandwidth_cases
+from kvbench.analyze.decide.peer_tier import with_peer_tier
+from kvbench.analyze.decide.recompute import compute_rate
+from kvbench.analyze.decide.restore_plan import TierPlan, decide, restore_plan
 from kvbench.analyze.runs import RunDocument
-from kvbench.analyze.transport_choice import TransportChoice, transport_choices
+from kvbench.analyze.decide.transport_choice import TransportChoice, transport_choices
 from kvbench.kv.geometry import get_model
 from kvbench.overall import Overall
 from kvbench.report import accept_figure, history_plot, link_heatmap, nvbandwidth_figure, plots
@@ -114,7 +114,7 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
           drift: Drift | None = None, pooled_baseline: RunDocument | None = None) -> ReportContent:
     """What a report of `docs` says; `baseline_history`: each case's earlier fast ends
     (`compare.case_history`) and `pooled_baseline` the baseline as `compare` weighs it (the median of its
-    `--repeat` runs: analyze/pooled.py), so the comparison with `baseline` is `kvbench compare`'s own."""
+    `--repeat` runs: analyze/regress/pooled.py), so the comparison with `baseline` is `kvbench compare`'s own."""
     results = [{**r, "run_id": d["run"]["id"]} for d in docs for r in d["results"]]
     host = next((d.get("host") for d in docs if d.get("host") and d["host"].get("facts")), None)
     content = ReportContent(
@@ -195,7 +195,7 @@ def history_series(docs: list[RunDocument], comparisons: list[Comparison]
     """Per benchmark, the cases measured ok in two or more of `docs` (each run once, in start order) as
     `history_plot.history_figure` takes them, with their level segments and compare's allowance for each case
     where `comparisons` judged it."""
-    from kvbench.analyze.history import segments
+    from kvbench.analyze.regress.history import segments
 
     seen: dict[Any, dict[str, Any]] = {}
     for d in docs:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.analyze.noise import allowance_words
+from kvbench.analyze.regress.noise import allowance_words
 from kvbench.benches.describe import describe_params
 from kvbench.metadata import CONTENTION
 from kvbench.report.plots import plt, value_text, wrapped

@@ -1,5 +1,5 @@
 """The link matrix of each cluster run as a heatmap: "Which links are slow?". Cells are the median GB/s of
-each directed pair (analyze/link_matrix.py); slow links are outlined and marked, a pair without a rate
+each directed pair (analyze/links/link_matrix.py); slow links are outlined and marked, a pair without a rate
 is left blank and named (failed, skipped, missing) — never coloured as 0."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import seaborn as sns
 from matplotlib.patches import Rectangle
 
-from kvbench.analyze.link_matrix import LinkMatrix, link_matrices
+from kvbench.analyze.links.link_matrix import LinkMatrix, link_matrices
 from kvbench.report.plots import plt
 from kvbench.store.records import result_row
 

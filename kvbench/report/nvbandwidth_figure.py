@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import seaborn as sns
 
-from kvbench.analyze.nvbandwidth_shape import NvbandwidthCase
+from kvbench.analyze.links.nvbandwidth_shape import NvbandwidthCase
 from kvbench.report.plots import plt, wrapped
 
 QUESTION = "What would nvbandwidth show? kvbench's PCIe and GPU-to-GPU figures as its testcases"

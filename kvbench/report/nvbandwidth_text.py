@@ -4,7 +4,7 @@ was not measured, and its SUM line, so a reader who knows nvbandwidth's output r
 
 from __future__ import annotations
 
-from kvbench.analyze.nvbandwidth_shape import NvbandwidthCase
+from kvbench.analyze.links.nvbandwidth_shape import NvbandwidthCase
 
 
 def case_text(case: NvbandwidthCase) -> str:

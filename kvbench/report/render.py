@@ -6,7 +6,7 @@ from typing import Any
 
 import jinja2
 
-from kvbench.analyze.noise import allowance_words
+from kvbench.analyze.regress.noise import allowance_words
 from kvbench.benches.describe import describe_params
 from kvbench.hardware.facts import Link
 from kvbench.report.content import ReportContent

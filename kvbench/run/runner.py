@@ -142,7 +142,7 @@ REMEASURE_SHARE = 0.1  # the default re-measurement budget: a tenth of the run's
 
 def contention_load(result: Result) -> float | None:
     """The share of the box (0–1) others took while `result` was timed (CPU plus steal), None when it
-    was not contended (kvbench/analyze/contended.py judges the same record)."""
+    was not contended (kvbench/analyze/regress/contended.py judges the same record)."""
     record = result.metadata.get(CONTENTION) or {}
     if result.status != "ok" or not record.get("contended"):
         return None

@@ -4,7 +4,7 @@ host's deviation and outlier flag — so `fleet --outliers` over millions of res
 the rows it shows (SQLAlchemy Core; the same statement on SQLite and PostgreSQL, where each understands
 the hint that the newest rows' ids be materialised). docs/speed.md has its plan and its time at 2 M results.
 
-The rule itself is the analysis layer's (kvbench/analyze/fleet.py `robust_spread`); it passes its
+The rule itself is the analysis layer's (kvbench/analyze/spread.py `robust_spread`); it passes its
 constants in, and tests/analyze/test_fleet_sql.py holds both answers equal."""
 
 from __future__ import annotations

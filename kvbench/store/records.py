@@ -203,9 +203,9 @@ def run_document(run: RunRecord, host: dict[str, Any] | None, results: list[Resu
     """The JSON document of a run: format version, run, host, context (the software it ran under:
     driver, CUDA, library versions; absent from older exports), results, and in an export of a stored
     run `history`: each case's fast end (p90 GB/s) in its host's runs of that context up to and including
-    this one (kvbench/analyze/carried.py), so a job in a fresh database still has the case's noise; in
+    this one (kvbench/analyze/regress/carried.py), so a job in a fresh database still has the case's noise; in
     an export of a `--repeat` baseline `baseline_pool`: each case's rates in every run of the batch
-    (kvbench/analyze/pooled.py)."""
+    (kvbench/analyze/regress/pooled.py)."""
     return {"format_version": FORMAT_VERSION, "run": run.to_json(), "host": host,
             **({"context": context} if context is not None else {}), "results": [r.to_json() for r in results],
             **({"history": history} if history is not None else {}),

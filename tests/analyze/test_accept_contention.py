@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from kvbench.analyze.accept.judge import judge
-from kvbench.analyze.contended import contended_failures, incomplete_on_contention, with_remeasured
+from kvbench.analyze.regress.contended import contended_failures, incomplete_on_contention, with_remeasured
 from tests.analyze.rules import ONE_THREAD, kv_ratio, load, rate, rule
 
 BUSY = "other processes used 90% of the CPUs (1.80 of 2): stress (1.50 CPU)"

@@ -5,7 +5,7 @@ would pass, so the test is known to catch it."""
 
 import pytest
 
-from kvbench.analyze.accept import case_verdict
+from kvbench.analyze import case_verdict
 from kvbench.analyze.accept import judge as accept
 from kvbench.analyze.accept.judge import judge
 from kvbench.benches import get_bench

@@ -5,7 +5,7 @@ noise fails, and what lies between is shown as ambiguous."""
 import numpy as np
 import pytest
 
-from kvbench.analyze.compare import (
+from kvbench.analyze.regress.compare import (
     allowance,
     between_run_noise,
     compare_case,
@@ -15,7 +15,7 @@ from kvbench.analyze.compare import (
     repeat_spread,
     suite_note,
 )
-from kvbench.analyze.noise import noise_upper_factor
+from kvbench.analyze.regress.noise import noise_upper_factor
 from kvbench.errors import BadInput
 
 

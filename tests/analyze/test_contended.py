@@ -7,8 +7,8 @@ Synthetic runs (tests/analyze/test_compare.py's), contention records as kvbench 
 
 import pytest
 
-from kvbench.analyze.compare import FAST_END, MEDIAN, compare_case, compare_runs, has_regression, held_back_drops
-from kvbench.analyze.contended import AMBIGUOUS_CONTENDED, contention_reasons, plausible_slowdown
+from kvbench.analyze.regress.compare import FAST_END, MEDIAN, compare_case, compare_runs, has_regression, held_back_drops
+from kvbench.analyze.regress.contended import AMBIGUOUS_CONTENDED, contention_reasons, plausible_slowdown
 from kvbench.benches.describe import describe_params
 from kvbench.report.table import comparisons_markdown
 from tests.analyze.test_compare import doc, result

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kvbench.analyze import export
-from kvbench.analyze.export import github_action_benchmark, pytest_benchmark
+from kvbench.analyze.regress import export
+from kvbench.analyze.regress.export import github_action_benchmark, pytest_benchmark
 from kvbench.benches import get_bench
 from tests.analyze.rules import quick_run
 
@@ -43,7 +43,7 @@ def test_dashboard_names_are_short_unique_and_survive_a_new_parameter():
 
 
 def test_the_dashboard_export_carries_compare_s_own_allowance_per_case():
-    from kvbench.analyze.compare import allowance, between_run_noise
+    from kvbench.analyze.regress.compare import allowance, between_run_noise
 
     doc = quick_run()
     first = next(r for r in doc["results"] if r["status"] == "ok")

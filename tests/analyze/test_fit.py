@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from kvbench.analyze.fit import fit_alpha_beta, fit_results
+from kvbench.analyze.decide.fit import fit_alpha_beta, fit_results
 
 
 def test_fit_recovers_known_alpha_and_beta():

@@ -59,7 +59,7 @@ def test_rows_come_sorted_by_benchmark_case_sku_and_host():
 
 
 def test_an_unknown_rate_among_them_flags_no_one_and_nothing_is_not_a_fleet():
-    from kvbench.analyze.fleet import robust_spread
+    from kvbench.analyze.spread import robust_spread
 
     for rates in ([10.0, 10.0, 10.0, float("nan"), 1.0], [10.0, None, 10.0, 1.0]):
         spread = robust_spread(rates)

@@ -1,4 +1,4 @@
-from kvbench.analyze.history import segments
+from kvbench.analyze.regress.history import segments
 
 
 def test_a_persistent_step_starts_a_new_segment():

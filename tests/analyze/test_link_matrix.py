@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from kvbench.analyze.fleet import robust_spread
-from kvbench.analyze.link_matrix import link_matrices
+from kvbench.analyze.spread import robust_spread
+from kvbench.analyze.links.link_matrix import link_matrices
 from kvbench.store import open_store
 from tests.inproc import run_in_process as cli
 

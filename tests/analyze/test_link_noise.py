@@ -1,4 +1,4 @@
-"""A launch judged against itself (kvbench/analyze/link_noise.py): a link the case rule calls `slower`
+"""A launch judged against itself (kvbench/analyze/links/link_noise.py): a link the case rule calls `slower`
 stays so only when it stands out of its launch's own link-to-link noise, alone or with its host's other
 links; every link dropping together is never a pass. The matrices are synthetic, shaped as the ones
 measured across 4 namespaces on the 2-core dev VM (single links 4-15× apart between identical
@@ -11,9 +11,9 @@ import itertools
 import numpy as np
 import pytest
 
-from kvbench.analyze.compare import Comparison
-from kvbench.analyze.contended import AMBIGUOUS_CONTENDED
-from kvbench.analyze.link_noise import MIN_LINKS, launch_noise, weigh_link_noise
+from kvbench.analyze.regress.compare import Comparison
+from kvbench.analyze.regress.contended import AMBIGUOUS_CONTENDED
+from kvbench.analyze.links.link_noise import MIN_LINKS, launch_noise, weigh_link_noise
 
 HOSTS = ("n0", "n1", "n2", "n3")
 PAIRS = list(itertools.permutations(HOSTS, 2))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from kvbench.analyze.nvbandwidth_shape import nvbandwidth_cases, nvbandwidth_json
+from kvbench.analyze.links.nvbandwidth_shape import nvbandwidth_cases, nvbandwidth_json
 from kvbench.report.nvbandwidth_text import nvbandwidth_text
 
 

@@ -4,10 +4,10 @@ gpu.p2p copy named as a ceiling, never used as a KV rate)."""
 
 import pytest
 
-from kvbench.analyze.peer_tier import peer_tier, with_peer_tier
-from kvbench.analyze.policy import policies
-from kvbench.analyze.recompute import ComputeRate
-from kvbench.analyze.restore_plan import decide
+from kvbench.analyze.decide.peer_tier import peer_tier, with_peer_tier
+from kvbench.analyze.decide.policy import policies
+from kvbench.analyze.decide.recompute import ComputeRate
+from kvbench.analyze.decide.restore_plan import decide
 from kvbench.kv.geometry import get_model
 
 LLAMA = get_model("Llama-3.1-70B")  # 16-token pieces: 32 KiB

@@ -1,6 +1,6 @@
 """The strategy policy: the fastest strategy per range of swept fragment sizes, per path."""
 
-from kvbench.analyze.policy import policies
+from kvbench.analyze.decide.policy import policies
 
 
 def row(strategy, size, gbps, src="pinned", dst="device:0", spread=0.01, fragments=1000, model="m"):

@@ -1,4 +1,4 @@
-"""A `--repeat` baseline compared as the median of its runs (kvbench/analyze/pooled.py, issue 37): the
+"""A `--repeat` baseline compared as the median of its runs (kvbench/analyze/regress/pooled.py, issue 37): the
 recipe's `run --repeat 3 --tag baseline=1` made three runs, and `compare baseline latest` weighed each job
 against the last of them alone, so that run's luck decided whether a drop was caught."""
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from kvbench.analyze.compare import case_history
-from kvbench.analyze.noise import allowance, allowance_words, between_run_noise, pair_spread
-from kvbench.analyze.pooled import batch_run_ids
+from kvbench.analyze.regress.compare import case_history
+from kvbench.analyze.regress.noise import allowance, allowance_words, between_run_noise, pair_spread
+from kvbench.analyze.regress.pooled import batch_run_ids
 from kvbench.analyze.runs import run_document
 from kvbench.store import open_store
 from tests.inproc import run_in_process as cli

@@ -2,8 +2,8 @@
 
 import pytest
 
-from kvbench.analyze.recompute import ComputeRate, break_even, compute_rate, prefill_flops, recompute_seconds
-from kvbench.analyze.restore_plan import TierPlan, decide
+from kvbench.analyze.decide.recompute import ComputeRate, break_even, compute_rate, prefill_flops, recompute_seconds
+from kvbench.analyze.decide.restore_plan import TierPlan, decide
 from kvbench.errors import BadInput
 from kvbench.kv.geometry import ModelGeometry, get_model
 

@@ -1,6 +1,6 @@
 import pytest
 
-from kvbench.analyze.restore_plan import interpolate, restore_plan, tier_of
+from kvbench.analyze.decide.restore_plan import interpolate, restore_plan, tier_of
 from kvbench.kv.geometry import get_model
 
 
@@ -83,7 +83,7 @@ def test_plan_and_report_read_what_every_strategy_records(strategy, params):
 
 
 def test_a_two_hop_restore_is_a_tier_beside_the_direct_one():
-    from kvbench.analyze.restore_plan import tier_of
+    from kvbench.analyze.decide.restore_plan import tier_of
 
     assert tier_of({"src": "file", "dst": "pageable", "via": "none"}) == "file → DRAM"
     assert tier_of({"src": "file", "dst": "device:0", "via": "pinned"}) == "file → DRAM (pinned staging) → GPU"

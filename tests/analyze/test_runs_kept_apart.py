@@ -4,9 +4,9 @@ mixed their points."""
 
 import pytest
 
-from kvbench.analyze.fit import fit_results
-from kvbench.analyze.policy import policies
-from kvbench.analyze.restore_plan import measured_models, restore_plan
+from kvbench.analyze.decide.fit import fit_results
+from kvbench.analyze.decide.policy import policies
+from kvbench.analyze.decide.restore_plan import measured_models, restore_plan
 from kvbench.kv.geometry import get_model
 
 LLAMA = get_model("Llama-3.1-70B")  # 16-token blocks: 32 KiB fragments

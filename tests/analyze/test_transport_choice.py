@@ -1,6 +1,6 @@
 """Which transport wins where: read from transport=both cases' own paired ratios, never two medians."""
 
-from kvbench.analyze.transport_choice import transport_choices
+from kvbench.analyze.decide.transport_choice import transport_choices
 
 
 def row(ratio, p10, p90, block=65536, transport="both", bench="net.write", **params):

@@ -3,7 +3,7 @@ measured once more, into a run of its own that `latest` never names, and judged 
 
 The runs are real (tests/fixtures/tiny.toml); what the test plants in the database is the contention record
 and, where a drop must be real, a factor of a hundred between the job's run and those before it: beyond the
-halving any noisy history allows and the 8× any contention can explain (kvbench/analyze/contended.py), so no
+halving any noisy history allows and the 8× any contention can explain (kvbench/analyze/regress/contended.py), so no
 verdict here depends on how fast or how busy the box is when the case is measured again."""
 
 import json
@@ -44,7 +44,7 @@ def test_a_drop_measured_while_contended_is_measured_again_into_a_run_latest_nev
     db = stored_runs(TINY, 5)
     _plant(db, {5: 0.01})  # the job's run: a hundredth of what this box measured, beside the neighbour every
     # run had. Not a quarter: on a busy CI box one run of a case measured 2.2× the run before, and a quarter of
-    # that is within the halving any noisy history allows (kvbench/analyze/noise.py MAX_ALLOWANCE)
+    # that is within the halving any noisy history allows (kvbench/analyze/regress/noise.py MAX_ALLOWANCE)
     first = cli("compare", "4", "5", "--db", db, "--format", "json")
     assert first.returncode == 1 and {c["verdict"] for c in _comparisons(first)} == {"slower"}, first.stdout
     proc = cli("compare", "4", "latest", "--measure-again", "--suite", TINY, "--db", db, "--format", "json")

@@ -415,7 +415,7 @@ def test_ranks_storing_apart_import_as_one_cluster_run_and_a_slowed_link_is_name
     compared = run_cli("compare", a["run_id"], b["run_id"], "--db", merged)
     last = compared.stderr.strip().splitlines()[-1]
     # ~130× down on n2's three links together: beyond the launch's link-to-link noise and beyond the 8× any
-    # contention explains, so it gates (analyze/link_noise.py)
+    # contention explains, so it gates (analyze/links/link_noise.py)
     assert compared.returncode == 1, compared.stdout[-3000:] + compared.stderr[-2000:]
     host = nodes.hosts[2]
     for other in (h for h in nodes.hosts if h != host):  # node 2 sends through the shaped veth

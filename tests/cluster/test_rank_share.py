@@ -128,7 +128,7 @@ def test_a_target_that_never_joined_is_stored_with_its_rank_and_no_made_up_addre
     """Rank 3 never joined: the roster has no entry for it, so nobody knows its host or address. Its pairs
     fail unmeasured and are stored with what is known (both ranks, the host that did join) and no
     address: no `peer_addr=0.0.0.0 peer_port=1`, no default `127.0.0.1:5555`, no `?` host."""
-    from kvbench.analyze.link_matrix import pair_of
+    from kvbench.analyze.links.link_matrix import pair_of
     from kvbench.metadata import CLUSTER
 
     roster = [*ROSTER[:3], None]

@@ -210,7 +210,7 @@ def test_results_in_nvbandwidth_s_json_shape(full_check):
 def test_every_figure_of_a_gpu_run_fits_its_canvas(full_check):
     """Issue 39: the figures a GPU run's report draws (the stand-in's two-GPU full run: rates inside this
     temporary database only) keep every text inside the canvas, with no layout warning."""
-    from kvbench.analyze.nvbandwidth_shape import nvbandwidth_cases
+    from kvbench.analyze.links.nvbandwidth_shape import nvbandwidth_cases
     from kvbench.cli.common import documents
     from kvbench.report import nvbandwidth_figure, plots
     from tests.report.figure_fit import misfits

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kvbench.analyze.nvbandwidth_shape import nvbandwidth_cases
+from kvbench.analyze.links.nvbandwidth_shape import nvbandwidth_cases
 from kvbench.report import accept_figure, content, history_plot, link_heatmap, nvbandwidth_figure, plots
 from kvbench.store import open_store
 from tests.analyze.test_nvbandwidth_shape import rows as nvb_rows
@@ -39,7 +39,7 @@ def _gpu_rows() -> list[dict]:
 
 
 def _history() -> list:
-    from kvbench.analyze.history import Segment
+    from kvbench.analyze.regress.history import Segment
 
     start = datetime(2026, 12, 1, tzinfo=UTC)
     series = [{"run_id": n, "started_at": start + timedelta(minutes=n), "gbps_median": 20.0 if n < 5 else 10.0,
@@ -128,7 +128,7 @@ def test_a_poor_fit_is_flagged_in_the_tables_and_the_json():
     """Issue 39: `fit` printed α, β at R² 0.199 without a warning."""
     from rich.console import Console
 
-    from kvbench.analyze.fit import TransferFit
+    from kvbench.analyze.decide.fit import TransferFit
     from kvbench.report.analysis_tables import fit_table
     from kvbench.report.json_docs import fit_doc
 

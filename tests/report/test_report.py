@@ -134,7 +134,7 @@ def test_the_kv_figure_shows_the_ratio_each_case_measured_not_two_medians_taken_
 def test_history_draws_each_case_with_its_levels():
     from datetime import UTC, datetime, timedelta
 
-    from kvbench.analyze.history import segments
+    from kvbench.analyze.regress.history import segments
 
     series = [{"run_id": i, "started_at": datetime(2026, 11, 1, tzinfo=UTC) + timedelta(days=i), "gbps_median": v,
                "params": {"size": 1 << 20}, "case_hash": "c"} for i, v in enumerate([10, 10.1, 9.9, 7, 7.1, 6.9])]

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 # Verdict and the rules' API (load_rules, rules_for_host, applies): re-exported, the names callers know
-from kvbench.analyze.accept.case_verdict import (  # noqa: F401
+from kvbench.analyze.case_verdict import (  # noqa: F401
     LINK_AT_MAX,
     NO_CASE,
     REPLAY_UNCHANGED,

@@ -13,7 +13,7 @@ from kvbench.analyze.accept.judge import RulesFile, Verdict, judge
 from kvbench.analyze.accept.kinds.nvlink import fail_closed
 from kvbench.analyze.accept.profile import Profile
 from kvbench.analyze.accept.uncertain import name_uncertain
-from kvbench.analyze.contended import incomplete_on_contention
+from kvbench.analyze.regress.contended import incomplete_on_contention
 from kvbench.analyze.runs import RunDocument
 
 

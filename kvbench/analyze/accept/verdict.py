@@ -4,7 +4,7 @@ FAIL where any rule failed. INCOMPLETE where nothing failed but a rule that shou
 not judged — its cases cross hardware (a GPU, a NIC) that the host profile promises, or, without a
 profile, that the host's own inventory shows (a GPU seen by NVML or on the PCI bus) — or where
 nothing at all was judged, or a rule failed only on cases measured under contention (accept measured
-them once more first; kvbench/analyze/contended.py). A GPU server whose driver broke therefore never
+them once more first; kvbench/analyze/regress/contended.py). A GPU server whose driver broke therefore never
 passes on skips, and a busy neighbour never fails a box.
 Every reason for INCOMPLETE is one function in `INCOMPLETE_WHEN`: adding one is one entry.
 """
@@ -88,7 +88,7 @@ def _profile_key_not_judged(verdicts: list[Verdict], expected: dict[str, str]) -
 
 
 def _failed_only_while_contended(verdicts: list[Verdict], expected: dict[str, str]) -> list[str]:
-    """Rules that failed only on cases measured under contention (kvbench/analyze/contended.py)."""
+    """Rules that failed only on cases measured under contention (kvbench/analyze/regress/contended.py)."""
     busy = [v for v in verdicts if v.verdict == INCOMPLETE and not is_uncertain(v)]
     rules = list(dict.fromkeys(v.rule for v in busy))
     if not rules:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kvbench.analyze.accept.case_verdict import Verdict
+from kvbench.analyze.case_verdict import Verdict
 from kvbench.analyze.accept.kinds.nvlink import judge_link
 from kvbench.analyze.accept.kinds.rate import judge_rate
 from kvbench.analyze.accept.kinds.ratio import judge_ratio

@@ -15,7 +15,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from kvbench.analyze.accept.case_verdict import Verdict, case_ids, case_name, matching, over_peak, unjudged
+from kvbench.analyze.case_verdict import Verdict, case_ids, case_name, matching, over_peak, unjudged
 from kvbench.analyze.accept.profile import Profile
 from kvbench.analyze.accept.rules import Rule, RulesFile
 from kvbench.hardware.peaks import ABOVE_PEAK_TOLERANCE, above_peak_warning

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvbench.analyze.accept.case_verdict import (
+from kvbench.analyze.case_verdict import (
     Verdict,
     above_peak_verdict,
     case_ids,

@@ -3,7 +3,7 @@ beside its rate (the PCIe link under load, the replay counter's delta), not the 
 
 from __future__ import annotations
 
-from kvbench.analyze.accept.case_verdict import (
+from kvbench.analyze.case_verdict import (
     LINK_AT_MAX,
     REPLAY_UNCHANGED,
     Verdict,

@@ -1,13 +1,13 @@
 """Two cluster runs compared link by link: `compare cluster:A cluster:B`.
 
 A link is one directed pair of hosts of one matrix (benchmark, pattern and what was measured: the
-keys analyze/link_matrix.py leaves out of a matrix's shape — ports, addresses, rounds — may differ
-between launches). Each link is judged as `compare` judges a case (analyze/compare.py's
+keys analyze/links/link_matrix.py leaves out of a matrix's shape — ports, addresses, rounds — may differ
+between launches). Each link is judged as `compare` judges a case (analyze/regress/compare.py's
 `compare_case`: the same noise rule, verdict words and contention weighing), except that a link ok
 in the base and failed or absent in the new run is `lost` (it gates). The slow links are named, and
 the hosts found in most of them: a host in most slow links is the likelier culprit than the links.
 
-Then the two launches are judged against themselves (analyze/link_noise.py): on a shared box one
+Then the two launches are judged against themselves (analyze/links/link_noise.py): on a shared box one
 link's drop within the launch's own link-to-link noise is not that link's change.
 """
 
@@ -18,11 +18,11 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from kvbench.analyze.compare import Comparison, compare_case
-from kvbench.analyze.contended import plausible_slowdown
-from kvbench.analyze.link_matrix import PAIR_KEYS, pair_of
-from kvbench.analyze.link_noise import weigh_link_noise
-from kvbench.analyze.noise import THRESHOLD
+from kvbench.analyze.regress.compare import Comparison, compare_case
+from kvbench.analyze.regress.contended import plausible_slowdown
+from kvbench.analyze.links.link_matrix import PAIR_KEYS, pair_of
+from kvbench.analyze.links.link_noise import weigh_link_noise
+from kvbench.analyze.regress.noise import THRESHOLD
 from kvbench.analyze.runs import RunDocument
 
 LinkKey = tuple[str, str, str, str, str]  # bench, pattern, shape (JSON), source host, destination host
@@ -78,7 +78,7 @@ def compare_links(base: RunDocument, new: RunDocument, threshold: float = THRESH
         out.append(found)
     named = [_named(c, key) for c, key in zip(out, sorted(set(before) | set(after)), strict=True)]
     explains = {n["case"]: plausible_slowdown(n) for n in after.values() if n["status"] == "ok"}
-    return weigh_link_noise(named, explains=explains)  # a launch judged against itself: analyze/link_noise.py
+    return weigh_link_noise(named, explains=explains)  # a launch judged against itself: analyze/links/link_noise.py
 
 
 def _named(c: Comparison, key: LinkKey) -> Comparison:
@@ -96,7 +96,7 @@ def _link(c: Comparison) -> str:
 def slow_links_line(comparisons: list[Comparison], base_id: Any, held: bool = False) -> str:
     """The gating links in one line, the slowest first, and the hosts in most of them: `link n2→n0 -60 %
     since cluster:A; host n2 in 3 of 4 slow links`. `held`: the drops held back as contended instead."""
-    from kvbench.analyze.contended import AMBIGUOUS_CONTENDED
+    from kvbench.analyze.regress.contended import AMBIGUOUS_CONTENDED
 
     if held:
         slow = sorted((c for c in comparisons if c.verdict == AMBIGUOUS_CONTENDED and (c.change or 0.0) < 0),

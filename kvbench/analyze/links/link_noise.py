@@ -1,11 +1,11 @@
 """Two launches of a cluster run judged against themselves: which link drops stand out of the launch's
-own link-to-link noise (`compare cluster:A cluster:B`, analyze/link_compare.py).
+own link-to-link noise (`compare cluster:A cluster:B`, analyze/links/link_compare.py).
 
 On a shared box every link of a launch is timed at another moment of the box's load. Measured on the
 2-core dev VM (4 network namespaces, net.write 64 KiB × 8, load average near 15): between two launches
 with nothing changed single links moved 4-15× up or down on the median and on the fast end, while a
 link behind a tbf-limited veth (20 mbit/s) dropped ~130×. Each link is compared on its own first (the
-case rule, analyze/compare.py: ranges apart, beyond its allowance, contention weighed); a `slower`
+case rule, analyze/regress/compare.py: ranges apart, beyond its allowance, contention weighed); a `slower`
 link is then weighed against its launch:
 
 - **Hosts.** One slow host (a NIC, a cable, a shaped veth) slows each link it sends on (or receives
@@ -20,7 +20,7 @@ link is then weighed against its launch:
   −`K` sd.
 - **Contention.** The noise is never taken below the robust sd of all links, and a drop (a group's
   median, a link's residual) within the slowdown its new results' recorded contention plausibly
-  causes (analyze/contended.py, at most 8×) never stands out: on that box a link measured at a busy
+  causes (analyze/regress/contended.py, at most 8×) never stands out: on that box a link measured at a busy
   moment drops that much beside its neighbours measured at a quiet one.
 
 A `slower` link that stands out stays `slower`. One that does not is the launch's noise: `ambiguous`
@@ -37,9 +37,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from kvbench.analyze.compare import Comparison
-from kvbench.analyze.contended import AMBIGUOUS_CONTENDED, MOST_EXPLAINED
-from kvbench.analyze.link_matrix import PAIR_KEYS
+from kvbench.analyze.regress.compare import Comparison
+from kvbench.analyze.regress.contended import AMBIGUOUS_CONTENDED, MOST_EXPLAINED
+from kvbench.analyze.links.link_matrix import PAIR_KEYS
 
 K = 3.0  # robust standard deviations: the fleet's outlier rule (analyze/fleet.py)
 MIN_LINKS = 4  # links ok in both launches needed to tell a common shift from one link's change
@@ -73,7 +73,7 @@ def launch_noise(links: dict[tuple[str, str], float], k: float = K,
                  explains: dict[tuple[str, str], float] | None = None) -> LaunchNoise | None:
     """The noise of one matrix from its links' ln changes ((src, dst) → ln(new / base)); None for fewer
     than `MIN_LINKS` links. `explains`: each link's plausible slowdown from the contention its new
-    result recorded (analyze/contended.py; 1 when clean): a drop within it never stands out. A host
+    result recorded (analyze/regress/contended.py; 1 when clean): a drop within it never stands out. A host
     group is judged against the links outside it (its own slowed links would widen the noise they are
     judged by), single links against the links outside every group that stands out; the noise is never
     taken below the spread of all links (one launch's quiet links say little of the next link)."""

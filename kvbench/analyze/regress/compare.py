@@ -15,13 +15,13 @@ robust sd. Changes are sized as |ln(new / base)|, so a halving weighs as a doubl
 always exceed an allowance; every output states the allowance as the drop it lets pass
 (`noise.allowance_words`). A change is judged on the medians (the headline), except where the side
 whose contention could fake it was contended (the new run for a drop, the base for a rise: contention
-only slows): then on the fast end (kvbench/analyze/contended.py). A case is
+only slows): then on the fast end (kvbench/analyze/regress/contended.py). A case is
 
 * `same`      — the judged change is under the practical floor (5 % by default);
 * `slower` / `faster` — the two runs' ranges (p10–p90; median–p90 on the fast end) do not overlap,
   the change exceeds the floor, and it exceeds 3 sd of the change between two runs: each run varies
   by the between-run noise, so their difference by √2 × it (√1.449 from the median of a 3-run baseline:
-  analyze/pooled.py; the allowance, 3 × √2 × the noise, the
+  analyze/regress/pooled.py; the allowance, 3 × √2 × the noise, the
   noise taken at its 80 % upper confidence bound for the runs it came from: noise.noise_upper_factor).
   Measured with benchmarks/compare_power.py on a quiet 2-vCPU VM (33 identical pairs of a 6-case
   suite): 1 of 33 pairs falsely `slower` and 99 % of 40 % drops caught. The allowance never exceeds
@@ -52,8 +52,8 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kvbench.analyze.contended import AMBIGUOUS_CONTENDED, contention_reasons, faking_side, weigh_contention
-from kvbench.analyze.noise import (
+from kvbench.analyze.regress.contended import AMBIGUOUS_CONTENDED, contention_reasons, faking_side, weigh_contention
+from kvbench.analyze.regress.noise import (
     MIN_HISTORY,
     THRESHOLD,
     allowance,
@@ -196,7 +196,7 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
     size = abs(math.log(n_value / b_value)) if n_value > 0 else math.inf  # a halving weighs as a doubling
     apart, ranges = _apart(base, new, estimator)
     noise = between_run_noise(history)
-    pooled = base.get("pooled_runs") or []  # the base is the median of its --repeat batch (analyze/pooled.py)
+    pooled = base.get("pooled_runs") or []  # the base is the median of its --repeat batch (analyze/regress/pooled.py)
     allowed = allowance(noise, threshold, history, max(len(pooled), 1))
     basis = (f"fast end's between-run noise ±{noise:.1%} over {len(history)} runs" if noise is not None else
              f"fewer than {MIN_HISTORY} earlier runs: noise assumed")

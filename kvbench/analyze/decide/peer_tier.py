@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvbench.analyze.restore_plan import TierPlan, is_model, latest_per_case, tier_plan
+from kvbench.analyze.decide.restore_plan import TierPlan, is_model, latest_per_case, tier_plan
 from kvbench.kv.geometry import ModelGeometry
 
 TIER = "peer GPU"

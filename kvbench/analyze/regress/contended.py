@@ -4,7 +4,7 @@ kvbench/hardware/contention.py, docs/contention.md).
 Contention only ever slows a transfer; it never speeds one up. So in a comparison only one side can
 fake a change: a drop, the new run (a contended base only looked slower, so the drop is at least as
 large as it looks); a rise, the base (a contended new run only looked slower, so the rise is at
-least as large as it looks). `compare` (kvbench/analyze/compare.py) judges a change whose faking side
+least as large as it looks). `compare` (kvbench/analyze/regress/compare.py) judges a change whose faking side
 was contended on the fast end of the samples (p90 GB/s), which a busy neighbour cannot lift, and
 `weigh_contention` then holds back, as `ambiguous (contended)`, only a change the faking side's
 contention can still explain: it was measured under more contention than the other side and the
@@ -24,7 +24,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from kvbench.analyze.accept.case_verdict import LINK_AT_MAX, REPLAY_UNCHANGED, Verdict
+from kvbench.analyze.case_verdict import LINK_AT_MAX, REPLAY_UNCHANGED, Verdict
 from kvbench.analyze.runs import RunDocument
 from kvbench.hardware.contention import LIMITS
 from kvbench.hardware.peaks import above_peak

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from kvbench import __version__
-from kvbench.analyze.compare import THRESHOLD, allowance, between_run_noise
-from kvbench.analyze.noise import allowance_words
+from kvbench.analyze.regress.compare import THRESHOLD, allowance, between_run_noise
+from kvbench.analyze.regress.noise import allowance_words
 from kvbench.analyze.runs import RunDocument, ok_results
 from kvbench.benches.describe import describe_params
 

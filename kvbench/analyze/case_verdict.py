@@ -1,19 +1,25 @@
 """One acceptance verdict (a rule judged on one case, or on a pair or group of cases) and what every
-rule kind (kinds/) builds it from: the run's results a rule's parameters match, the name of a case as
-a verdict shows it, the ids of the cases judged, and the verdict of a rule with nothing to judge."""
+rule kind (accept/kinds/) builds it from: the run's results a rule's parameters match, the name of a case
+as a verdict shows it, the ids of the cases judged, and the verdict of a rule with nothing to judge. A
+shared leaf of analyze/: `regress/contended.py` names these verdicts too, so it sits below both rooms."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import canonical_subset, describe_params
 from kvbench.benches.registry import find_bench
 from kvbench.hardware.peaks import ABOVE_PEAK_TOLERANCE, above_peak, above_peak_warning
 
-if TYPE_CHECKING:  # a rule is only read here; loading the rules' pydantic models is the judge's (compare needs none)
-    from kvbench.analyze.accept.rules import Rule
+
+class Rule(Protocol):
+    """What a verdict reads of a rule (accept/rules.py's `Rule`): loading the rules' pydantic models is
+    the judge's, and a room below accept/ (compare) needs none."""
+
+    id: str
+    bench: str
 
 # The thresholds of rules on facts a result records (not its rate): a busy neighbour cannot explain their failure.
 NO_CASE = "not run: the suite has no such case"  # a rule's SKIP where the run holds no case for it

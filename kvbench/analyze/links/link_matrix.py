@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from kvbench.analyze.fleet import robust_spread
+from kvbench.analyze.spread import robust_spread
 from kvbench.metadata import CLUSTER, PAIRED, REQUEST_MS
 
 WIRE_CEILING = {"src_layout": "contiguous", "dst_layout": "contiguous"}  # a KV burst's paired side (benches/kv/burst.py)

@@ -1,4 +1,4 @@
-"""A case's between-run noise and the change it allows (kvbench/analyze/compare.py says how a verdict
+"""A case's between-run noise and the change it allows (kvbench/analyze/regress/compare.py says how a verdict
 uses them). Rates are GB/s; noise and allowances are in ln units (a relative sd, |ln(new / base)|).
 
 The allowance is 3 sd of the change between two runs, each varying by the between-run noise (so
@@ -97,7 +97,7 @@ def allowance(noise: float | None, threshold: float = THRESHOLD, medians: list[f
     """The |ln(new / base)| above which a case whose ranges are apart is slower or faster: 3 sd of the
     change between two runs that each vary by the between-run noise (3 × √2 × the noise, at the 80 %
     upper bound of what the runs in `medians` say it is: `noise_upper_factor`; √2 becomes `pair_spread`
-    where the base is the median of `base_runs` runs, kvbench/analyze/pooled.py), or without it
+    where the base is the median of `base_runs` runs, kvbench/analyze/regress/pooled.py), or without it
     the assumed allowance — never below what two earlier runs' spread already shows (`medians`) — and
     never under the floor; never above a halving (MAX_ALLOWANCE), so a noisy history cannot make a
     drop ungateable."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.analyze.recompute import MFU, ComputeRate, break_even, prefill_flops, recompute_seconds
+from kvbench.analyze.decide.recompute import MFU, ComputeRate, break_even, prefill_flops, recompute_seconds
 from kvbench.kv.geometry import ModelGeometry
 from kvbench.kv.strategies import is_ceiling
 from kvbench.metadata import FRAGMENT_BYTES, REQUEST_MS

@@ -21,7 +21,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from kvbench.analyze.compare import same_run
+from kvbench.analyze.regress.compare import same_run
 from kvbench.analyze.runs import RunDocument, run_document
 from kvbench.errors import BadInput
 from kvbench.metadata import CONTENTION

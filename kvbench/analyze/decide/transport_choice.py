@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvbench.analyze.paired import paired_ratio
-from kvbench.analyze.restore_plan import latest_per_case
+from kvbench.analyze.decide.restore_plan import latest_per_case
 from kvbench.metadata import FRAGMENT_BYTES
 
 BENCHES = ("net.write", "net.read", "kv.restore")

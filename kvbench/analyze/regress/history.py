@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from kvbench.analyze.compare import Comparison, compare_case
+from kvbench.analyze.regress.compare import Comparison, compare_case
 from kvbench.store.records import ResultRecord
 
 THRESHOLD = 0.05

@@ -15,10 +15,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from kvbench.analyze.fit import fit_alpha_beta
-from kvbench.analyze.peer_tier import TIER as PEER_PATH
-from kvbench.analyze.peer_tier import handoff_layout
-from kvbench.analyze.restore_plan import latest_per_case, layout_of, model_of
+from kvbench.analyze.decide.fit import fit_alpha_beta
+from kvbench.analyze.decide.peer_tier import TIER as PEER_PATH
+from kvbench.analyze.decide.peer_tier import handoff_layout
+from kvbench.analyze.decide.restore_plan import latest_per_case, layout_of, model_of
 from kvbench.kv.strategies import is_ceiling
 from kvbench.metadata import FRAGMENT_BYTES, FRAGMENTS
 

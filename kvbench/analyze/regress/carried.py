@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvbench.analyze.compare import case_history, fast_end
-from kvbench.analyze.noise import MIN_HISTORY
+from kvbench.analyze.regress.compare import case_history, fast_end
+from kvbench.analyze.regress.noise import MIN_HISTORY
 from kvbench.analyze.runs import RunDocument
 
 
