@@ -10,6 +10,8 @@ from tests.architecture_graph import (
     DOC,
     ORDER,
     PACKAGE,
+    ROOMS,
+    SHARED,
     cycles,
     doc_with_picture,
     imports_of,
@@ -17,6 +19,8 @@ from tests.architecture_graph import (
     modules,
     package_graph,
     private_imports,
+    room_graph,
+    room_of,
 )
 
 # the modules at the top of kvbench/: leaves every layer may import, and the entry point
@@ -72,6 +76,36 @@ def test_packages_import_only_downward_in_the_documented_order():
     up = [f"{p} imports {t}" for p, targets in package_graph().items() for t in targets
           if ORDER.index(t) < ORDER.index(p)]
     assert not up, "\n".join(up)
+
+
+# analyze/'s rooms (kvbench/analyze/__init__.py): what each may import of the others besides the shared
+# leaves at the top of analyze/; ROOMS is their order, top to bottom
+ROOM_MAY_IMPORT = {"accept": {"regress"}, "links": {"regress"}, "decide": set(), "regress": set()}
+
+
+def test_every_room_of_analyze_is_named_and_says_what_it_answers():
+    rooms = {p.name for p in (PACKAGE / "analyze").iterdir() if (p / "__init__.py").exists()}
+    assert rooms == set(ROOMS) == set(ROOM_MAY_IMPORT)
+    for room in ROOMS:
+        assert len((PACKAGE / "analyze" / room / "__init__.py").read_text().strip()) > 100, room
+
+
+def test_rooms_of_analyze_import_only_downward_and_the_shared_leaves_no_room():
+    wrong = [f"{room} imports {other}" for room, others in room_graph().items() for other in others
+             if other != SHARED and (room == SHARED or other not in ROOM_MAY_IMPORT[room]
+                                     or ROOMS.index(other) < ROOMS.index(room))]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_module_imports_a_private_name_of_another_room():
+    """Covered for every module by the test below; said here for the rooms, with the module named."""
+    wrong = []
+    for path in sorted((PACKAGE / "analyze").rglob("*.py")):
+        for name in private_imports(path):
+            target = name.removeprefix("kvbench.").rsplit(".", 1)[0]
+            if room_of(target) != room_of(str(path.relative_to(PACKAGE).with_suffix("")).replace("/", ".")):
+                wrong.append(f"{path.relative_to(PACKAGE)}: {name}")
+    assert not wrong, "\n".join(wrong)
 
 
 def test_no_import_cycle():
