@@ -83,3 +83,46 @@ def test_accept_level_1_judges_inventory_and_health_counters_without_running_a_s
         proc = cli("accept", "--level", "1", "--profile", str(profile))
         assert proc.returncode == 1 and "FAIL: " in proc.stderr and "health-xid" in proc.stderr.splitlines()[-1]
     assert cli("accept", "--level", "4").returncode == 2  # levels 1 to 3
+
+
+# Issue 58.3: every counter kind each rule reads, planted on the second GPU of a two-GPU case (gpu.p2p's
+# far GPU, kv.handoff's decode GPU) while the first stays clean: the rule FAILs naming that GPU alone.
+KINDS = [("xid", 79, "health-xid"), ("ecc_uncorrected", 1, "health-ecc-uncorrected"),
+         ("row_remap_pending", True, "health-row-remap"), ("row_remap_failed", True, "health-row-remap"),
+         ("nvlink_crc", 3, "health-nvlink-errors"), ("nvlink_crc_data", 3, "health-nvlink-errors"),
+         ("nvlink_replay", 3, "health-nvlink-errors"), ("nvlink_recovery", 3, "health-nvlink-errors"),
+         ("throttle", 0x40, "health-throttle"), ("persistence", False, "health-persistence")]
+TWO_GPU_CASES = {"gpu.p2p": {"pair": "0-1", "size": "64KiB"},
+                 "kv.handoff": {"model": "Llama-3.1-8B", "tokens": 128, "pair": "0-1"}}
+
+
+def _judged_case(bench):
+    from tests.gpu_standin.test_suites import TINY_MODEL
+
+    given = {**TWO_GPU_CASES[bench], **({"model": str(TINY_MODEL)} if bench == "kv.handoff" else {})}
+    result = run_case(Case(bench, get_bench(bench).canonical_params(given)), host_facts(), FAST)
+    assert result.status == "ok", result.reason
+    row = result.to_row()
+    doc = {"results": [{"bench": row["bench"], "params": row["params"], "case": row["case_hash"], "status": "ok",
+                        "metadata": row["extra"]}]}
+    return {v.rule: v for v in judge_health(doc, load_health())}
+
+
+@pytest.mark.parametrize("bench", TWO_GPU_CASES)
+@pytest.mark.parametrize("fault,value,rule", KINDS, ids=[k[0] for k in KINDS])
+def test_every_counter_kind_on_the_second_gpu_fails_its_rule_naming_that_gpu(standin_two_gpus, bench, fault, value,
+                                                                            rule):
+    standin_two_gpus.gpu_links = "nvswitch"
+    standin_two_gpus.health = {f"{fault}@1": value}
+    verdicts = _judged_case(bench)
+    assert {r for r, v in verdicts.items() if v.verdict == "FAIL"} == {rule}, verdicts
+    second, first = standin_two_gpus.gpus[1].bus_id, standin_two_gpus.gpus[0].bus_id
+    assert f"GPU {second} in {bench}" in verdicts[rule].measured and first not in verdicts[rule].measured
+
+
+@pytest.mark.parametrize("bench", TWO_GPU_CASES)
+def test_both_gpus_of_a_two_gpu_case_are_read_clean_when_nothing_is_planted(standin_two_gpus, bench):
+    standin_two_gpus.gpu_links = "nvswitch"
+    standin_two_gpus.health = {}
+    verdicts = _judged_case(bench)
+    assert all(v.verdict == "PASS" and "2 GPU(s)" in v.measured for v in verdicts.values()), verdicts

@@ -204,7 +204,7 @@ nvmlDeviceGetGraphicsRunningProcesses = nvmlDeviceGetComputeRunningProcesses
 
 def nvmlDeviceGetCurrentClocksThrottleReasons(handle: _Handle) -> int:
     _gpu(handle)
-    return int((getattr(machine(), "health", None) or {}).get("throttle", 0))
+    return 0 if getattr(machine(), "health", None) is None else int(_fault(handle, "throttle", 0))
 
 
 nvmlDeviceGetCurrentClocksEventReasons = nvmlDeviceGetCurrentClocksThrottleReasons
@@ -220,12 +220,16 @@ nvmlDeviceGetTemperature = nvmlDeviceGetPowerUsage = _not_supported
 
 # Health counters (kvbench/hardware/nvml_watch.py, judged by kvbench/analyze/accept/health.py): unsupported, as
 # above, unless a test sets `machine().health` to a dict, which makes them supported and clean except the
-# faults it names — "xid": an XID raised on GPU 0 during the case; "ecc_uncorrected", "nvlink_crc": how much
-# each read of that counter grows (so a case sees a delta); "row_remap_pending": True; "throttle": reason
-# bits; "persistence": False. A test-made fault, never a measurement.
+# faults it names — "xid": an XID raised on GPU 0 during the case; "ecc_uncorrected", "nvlink_crc" (CRC flit),
+# "nvlink_crc_data", "nvlink_replay", "nvlink_recovery": how much each read of that counter grows (so a case
+# sees a delta); "row_remap_pending", "row_remap_failed": True; "throttle": reason bits; "persistence": False.
+# A fault named `KIND@D` happens on GPU D alone (an XID too), the others stay clean. A test-made fault, never
+# a measurement.
 NVML_ERROR_TIMEOUT = 10
 NVML_NVLINK_ERROR_DL_REPLAY, NVML_NVLINK_ERROR_DL_RECOVERY = 0, 1
 NVML_NVLINK_ERROR_DL_CRC_FLIT, NVML_NVLINK_ERROR_DL_CRC_DATA = 2, 3
+_NVLINK_FAULTS = {NVML_NVLINK_ERROR_DL_REPLAY: "nvlink_replay", NVML_NVLINK_ERROR_DL_RECOVERY: "nvlink_recovery",
+                  NVML_NVLINK_ERROR_DL_CRC_FLIT: "nvlink_crc", NVML_NVLINK_ERROR_DL_CRC_DATA: "nvlink_crc_data"}
 _reads: dict[tuple, int] = {}
 
 
@@ -238,6 +242,14 @@ def _health(handle: _Handle | None = None) -> dict:
     return health
 
 
+def _fault(handle: _Handle, name: str, default=None):
+    """The fault `name` on this GPU: `name@index` where a test scoped it to one GPU, else `name` (every GPU)."""
+    health = _health(handle)
+    if any(k.startswith(f"{name}@") for k in health):
+        return health.get(f"{name}@{handle.index}", default)
+    return health.get(name, default)
+
+
 def _growing(key: tuple, step: int) -> int:
     """A counter that grows by `step` at every read (a fault that keeps happening)."""
     _reads[key] = _reads.get(key, 0) + step
@@ -245,29 +257,28 @@ def _growing(key: tuple, step: int) -> int:
 
 
 def nvmlDeviceGetTotalEccErrors(handle: _Handle, error_type: int, counter_type: int) -> int:
-    health = _health(handle)
-    return _growing(("ecc", id(machine()), handle.index, error_type), health.get("ecc_uncorrected", 0)
-                    if error_type == 1 else 0)
+    step = _fault(handle, "ecc_uncorrected", 0) if error_type == 1 else 0
+    return _growing(("ecc", id(machine()), handle.index, error_type), step)
 
 
 def nvmlDeviceGetNvLinkErrorCounter(handle: _Handle, link: int, counter: int) -> int:
     _link(handle, link)
-    health = _health(handle)
-    step = health.get("nvlink_crc", 0) if counter == NVML_NVLINK_ERROR_DL_CRC_FLIT and link == 0 else 0
+    step = _fault(handle, _NVLINK_FAULTS[counter], 0) if link == 0 else 0
     return _growing(("nvlink", id(machine()), handle.index, link, counter), step)
 
 
 def nvmlDeviceGetRemappedRows(handle: _Handle) -> tuple[int, int, int, int]:
-    pending = bool(_health(handle).get("row_remap_pending"))
-    return (0, int(pending), int(pending), 0)
+    """(corrected rows, uncorrected rows, a remap pending, a remap failed)."""
+    pending, failed = bool(_fault(handle, "row_remap_pending")), bool(_fault(handle, "row_remap_failed"))
+    return (0, int(pending or failed), int(pending), int(failed))
 
 
 def nvmlDeviceGetRetiredPagesPendingStatus(handle: _Handle) -> int:
-    return int(bool(_health(handle).get("row_remap_pending")))
+    return int(bool(_fault(handle, "row_remap_pending")))
 
 
 def nvmlDeviceGetPersistenceMode(handle: _Handle) -> int:
-    return int(_health(handle).get("persistence", True))
+    return int(_fault(handle, "persistence", True))
 
 
 @dataclass
@@ -288,8 +299,9 @@ def nvmlEventSetCreate() -> _EventSet:
 
 
 def nvmlDeviceRegisterEvents(handle: _Handle, types: int, events: _EventSet) -> None:
-    xid = _health(handle).get("xid")
-    if xid is not None and handle.index == 0:
+    health = _health(handle)
+    xid = health.get(f"xid@{handle.index}", health.get("xid") if handle.index == 0 else None)
+    if xid is not None:
         events.pending.append(_EventData(handle, types, int(xid)))
 
 
