@@ -4,11 +4,15 @@ checked, each request's latency recorded, beside the wire ceiling (the same byte
 
 from __future__ import annotations
 
+import time
+
+import numpy as np
 import pytest
 
 from kvbench.backends.nixl import backend_unavailable_reason
 from kvbench.benches import get_bench
 from kvbench.errors import BadInput
+from kvbench.kv.descriptors import DescriptorList
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
 from kvbench.run.runner import run_case
@@ -63,3 +67,85 @@ def test_each_request_has_its_own_block_table():
 def test_a_burst_outside_a_peer_s_pool_is_refused_in_one_line(params, said):
     with pytest.raises(BadInput, match=said):
         burst_case(**params)
+
+
+# Issue 58.2: a request other than the first broken at the seam where the burst's transfers are made
+# (kvbench/benches/kv/burst.py `_burst_and_bulk`), pulled and pushed; the check covers every request.
+def _dropped(parts, k):
+    empty = np.zeros(0, dtype=np.uint64)
+    return [DescriptorList.from_arrays(empty, empty, empty) if i == k else d for i, d in enumerate(parts)]
+
+
+def _corrupted(parts, k):  # request k reads request k-1's blocks (its own random table is another)
+    return [DescriptorList.from_arrays(parts[k - 1].src_offset, d.dst_offset, d.length) if i == k else d
+            for i, d in enumerate(parts)]
+
+
+def _reordered(parts, k):  # requests k-1 and k swap their slots: each request's bytes in the other's
+    out = list(parts)
+    a, b = parts[k - 1], parts[k]
+    out[k - 1] = DescriptorList.from_arrays(a.src_offset, b.dst_offset, a.length)
+    out[k] = DescriptorList.from_arrays(b.src_offset, a.dst_offset, b.length)
+    return out
+
+
+BREAKAGES = {"dropped": _dropped, "corrupted": _corrupted, "reordered": _reordered}
+
+
+@pytest.mark.parametrize("mode", ["pull", "push"])
+@pytest.mark.parametrize("breakage", BREAKAGES)
+@pytest.mark.parametrize("k", [1, 3], ids=["second", "last"])
+def test_a_burst_whose_later_request_is_dropped_corrupted_or_reordered_fails(monkeypatch, mode, breakage, k):
+    from kvbench.benches.kv import burst
+
+    real = burst._burst_and_bulk
+
+    def broken(stack, agent, peer, op, parts, *args, **kwargs):
+        return real(stack, agent, peer, op, BREAKAGES[breakage](parts, k), *args, **kwargs)
+
+    monkeypatch.setattr(burst, "_burst_and_bulk", broken)
+    result = run_case(burst_case(mode=mode), None, FAST)
+    assert result.status == "failed" and result.reason.startswith("integrity check failed"), result.reason
+    said = "restored wrong" if mode == "pull" else "4 pushed requests: the peer's buffer has crc32"
+    assert said in result.reason, result.reason
+
+
+class _Polled:
+    """A posted request that answers DONE on its `polls`-th look (a stand-in for a PreparedTransfer)."""
+
+    def __init__(self, polls: int) -> None:
+        self.polls, self.seen, self.timeout_s, self.handle = polls, 0, 10.0, None
+        self.agent = self
+
+    def post(self) -> None:
+        self.seen, self._state = 0, None
+
+    def check_xfer_state(self, handle) -> str:
+        self.seen += 1
+        if self.seen >= self.polls:
+            return "DONE"
+        time.sleep(0.002)
+        return "PROC"
+
+    def release(self) -> None:
+        pass
+
+
+def test_each_request_s_latency_is_its_own_not_the_burst_s():
+    from kvbench.benches.kv.burst import Burst
+
+    burst = Burst([[_Polled(1)], [_Polled(3)], [_Polled(6)], [_Polled(10)]])
+    for n in (1, 2):
+        burst()
+        assert len(burst.latencies_s) == 4 * n  # one latency per request, every burst
+        first, *_, last = burst.latencies_s[-4:]
+        assert burst.latencies_s[-4:] == sorted(burst.latencies_s[-4:]) and first < last  # each its own end
+    assert burst.request_ms()["n"] == 8
+
+
+@pytest.mark.parametrize("mode", ["pull", "push"])
+def test_a_case_records_one_latency_per_request_of_every_burst(mode):
+    result = run_case(burst_case(mode=mode), None, FAST)
+    assert result.status == "ok", result.reason
+    n = result.metadata["request_ms"]["n"]
+    assert n >= 4 and n % 4 == 0  # every burst adds its 4 requests' latencies, never one
