@@ -164,3 +164,54 @@ def test_the_tags_that_tie_a_launch_together_are_not_set_by_hand(db_url, key):
     add_cluster(open_store(db_url), "A")
     shown = cli("tag", "1", key, "x", "--db", db_url)
     assert shown.returncode == 2 and f"tag '{key}' ties a launch's runs together" in shown.stderr
+
+
+# Issue 58.5: ranks that did not all end `complete`, and a pair both its ranks stored.
+@pytest.mark.parametrize("status", ["crashed", "aborted", "failed"])
+@pytest.mark.parametrize("rank", [1, 3])
+def test_a_rank_other_than_rank_0_that_did_not_complete_is_the_cluster_run_s_status_in_every_reader(db_url, rank,
+                                                                                                   status):
+    store = open_store(db_url)
+    runs = add_cluster(store, "A")
+    store.finish_run(runs[rank], status, reason="killed")  # rank 0 and the others stay complete
+    doc = load_document("cluster:A", lambda: store)
+    assert doc["run"]["status"] == status, doc["run"]["status"]
+    assert load_document("latest", lambda: store)["run"]["status"] == status
+    shown = cli("results", "cluster:A", "--db", db_url, "--json", "-")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["run"]["status"] == status, shown.stdout[:500]
+    exported = cli("export", "cluster:A", "--db", db_url)
+    assert exported.returncode == 0 and json.loads(exported.stdout)["run"]["status"] == status
+
+
+def _store_twice(store, runs: list[int], pair: tuple[str, str], by_rank: int, status: str) -> None:
+    """`by_rank` records `pair` (another rank's initiated pair, same case and round) with `status`."""
+    src, dst = pair
+    n = [p for p in PAIRS if p[0] == src].index(pair)
+    params = {"block_size": 1 << 20, "batch": 64, "peer": "remote", "src_host": src, "dst_host": dst,
+              "peer_port": 5555 + HOSTS.index(dst)}
+    record = {"pattern": "pairs", "round": n, "src_host": src, "dst_host": dst, "src_rank": HOSTS.index(src),
+              "dst_rank": HOSTS.index(dst), "concurrency": 2, "id": "A"}
+    ok = status == "ok"
+    store.add_result(runs[by_rank], {"bench": "net.write", "params": params, "case_hash": f"{src}{dst}",
+                                     **({"gbps_median": 3.0, "gbps_p10": 3.0, "gbps_p90": 3.0} if ok else {}),
+                                     "verified": ok, "status": status, "reason": None if ok else f"{src} is gone",
+                                     "warnings": [], "extra": {"cluster": record}}, [1e-3] * 5 if ok else [])
+
+
+@pytest.mark.parametrize("failed_first", [True, False], ids=["failed-copy-first", "ok-copy-first"])
+def test_a_pair_stored_twice_keeps_the_ok_copy_whichever_rank_stored_it_first(db_url, failed_first):
+    store = open_store(db_url)
+    if failed_first:  # n1 -> n0 initiated (ok) by rank 1; its target, rank 0, read first, stored it failed
+        runs = add_cluster(store, "A")
+        _store_twice(store, runs, ("n1", "n0"), 0, "failed")
+        pair = ("n1", "n0")
+    else:  # n0 -> n1: rank 0 (read first) has it ok; rank 1 stored a failed copy
+        runs = add_cluster(store, "A")
+        _store_twice(store, runs, ("n0", "n1"), 1, "failed")
+        pair = ("n0", "n1")
+    doc = load_document("cluster:A", lambda: store)
+    kept = [r for r in doc["results"] if r["case"] == "".join(pair)]
+    assert [r["status"] for r in kept] == ["ok"], kept
+    assert len(doc["results"]) == 12 and all(r["status"] == "ok" for r in doc["results"])
+    cells = {(c["src_host"], c["dst_host"]): c for c in pairs_json(db_url, "cluster:A")["cells"]}
+    assert sum(c["status"] == "ok" for c in cells.values()) == 12 and cells[pair]["gbps"] > 9, cells[pair]

@@ -107,9 +107,14 @@ def link_matrices(rows: list[dict[str, Any]], run_id: int | str | None = None, k
     """One matrix per benchmark, pattern and measured case among `rows` (store results with params,
     extra, status, reason, gbps_median, run_id, id): the newest result of each directed pair (the
     last of run `run_id`, or of any run when None); a slow link is an ok cell below the ok cells'
-    median by the fleet's rule (`floor` fraction and `k` robust standard deviations)."""
+    median by the fleet's rule (`floor` fraction and `k` robust standard deviations). A pair two ranks
+    of one launch both stored (an `ok` result by its initiator beside a `failed` stand-in by its
+    target, whichever was stored last) is the `ok` one, as in the launch's run document."""
     groups: dict[tuple[str, str | None, str], dict[tuple[str, str], dict[str, Any]]] = {}
+    measured = {key for row in rows if row["status"] == "ok" and (key := _launch_copy(row)) is not None}
     for row in rows:
+        if row["status"] != "ok" and _launch_copy(row) in measured:
+            continue
         pair = pair_of(row)
         if pair is None:
             continue
@@ -117,6 +122,12 @@ def link_matrices(rows: list[dict[str, Any]], run_id: int | str | None = None, k
         if pair not in cells or (row["run_id"], row["id"]) > (cells[pair]["run_id"], cells[pair]["id"]):
             cells[pair] = row
     return [_matrix(key, by_pair, run_id, k, floor) for key, by_pair in sorted(groups.items(), key=_order)]
+
+
+def _launch_copy(row: dict[str, Any]) -> tuple[Any, ...] | None:
+    """(launch, case, round) of a launcher's result: the same for every rank's copy of one pair; None elsewhere."""
+    cluster = (row.get("extra") or {}).get(CLUSTER) or {}
+    return (cluster["id"], row.get("case_hash"), cluster.get("round")) if cluster.get("id") else None
 
 
 def _order(item: tuple[tuple[str, str | None, str], Any]) -> tuple[str, str, str]:
