@@ -74,3 +74,47 @@ def test_a_promised_fact_the_run_did_not_record_is_incomplete_beside_a_passing_r
             overall = accept_overall([PASSED, skipped], expected)
             assert overall.word == "INCOMPLETE" and f"inventory-{key}" in overall.line, overall.line
             assert accept_overall([PASSED, PASSED, skipped], expected).exit_status() == 3
+
+
+# Issue 58.7: every key's missing-fact path, and dram_channels judged (not only skipped).
+NO_SERIAL = {"gpus": [H200, {**H200, "index": 1, "bus_id": "0000:18:00.0"}]}  # NVML gave no serial
+MISSING = {  # a key → (host facts without what it needs, the verdict that gives: SKIP where unknown)
+    "gpus": ({"gpu_reason": "no NVIDIA driver"}, "FAIL"),
+    "gpu_model": ({"gpu_reason": "no NVIDIA driver"}, "FAIL"),
+    "gpu_serials": (NO_SERIAL, "SKIP"),
+    "pcie_gen": ({"gpus": [{**H200, "link": {}}]}, "SKIP"),
+    "pcie_width": ({"gpus": [{**H200, "link": {"max_gen": 5}}]}, "SKIP"),
+    "nics": ({"hostname": "n0"}, "FAIL"),  # facts, none of them NICs
+    "nic_gbps": ({"nics": [{"name": "eth0", "rate_gbit": None}]}, "FAIL"),
+    "nvme": ({"hostname": "n0"}, "FAIL"),
+    "numa_nodes": ({"numa": []}, "SKIP"),
+    "dram_gb": ({"dram": {}, "numa": [{"node": 0, "memory_bytes": None}]}, "SKIP"),
+    "dram_channels": ({"dram": {"total_bytes": 64 << 30}}, "SKIP"),
+    "nvlink": (TWO, "SKIP"),
+}
+
+
+def test_every_expect_key_has_a_missing_fact_case():
+    assert set(MISSING) == set(VALUES)
+
+
+@pytest.mark.parametrize("key", list(MISSING))
+def test_a_key_whose_fact_is_missing_never_passes_and_stops_an_otherwise_passing_acceptance(key):
+    profile = Profile.model_validate({"expect": {key: VALUES[key]}})
+    facts, word = MISSING[key]
+    for given, want in ((facts, word), (None, "SKIP")):  # None: the run recorded no host facts at all
+        (verdict,) = inventory_verdicts(profile, given, [])
+        assert verdict.verdict == want and verdict.rule == f"inventory-{key}", (given, verdict)
+        for expected in (expected_here(given, profile), {}):
+            overall = accept_overall([PASSED, verdict], expected)
+            assert overall.word == ("INCOMPLETE" if want == "SKIP" else "FAIL"), overall.line
+            assert f"inventory-{key}" in overall.line, overall.line
+
+
+@pytest.mark.parametrize("channels,word", [(8, "PASS"), (6, "FAIL"), (12, "FAIL")])
+def test_dram_channels_is_judged_from_the_channels_the_run_recorded(channels, word):
+    profile = Profile.model_validate({"expect": {"dram_channels": 8}})
+    (verdict,) = inventory_verdicts(profile, {"dram": {"channels": channels, "total_bytes": 512 << 30}}, [])
+    assert verdict.verdict == word and verdict.measured == f"{channels} channel(s)", verdict
+    assert verdict.value == channels and verdict.limit == verdict.limit_max == 8
+    assert accept_overall([PASSED, verdict], expected_here({}, profile)).word == word
