@@ -63,9 +63,14 @@ from kvbench.measure import Settings
 from kvbench.plan.cases import Case
 from kvbench.run.runner import run_case
 spec = json.loads(sys.argv[1])
-if spec.get("no_op"):  # the transfer moves nothing: the poisoned far side must fail the check
-    from kvbench.backends.mooncake import MooncakeTransfer
-    MooncakeTransfer.run = lambda self: None
+if spec.get("no_op"):  # the transfer moves nothing (or, "after_first", every batch but the first moves
+    from kvbench.backends.mooncake import MooncakeTransfer  # nothing): the poisoned far side must fail the check
+    real, made = MooncakeTransfer.run, []
+    def run(self):
+        made[:] = made or [self]  # the first batch run is the one that still moves its bytes
+        if spec["no_op"] == "after_first" and made[0] is self:
+            return real(self)
+    MooncakeTransfer.run = run
 bench = get_bench(spec["bench"])
 if spec.get("stop_peer"):  # the peer process is killed (or stopped) once the case is prepared and has run once
     import os, signal, time

@@ -31,6 +31,12 @@ METADATA_SCHEMES = ("etcd://", "http://", "https://", "redis://")
 DISTRIBUTIONS = ("mooncake-transfer-engine", "mooncake-transfer-engine-cuda13", "mooncake-transfer-engine-non-cuda")
 CUDA_RUNTIMES = ("libcudart.so.12", "libcudart.so.13")
 INSTALL_HINT = "pip install mooncake-transfer-engine nvidia-cuda-runtime-cu12 (mooncake-transfer-engine-cuda13 on CUDA 13)"
+# Mooncake's TCP transport queues at most this many transfers per peer (1024 unless the environment says
+# otherwise; 0.3.13 takes 1 to at least 16,384 and falls back to 1024 past its range) and refuses the rest of
+# a batch ("TCP lane queue-full rejection"): the whole batch then fails with status -1. A batch of
+# 8,192 fragments failed from 2,049 or so (1,024 queued, 1,024 awaiting admission); so over TCP a batch
+# holds at most the queue.
+TCP_QUEUE_ENV, TCP_QUEUE_DEFAULT, TCP_QUEUE_MAX = "MC_TCP_MAX_QUEUED_TRANSFERS_PER_PEER", 1024, 16384
 
 
 def check_metadata(value: str) -> str:
@@ -83,6 +89,18 @@ def mooncake_version() -> str | None:
         except dist_metadata.PackageNotFoundError:
             continue
     return None
+
+
+def batch_limit(protocol: str) -> int | None:
+    """The most transfers one Mooncake batch may hold with `protocol` (None: no limit kvbench knows of):
+    over TCP, the per-peer queue the engine is started with (`MC_TCP_MAX_QUEUED_TRANSFERS_PER_PEER`)."""
+    if protocol != "tcp":
+        return None
+    try:
+        given = int(os.environ.get(TCP_QUEUE_ENV, ""))
+    except ValueError:
+        return TCP_QUEUE_DEFAULT
+    return given if 1 <= given <= TCP_QUEUE_MAX else TCP_QUEUE_DEFAULT
 
 
 def local_address_towards(address: str) -> str:

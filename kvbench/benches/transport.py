@@ -17,6 +17,7 @@ from typing import Any
 from kvbench.backends.mooncake import (
     Engine,
     MooncakeTransfer,
+    batch_limit,
     check_metadata,
     local_address_towards,
     mooncake_unavailable_reason,
@@ -71,8 +72,9 @@ def mooncake_batch(params: dict[str, Any], operation: str, region, peer, offsets
                    stack: ExitStack, remote_offsets: list[int] | None = None,
                    rows: int | None = None) -> tuple[MooncakeRun, dict[str, Any]]:
     """(the pieces `offsets`/`lengths` of `region` to or from `remote_offsets` (default: the same
-    offsets) of `peer`'s buffer over Mooncake, in batches of at most `rows` pieces submitted one
-    after the other; what the result records of it). The engines close with `stack`."""
+    offsets) of `peer`'s buffer over Mooncake, in batches of at most `rows` pieces (and at most what
+    the protocol admits in one: `batch_limit`) submitted one after the other; what the result records
+    of it). The engines close with `stack`."""
     address = getattr(peer, "address", ("127.0.0.1", 0))[0]
     engine = Engine(local_address_towards(address), params["mooncake_metadata"], params["mooncake_protocol"],
                     params["mooncake_device"], params["timeout_s"])
@@ -82,12 +84,12 @@ def mooncake_batch(params: dict[str, Any], operation: str, region, peer, offsets
     _, base, _ = nixl_memory(region)
     engine.register(base, region.size_bytes)
     remote_offsets = offsets if remote_offsets is None else remote_offsets
-    step = rows or max(len(offsets), 1)
+    step = min(rows or max(len(offsets), 1), batch_limit(params["mooncake_protocol"]) or len(offsets) or 1)
     batches = [MooncakeTransfer(engine, operation, segment, [base + o for o in offsets[i:i + step]],
                                 [peer.base + o for o in remote_offsets[i:i + step]], lengths[i:i + step],
                                 params["timeout_s"]) for i in range(0, len(offsets), step)]
     return MooncakeRun(batches), {"version": mooncake_version(), **engine.describe(), "peer_segment": segment,
-                                  "batches": len(batches)}
+                                  "batches": len(batches), "batch_rows": step}
 
 
 class MooncakeRun:

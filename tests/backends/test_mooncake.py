@@ -43,3 +43,17 @@ def test_the_stand_in_driver_defines_every_driver_symbol_the_wheel_imports():
     imported = sorted({line.split()[-1] for line in listed.stdout.splitlines()
                        if line.split() and line.split()[-1][:2] == "cu" and line.split()[-1][2:3].isupper()})
     assert imported == sorted(symbols())
+
+
+@pytest.mark.parametrize("given,limit", [(None, 1024), ("64", 64), ("16384", 16384), ("65536", 1024), ("0", 1024),
+                                         ("many", 1024)])
+def test_a_tcp_batch_holds_at_most_the_queue_the_engine_starts_with(monkeypatch, given, limit):
+    """Issue 58.6: Mooncake's TCP transport refuses a batch longer than its per-peer queue (status -1);
+    a value it does not take leaves its default, 1,024. RDMA: no limit kvbench knows of."""
+    from kvbench.backends.mooncake import TCP_QUEUE_ENV, batch_limit
+
+    if given is None:
+        monkeypatch.delenv(TCP_QUEUE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(TCP_QUEUE_ENV, given)
+    assert batch_limit("tcp") == limit and batch_limit("rdma") is None

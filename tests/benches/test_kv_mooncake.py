@@ -40,3 +40,31 @@ def test_mooncake_only_restores_from_a_remote_pool_with_nixl_s_strategy(given):
     spec = get_bench("kv.restore")
     with pytest.raises(BadInput, match="Mooncake restores from src=remote with strategy=nixl and via=none"):
         spec.validate(spec.canonical_params({**RESTORE, **given, "transport": "mooncake"}))
+
+
+# Issue 58.6: a restore of more than one Mooncake batch. Over TCP a batch holds at most the transfers the
+# engine queues per peer (MC_TCP_MAX_QUEUED_TRANSFERS_PER_PEER, 1,024 by default): a batch of more failed
+# the whole restore with status -1 (4,096 fragments and more, in one batch of up to 8,192).
+def test_a_restore_of_many_batches_is_verified_each_batch_at_most_the_tcp_queue(mooncake_env):
+    env = {**mooncake_env, "MC_TCP_MAX_QUEUED_TRANSFERS_PER_PEER": "64"}  # tokens=64: 512 fragments, 8 batches
+    result = run_case_in_child(env, "kv.restore", {**RESTORE, "peer": "inproc", "transport": "mooncake"})
+    assert result["status"] == "ok" and result["verified"], result["reason"]
+    meta = result["metadata"]
+    assert meta["mooncake"]["batch_rows"] == 64 and meta["fragments"] == 512
+    assert meta["mooncake"]["batches"] == meta["requests"] == 8
+
+
+def test_a_later_batch_that_moves_nothing_fails_the_check(mooncake_env):
+    env = {**mooncake_env, "MC_TCP_MAX_QUEUED_TRANSFERS_PER_PEER": "64"}
+    result = run_case_in_child(env, "kv.restore", {**RESTORE, "peer": "inproc", "transport": "mooncake"},
+                               no_op="after_first")
+    assert result["status"] == "failed" and "restored wrong" in result["reason"], result["reason"]
+
+
+def test_a_restore_of_4096_fragments_over_tcp_with_the_engine_s_default_queue_is_verified(mooncake_env):
+    """The restore the issue saw fail (Qwen2.5-32B, 512 tokens: 4,096 fragments), now 4 batches of 1,024."""
+    env = {k: v for k, v in mooncake_env.items() if k != "MC_TCP_MAX_QUEUED_TRANSFERS_PER_PEER"}
+    result = run_case_in_child(env, "kv.restore", {**RESTORE, "tokens": 512, "peer": "inproc", "transport": "mooncake"},
+                               samples=5)
+    assert result["status"] == "ok" and result["verified"], result["reason"]
+    assert result["metadata"]["fragments"] == 4096 and result["metadata"]["mooncake"]["batches"] == 4

@@ -87,7 +87,7 @@ def prepare(case: KVCase) -> Prepared:
         run = get_executor("nixl").bind(source, dst, descriptors)
         stack.callback(run.close)
         mooncake = None
-        if not from_file and uses_mooncake(params):  # the same fragments over Mooncake, 8,192 a batch
+        if not from_file and uses_mooncake(params):  # the same fragments over Mooncake, 8,192 a batch (TCP: its queue)
             mooncake = mooncake_batch(params, "READ", dst, source.peer, [int(o) for o in descriptors.dst_offset],
                                       [int(n) for n in descriptors.length], stack,
                                       remote_offsets=[int(o) for o in descriptors.src_offset], rows=REQUEST_ROWS)
