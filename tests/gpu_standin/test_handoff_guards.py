@@ -8,8 +8,7 @@ never reaches the guard: a handoff that never reads its guards passes that test,
 import numpy as np
 import pytest
 
-import kvbench.benches.handoff as handoff
-from kvbench.benches import get_bench
+from kvbench.benches import get_bench, handoff
 from kvbench.measure import Settings
 from kvbench.memory.guard import GUARD_BYTES
 from kvbench.plan.cases import Case
