@@ -11,7 +11,7 @@ from typing import NoReturn
 import typer
 
 # Each module adds its commands, which `kvbench --help` lists in this order.
-from kvbench.cli import host, run, judge, analysis, decide, reports, crosscheck  # noqa: F401
+from kvbench.cli import host, run, judge, analysis, decide, replay, reports, crosscheck  # noqa: F401
 from kvbench.cli.app import app
 from kvbench.cli.common import err
 from kvbench.errors import BadInput, CheckFailed, one_line

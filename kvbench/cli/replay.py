@@ -1,0 +1,118 @@
+"""`kvbench replay`: a real serving trace through the tiers given, priced with this host's measurements
+(docs/replay.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kvbench.cli.app import app
+from kvbench.cli.common import DbOption, JsonOption, PeaksOption, check_writable, err, out, this_host_ids, use_peaks
+from kvbench.errors import BadInput
+
+
+@app.command("replay")
+def replay_cmd(
+    trace: Annotated[str, typer.Option(metavar="FILE", help="Mooncake-format trace (JSONL, or .gz), or the shipped "
+                                                            "'mooncake-conversation'")],
+    model: Annotated[str, typer.Option(help="model preset or config.json path")],
+    tier: Annotated[list[str] | None, typer.Option(metavar="NAME=SIZE[:POLICY]", help="a tier of the configuration, "
+                                                   "nearest the GPU first: hbm | dram | nvme | remote, e.g. hbm=20GB "
+                                                   "dram=1TB:vllm (or =unbounded)")] = None,
+    config: Annotated[list[str] | None, typer.Option(metavar="T=S,T=S", help="a whole configuration, e.g. "
+                                                     "hbm=20GB,dram=1TB; give several to set them side by side")] = None,
+    policy: Annotated[str, typer.Option(help="eviction policy of a tier that names none: lru | vllm | sglang-lfu")]
+    = "lru",
+    sweep: Annotated[str | None, typer.Option(metavar="TIER=SIZES", help="hit ratio against capacity: the first "
+                                              "configuration again at each size, e.g. dram=64GB,256GB,1TB")] = None,
+    dtype: Annotated[str, typer.Option(help="bf16 | fp16 | fp8")] = "bf16",
+    tp: Annotated[int, typer.Option(min=1, help="tensor-parallel degree")] = 1,
+    block_tokens: Annotated[int, typer.Option("--block-tokens", min=1, help="tokens per engine (paged) block")] = 16,
+    trace_block_tokens: Annotated[int, typer.Option("--trace-block-tokens", min=1, help="tokens per hash block of "
+                                                    "the trace (512 in the published Mooncake traces)")] = 512,
+    into: Annotated[str, typer.Option(help="where restores end: gpu, or dram (the host gather a GPU-less box "
+                                           "executes)")] = "gpu",
+    mfu: Annotated[float, typer.Option(help="fraction of the compute rate a real prefill reaches")] = 0.5,
+    tflops: Annotated[float | None, typer.Option(help="dense bf16 TFLOP/s per GPU (else measured gpu.matmul, else "
+                                                      "this host's GPU datasheet)")] = None,
+    gpu: Annotated[str | None, typer.Option(help="price recompute at this GPU's datasheet rate, e.g. H100")] = None,
+    execute: Annotated[int, typer.Option(metavar="N", min=0, help="also run the first N requests' restores for real "
+                                         "(time-compressed) and store them as a kv.replay run")] = 0,
+    json_out: JsonOption = None,
+    db: DbOption = None,
+    peaks: PeaksOption = None,
+) -> None:
+    """Replay a serving trace against the tiers this server measured: hit ratios, link demand and TTFT per
+    configuration, a capacity sweep, and (--execute) the restores run for real beside their projection."""
+    from kvbench.analyze.decide.replay.pricing import BENCHES
+    from kvbench.analyze.decide.replay.project import Setting, project
+    from kvbench.analyze.decide.replay.session import check_tiers, document, parse_config, parse_tier, pricer
+    from kvbench.analyze.decide.replay.session import parse_sweep as parse_sweep_text
+    from kvbench.analyze.decide.replay.session import sweep as run_sweep
+    from kvbench.analyze.recompute import compute_rate
+    from kvbench.kv.geometry import get_model
+    from kvbench.kv.trace import read_trace
+    from kvbench.report.replay_text import config_tables, notes, sweep_table
+    from kvbench.run.this_host import host_facts
+    from kvbench.store import open_store
+
+    if into not in ("gpu", "dram"):
+        raise BadInput(f"bad --into {into}: gpu or dram")
+    if not 0 < mfu <= 1:
+        raise BadInput(f"bad --mfu {mfu}: a fraction above 0 and at most 1")
+    if tflops and gpu:
+        raise BadInput("give --tflops or --gpu, not both: each sets the rate recomputing runs at")
+    use_peaks(peaks)
+    configs = [parse_config(c, policy) for c in config or []]
+    if tier:
+        given = [parse_tier(t, policy) for t in tier]
+        check_tiers(given, "--tier")
+        configs.insert(0, given)
+    if not configs:
+        raise BadInput("no tiers: give --tier NAME=SIZE (e.g. --tier hbm=20GB --tier dram=1TB) or --config")
+    swept = parse_sweep_text(sweep) if sweep else None
+    check_writable(json_out, "--json", db)
+    geometry = get_model(model)
+    geometry.unit_bytes_per_token(dtype, tp)  # refuses a dtype or tp the model cannot take
+    loaded = read_trace(trace, trace_block_tokens)
+    store = open_store(db, read_only=True)
+    mine = this_host_ids(store)
+    rows = [r for bench in (*BENCHES, ) for r in store.host_results(mine, bench)]
+    gpus = [g.name for g in host_facts(dram=False).gpus]
+    rate = compute_rate(store.host_results(mine, "gpu.matmul"), gpus, tflops, gpu)
+    if rate is None:
+        raise BadInput("no compute rate to price recomputing with: no gpu.matmul result and no GPU here; give "
+                       "--gpu NAME (its datasheet, labelled spec) or --tflops X")
+    setting = Setting(geometry, dtype, tp, block_tokens, rate, mfu)
+    price = pricer(rows, setting, into)
+    answers = []
+    for i, tiers in enumerate(configs, 1):
+        err.print(f"replaying configuration {i}/{len(configs)}: {', '.join(f'{t.name}' for t in tiers)}")
+        answers.append(project(loaded, tiers, price(tiers), setting))
+    swept_answer = None
+    if swept:
+        err.print(f"sweeping {swept[0]} over {len(swept[1])} capacities")
+        swept_answer = run_sweep(loaded, configs[0], swept[0], swept[1], price, setting)
+    executed = None
+    if execute:
+        from kvbench.cli.replay_execute import execute_window
+
+        executed = execute_window(loaded, configs[0], setting, rows, execute, db)
+    doc = document(loaded, setting, answers, swept_answer, into, executed)
+    if json_out:
+        from kvbench.cli.common import write_json
+
+        write_json(doc, json_out)
+        if json_out == "-":
+            return
+    for table in config_tables(doc):
+        out.print(table)
+    if (table := sweep_table(doc)) is not None:
+        out.print(table)
+    if executed:
+        from kvbench.report.replay_text import executed_table
+
+        out.print(executed_table(executed))
+    for line in notes(doc):
+        out.print(line, markup=False, highlight=False)
