@@ -179,6 +179,24 @@ STORAGE = {
     "path": Param("text", "", "directory for the files (default: the system temp dir)"),
     "seed": Param("int", 0, "seed of the random order", minimum=0),
 }
+KV_REPLAY = {
+    "trace": Param("text", "mooncake-conversation", "Mooncake-format trace (a path, or the shipped mooncake-conversation)"),
+    "trace_block_tokens": Param("int", 512, "tokens per hash block of the trace", minimum=1),
+    "start": Param("int", 6000, "the window's first request", minimum=0),
+    "requests": Param("int", 16, "requests in the window", minimum=1),
+    "model": MODEL,
+    "dtype": Param("choice", "bf16", "KV element type", choices=tuple(DTYPE_BYTES)),
+    "tp": Param("int", 1, "tensor-parallel degree (each GPU holds kv_heads / tp)", minimum=1),
+    "block_tokens": Param("int", 16, "tokens per engine (paged) block", minimum=1),
+    "pool": Param("size", "1GiB", "bytes of the page_first source pool the window's blocks are placed in",
+                  minimum=1 << 20),
+    "dest": Param("size", "1GiB", "bytes of the layer_first destination a request is gathered into, chunk by chunk",
+                  minimum=1 << 20),
+    "src": Param("memory", "pageable", "source memory kind: pageable | numa:N"),
+    "dst": Param("memory", "pageable", "destination memory kind: pageable | numa:N"),
+    "strategy": Param("choice", "host", "host executor", choices=("host", "host-numpy")),
+    "concurrency": Param("int", 1, "copy threads", minimum=1),
+}
 
 # bench id → its parameters as registered (`pages` added where it takes host memory: `with_pages`)
 DECLARED: dict[str, dict[str, Param]] = {bench_id: with_pages(params) for bench_id, params in {
@@ -189,6 +207,7 @@ DECLARED: dict[str, dict[str, Param]] = {bench_id: with_pages(params) for bench_
     "gpu.p2p": GPU_P2P,
     "kv.restore": KV_TRANSFER, "kv.offload": KV_TRANSFER,
     "kv.handoff": KV_HANDOFF,
+    "kv.replay": KV_REPLAY,
     "net.write": NET, "net.read": NET,
     "storage.read": STORAGE, "storage.write": STORAGE,
 }.items()}

@@ -38,7 +38,8 @@ def replay_cmd(
                                                       "this host's GPU datasheet)")] = None,
     gpu: Annotated[str | None, typer.Option(help="price recompute at this GPU's datasheet rate, e.g. H100")] = None,
     execute: Annotated[int, typer.Option(metavar="N", min=0, help="also run the first N requests' restores for real "
-                                         "(time-compressed) and store them as a kv.replay run")] = 0,
+                                         "(back to back) and store them as a kv.replay run")] = 0,
+    start: Annotated[int, typer.Option(min=0, help="--execute: the window's first request")] = 6000,
     json_out: JsonOption = None,
     db: DbOption = None,
     peaks: PeaksOption = None,
@@ -98,7 +99,7 @@ def replay_cmd(
     if execute:
         from kvbench.cli.replay_execute import execute_window
 
-        executed = execute_window(loaded, configs[0], setting, rows, execute, db)
+        executed = execute_window(loaded, model, setting, rows, execute, start, db)
     doc = document(loaded, setting, answers, swept_answer, into, executed)
     if json_out:
         from kvbench.cli.common import write_json

@@ -15,7 +15,9 @@ import numba
 import numpy as np
 
 from kvbench.analyze.decide.replay.policies import SGLANG_LFU, tail_first
-from kvbench.kv.trace import Trace
+from kvbench.kv.trace import Trace, prefix_hits
+
+unbounded_hits = prefix_hits  # a cache that never evicts: every block seen before, up to the first new one
 
 
 @dataclass(frozen=True)
@@ -167,26 +169,3 @@ def _walk(t: int, head: np.ndarray, nxt: np.ndarray, ntiers: int, fmax: int, lfu
             out.append(int(b))
             b = nxt[b]
     return out
-
-
-def unbounded_hits(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """(blocks, tokens) each request would reuse from a cache that never evicts."""
-    return _unbounded(trace.offsets, trace.blocks, trace.input_tokens, trace.block_tokens, max(trace.distinct, 1))
-
-
-@numba.njit(cache=True)
-def _unbounded(offsets, blocks, input_tokens, block_tokens, nblocks):
-    nreq = len(input_tokens)
-    seen = np.zeros(nblocks, np.bool_)
-    hb = np.zeros(nreq, np.int64)
-    ht = np.zeros(nreq, np.int64)
-    for r in range(nreq):
-        o, n = offsets[r], offsets[r + 1] - offsets[r]
-        for i in range(n):
-            if not seen[blocks[o + i]]:
-                break
-            hb[r] += 1
-            ht[r] += max(0, min(block_tokens, input_tokens[r] - block_tokens * i))
-        for i in range(n):
-            seen[blocks[o + i]] = True
-    return hb, ht
