@@ -57,6 +57,7 @@ def replay_cmd(
     from kvbench.report.replay_text import config_tables, notes, sweep_table
     from kvbench.run.this_host import host_facts
     from kvbench.store import open_store
+    from kvbench.store.connect import default_url, sqlite_path
 
     if into not in ("gpu", "dram"):
         raise BadInput(f"bad --into {into}: gpu or dram")
@@ -77,11 +78,17 @@ def replay_cmd(
     geometry = get_model(model)
     geometry.unit_bytes_per_token(dtype, tp)  # refuses a dtype or tp the model cannot take
     loaded = read_trace(trace, trace_block_tokens)
-    store = open_store(db, read_only=True)
-    mine = this_host_ids(store)
-    rows = [r for bench in (*BENCHES, ) for r in store.host_results(mine, bench)]
+    rows, matmul = [], []
+    path = sqlite_path(db or default_url())
+    if path is not None and not path.exists():  # nothing measured yet: every path at its spec, labelled
+        err.print(f"no database at {path}: every link is priced at its spec ('kvbench run --suite replay' measures them)")
+    else:
+        store = open_store(db, read_only=True)
+        mine = this_host_ids(store)
+        rows = [r for bench in BENCHES for r in store.host_results(mine, bench)]
+        matmul = store.host_results(mine, "gpu.matmul")
     gpus = [g.name for g in host_facts(dram=False).gpus]
-    rate = compute_rate(store.host_results(mine, "gpu.matmul"), gpus, tflops, gpu)
+    rate = compute_rate(matmul, gpus, tflops, gpu)
     if rate is None:
         raise BadInput("no compute rate to price recomputing with: no gpu.matmul result and no GPU here; give "
                        "--gpu NAME (its datasheet, labelled spec) or --tflops X")

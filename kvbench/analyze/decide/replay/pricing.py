@@ -60,6 +60,8 @@ class TierPrice:
     @property
     def kind(self) -> str:
         legs = self.restore + ((self.writeback,) if self.writeback else ())
+        if not legs:
+            return "in place"
         return "spec" if any(leg.kind == "spec" for leg in legs) else "measured"
 
 
@@ -85,8 +87,9 @@ def _kv_fit(rows: list[dict[str, Any]], bench: str, path: str, model: ModelGeome
         return None
     _, fit, members = best
     run_ids = sorted({r.get("run_id") for r in members})
-    return Leg(path, fit.alpha_us, fit.beta_gbps, "measured",
-               f"{bench} α + bytes/β fit of {model.name} ({fit.points} block sizes, R² {fit.r2:.3f}, run "
+    return Leg(path, float(fit.alpha_us), float(fit.beta_gbps), "measured",
+               f"{bench} α + bytes/β fit of {model.name} ({fit.points} block sizes, R² {fit.r2:.3f}"
+               f"{', a poor fit' if fit.poor else ''}, run "
                f"{', '.join(map(str, run_ids))})", tuple(sorted(r["id"] for r in members)))
 
 

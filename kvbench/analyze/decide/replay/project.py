@@ -62,7 +62,8 @@ def project(trace: Trace, tiers: list[TierSpec], prices: list[TierPrice], settin
     svc = np.zeros((trace.requests, len(tiers), nlegs))
     wlink = np.full(len(tiers), -1, np.int64)
     wsvc = np.zeros((trace.requests, len(tiers)))
-    restored = run.hit_tokens * per_token
+    engine = setting.engine_block_tokens  # engines move whole engine blocks: a partial one moves whole
+    restored = -(-run.hit_tokens // engine) * engine * per_token
     frags = fragments(model, run.hit_tokens, setting.engine_block_tokens)
     for t, price in enumerate(prices):
         for k, leg in enumerate(price.restore):

@@ -1,0 +1,65 @@
+"""`kv.replay` through the runner: a hand-made trace's restores gathered, every byte checked, each
+request's time recorded; a copy that does not happen fails."""
+
+import json
+
+import pytest
+
+from kvbench.benches import get_bench
+from kvbench.errors import BadInput
+from kvbench.executors.host import HostExecutor
+from kvbench.measure import Settings
+from kvbench.plan.cases import Case
+from kvbench.run.runner import run_case
+
+FAST = Settings(samples=5, min_sample_s=0.001, warmup_s=0)
+
+
+@pytest.fixture
+def trace(tmp_path):
+    # 4-token hash blocks; request 1 reuses [1, 2], request 2 reuses [1] and a partial block's worth
+    rows = [{"timestamp": 0, "input_length": 12, "output_length": 1, "hash_ids": [1, 2, 3]},
+            {"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [1, 2, 9]},
+            {"timestamp": 9, "input_length": 8, "output_length": 1, "hash_ids": [1, 7]}]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def case(trace, **params):
+    bench = get_bench("kv.replay")
+    return Case("kv.replay", bench.canonical_params({
+        "trace": trace, "trace_block_tokens": 4, "block_tokens": 2, "model": "Llama-3.1-8B", "start": 0,
+        "requests": 3, "pool": "1MiB", "dest": "1MiB", **params}))
+
+
+def test_a_windows_restores_are_gathered_checked_and_timed_per_request(facts, trace):
+    result = run_case(case(trace), facts, FAST)
+    assert result.status == "ok", result.reason
+    assert result.measurement.verified
+    assert result.metadata["replay_requests"] == [1, 2]  # request 0 restores nothing
+    assert result.metadata["replay_tokens"] == [8, 4]
+    assert all(t > 0 for t in result.metadata["replay_request_s"])
+    per_block = 2 * 32 * 2 * 2048  # 2 tokens × 32 layers × K and V × (8 heads × 128 × 2 bytes)
+    assert result.measurement.bytes_per_op == (4 + 2) * per_block  # 8 and 4 tokens in 2-token blocks
+    assert result.metadata["fragments"] >= 1
+
+
+def test_a_small_destination_gathers_in_chunks(facts, trace):
+    # a 2-token block of Llama-3.1-70B is 655,360 bytes: 1 MiB holds one, so each request goes block by block
+    result = run_case(case(trace, model="Llama-3.1-70B"), facts, FAST)
+    assert result.status == "ok", result.reason
+    assert result.metadata["dest_blocks"] == 1 and result.metadata["pool_blocks"] == 1
+    assert result.measurement.bytes_per_op == 6 * 655360
+
+
+def test_a_copy_that_does_not_happen_fails(facts, trace, monkeypatch):
+    monkeypatch.setattr(HostExecutor, "bind", lambda self, *a, **k: (lambda: None))
+    result = run_case(case(trace), facts, FAST)
+    assert result.status == "failed"
+
+
+def test_a_window_that_restores_nothing_is_refused(trace):
+    bench = get_bench("kv.replay")
+    with pytest.raises(BadInput, match="restore"):
+        bench.validate(case(trace, requests=1).params)

@@ -1,0 +1,81 @@
+"""`kvbench replay` as a user runs it: the JSON keys docs/json-outputs.md names, tiers in the order
+given, and a bad trace or tier refused in one line with exit 2, nothing written."""
+
+import gzip
+import json
+
+import pytest
+
+from kvbench.kv.trace import shipped_dir
+from tests.conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def small_trace(tmp_path_factory):
+    """The shipped trace's first 300 requests."""
+    lines = gzip.decompress((shipped_dir() / "mooncake-conversation.jsonl.gz").read_bytes()).decode().splitlines()
+    path = tmp_path_factory.mktemp("trace") / "small.jsonl"
+    path.write_text("\n".join(lines[:300]) + "\n")
+    return str(path)
+
+
+def replay(tmp_path, *args):
+    return run_cli("replay", "--model", "Llama-3.1-8B", "--gpu", "H100", "--db", f"sqlite:///{tmp_path}/none.sqlite",
+                   *args)
+
+
+def test_the_json_document_holds_every_configuration_and_its_tiers(tmp_path, small_trace):
+    done = replay(tmp_path, "--trace", small_trace, "--tier", "hbm=20GB", "--tier", "dram=1TB:vllm",
+                  "--config", "hbm=20GB", "--sweep", "dram=100GB,400GB,1TB", "--json", "-")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert [c["label"] for c in doc["configs"]] == ["hbm + dram", "hbm"]
+    first = doc["configs"][0]
+    for key in ("hit_ratio", "token_hit_ratio", "request_hit_ratio"):
+        assert 0 <= first[key] <= 1
+    assert set(first["ttft_s"]) >= {"p50", "p99"}
+    hbm, dram = first["tiers"]
+    assert (hbm["name"], dram["name"], dram["policy"]) == ("hbm", "dram", "vllm")
+    assert dram["capacity_bytes"] == 10**12 and dram["capacity_blocks"] == 10**12 // (512 * 131072)
+    assert {"hit_ratio", "bytes_restored"} <= set(dram)
+    assert dram["restore_legs"][0]["kind"] == "spec"  # an empty database: nothing measured here
+    assert doc["trace"]["requests"] == 300 and len(doc["trace"]["sha256"]) == 64
+    assert [p["capacity_bytes"] for p in doc["sweep"]["points"]] == [10**11, 4 * 10**11, 10**12]
+    assert doc["compute"]["kind"] == "spec"
+
+
+def test_the_table_names_the_blocks_each_tier_holds_and_what_was_spec(tmp_path, small_trace):
+    done = replay(tmp_path, "--trace", small_trace, "--tier", "hbm=20GB", "--tier", "dram=1TB")
+    assert done.returncode == 0, done.stderr
+    assert "298" in done.stdout and "14,901" in done.stdout  # 20 GB and 1 TB in 67 MB hash blocks
+    assert "spec, not measured on this host" in done.stdout
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ('{"timestamp": 0, "input_length": 100, "output_length": 1, "hash_ids": [1]}\n{"timestamp": 0}\n',
+     ["line 2", "'input_length' missing"]),
+    ("", ["empty"]),
+])
+def test_a_bad_trace_is_one_line_and_exit_2(tmp_path, text, words):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text)
+    out = tmp_path / "out.json"
+    done = replay(tmp_path, "--trace", str(path), "--tier", "hbm=20GB", "--json", str(out))
+    assert done.returncode == 2
+    line = done.stderr.strip()
+    assert "\n" not in line and str(path) in line
+    for word in words:
+        assert word in line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("tiers", "words"), [
+    (["--tier", "dram=1TB", "--tier", "hbm=20GB"], "hbm is the tier nearest the GPU"),
+    (["--tier", "ssd=1TB"], "unknown tier 'ssd'"),
+    (["--tier", "dram=1TB:fifo"], "unknown eviction policy 'fifo'"),
+    (["--tier", "dram=lots"], "bad --tier dram 'lots'"),
+])
+def test_a_bad_tier_is_refused(tmp_path, small_trace, tiers, words):
+    done = replay(tmp_path, "--trace", small_trace, *tiers)
+    assert done.returncode == 2
+    assert words in done.stderr
