@@ -40,6 +40,8 @@ def replay_cmd(
     execute: Annotated[int, typer.Option(metavar="N", min=0, help="also run the first N requests' restores for real "
                                          "(back to back) and store them as a kv.replay run")] = 0,
     start: Annotated[int, typer.Option(min=0, help="--execute: the window's first request")] = 6000,
+    plot: Annotated[str | None, typer.Option(metavar="FILE", help="write the report section as a figure (.png or "
+                                             ".svg): hit ratio against capacity, TTFT CDF, link demand")] = None,
     json_out: JsonOption = None,
     db: DbOption = None,
     peaks: PeaksOption = None,
@@ -75,6 +77,9 @@ def replay_cmd(
         raise BadInput("no tiers: give --tier NAME=SIZE (e.g. --tier hbm=20GB --tier dram=1TB) or --config")
     swept = parse_sweep_text(sweep) if sweep else None
     check_writable(json_out, "--json", db)
+    check_writable(plot, "--plot", db)
+    if plot and not plot.lower().endswith((".png", ".svg")):
+        raise BadInput(f"bad --plot {plot}: give a .png or .svg file")
     geometry = get_model(model)
     geometry.unit_bytes_per_token(dtype, tp)  # refuses a dtype or tp the model cannot take
     loaded = read_trace(trace, trace_block_tokens)
@@ -108,6 +113,11 @@ def replay_cmd(
 
         executed = execute_window(loaded, model, setting, rows, execute, start, db)
     doc = document(loaded, setting, answers, swept_answer, into, executed)
+    if plot:
+        from kvbench.report.replay_figure import write_replay_figure
+
+        write_replay_figure(doc, answers, plot)
+        err.print(f"wrote {plot}")
     if json_out:
         from kvbench.cli.common import write_json
 

@@ -12,7 +12,7 @@ their link, and their backlog is reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -28,6 +28,7 @@ class LinkLoad:
     utilisation: dict[str, float]  # p50, p99, max of each second's demand ÷ the link's capacity
     seconds_over: int  # seconds of trace time whose demand exceeded the link
     max_backlog_s: float  # the longest a transfer waited for the link
+    demand: np.ndarray = field(repr=False, compare=False, default=None)  # each second's demand ÷ capacity
 
 
 @numba.njit(cache=True)
@@ -100,4 +101,4 @@ def load(link: str, direction: str, gbps: float, kind: str, bytes_moved: float, 
          backlog_s: float) -> LinkLoad:
     return LinkLoad(link, direction, gbps, kind, float(bytes_moved),
                     {"p50": float(np.percentile(demand, 50)), "p99": float(np.percentile(demand, 99)),
-                     "max": float(demand.max())}, int((demand > 1.0).sum()), float(backlog_s))
+                     "max": float(demand.max())}, int((demand > 1.0).sum()), float(backlog_s), demand)
