@@ -85,6 +85,7 @@ bench: setup-test
 	$(BIN)/python benchmarks/idle_agents.py; note $$?; \
 	$(BIN)/python benchmarks/compare_power.py --runs 5; note $$?; \
 	$(BIN)/python benchmarks/startup.py; note $$?; \
+	$(BIN)/python benchmarks/replay_speed.py --million; note $$?; \
 	rm -f $(FLEET_DB) $(FLEET_DB)-wal $(FLEET_DB)-shm; \
 	echo "make bench: $$([ $$status -eq 0 ] && echo PASS || { [ $$status -eq 1 ] && echo FAIL: a printed goal was missed || echo INCOMPLETE: a benchmark could not measure; })"; \
 	exit $$status
