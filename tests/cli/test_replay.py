@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kvbench.kv.trace import shipped_dir
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +42,9 @@ def test_the_json_document_holds_every_configuration_and_its_tiers(tmp_path, sma
     assert doc["trace"]["requests"] == 300 and len(doc["trace"]["sha256"]) == 64
     assert [p["capacity_bytes"] for p in doc["sweep"]["points"]] == [10**11, 4 * 10**11, 10**12]
     assert doc["compute"]["kind"] == "spec"
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((REPO / "docs" / "schemas" / "replay.schema.json").read_text())
+    jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)  # docs/json-outputs.md's shape
 
 
 def test_the_table_names_the_blocks_each_tier_holds_and_what_was_spec(tmp_path, small_trace):
