@@ -82,7 +82,9 @@ def replay_cmd(
         raise BadInput(f"bad --plot {plot}: give a .png or .svg file")
     geometry = get_model(model)
     geometry.unit_bytes_per_token(dtype, tp)  # refuses a dtype or tp the model cannot take
+    err.print(f"reading {trace}")
     loaded = read_trace(trace, trace_block_tokens)
+    err.print(f"{loaded.requests:,} requests, {loaded.references:,} block references, {loaded.distinct:,} distinct blocks")
     rows, matmul = [], []
     path = sqlite_path(db or default_url())
     if path is not None and not path.exists():  # nothing measured yet: every path at its spec, labelled
