@@ -34,7 +34,7 @@ from kvbench.analyze.decide.replay.pricing import tier_prices
 from kvbench.analyze.decide.replay.project import Setting, project
 from kvbench.analyze.decide.replay.result import TierSpec
 from kvbench.analyze.decide.replay.session import sweep
-from kvbench.analyze.recompute import compute_rate
+from kvbench.analyze.decide.recompute import compute_rate
 from kvbench.kv.geometry import get_model
 from kvbench.kv.trace import Trace, read_trace
 

@@ -53,7 +53,7 @@ def replay_cmd(
     from kvbench.analyze.decide.replay.session import check_tiers, document, parse_config, parse_tier, pricer
     from kvbench.analyze.decide.replay.session import parse_sweep as parse_sweep_text
     from kvbench.analyze.decide.replay.session import sweep as run_sweep
-    from kvbench.analyze.recompute import compute_rate
+    from kvbench.analyze.decide.recompute import compute_rate
     from kvbench.kv.geometry import get_model
     from kvbench.kv.trace import read_trace
     from kvbench.report.replay_text import config_tables, notes, sweep_table

@@ -65,8 +65,10 @@ def test_a_bad_trace_is_one_line_and_exit_2(tmp_path, text, words):
     out = tmp_path / "out.json"
     done = replay(tmp_path, "--trace", str(path), "--tier", "hbm=20GB", "--json", str(out))
     assert done.returncode == 2
-    line = done.stderr.strip()
-    assert "\n" not in line and str(path) in line
+    errors = [x for x in done.stderr.splitlines() if "error" in x]  # (after the progress line "reading …")
+    assert len(errors) == 1
+    line = errors[0]
+    assert line.startswith("kvbench: error: ") and str(path) in line
     for word in words:
         assert word in line
     assert not out.exists()

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kvbench.analyze.fit import fit_results
-from kvbench.analyze.restore_plan import is_model, latest_per_case, tier_of
+from kvbench.analyze.decide.fit import fit_results
+from kvbench.analyze.decide.restore_plan import is_model, latest_per_case, tier_of
 from kvbench.errors import BadInput
 from kvbench.hardware.peaks import nic_spec, pcie_peak, peak_data
 from kvbench.kv.geometry import ModelGeometry

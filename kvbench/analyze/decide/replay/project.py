@@ -12,7 +12,7 @@ from kvbench.analyze.decide.replay.links import LinkLoad, load, per_second, queu
 from kvbench.analyze.decide.replay.policies import policy_id
 from kvbench.analyze.decide.replay.pricing import TierPrice, block_bytes, fragments
 from kvbench.analyze.decide.replay.result import ConfigAnswer, TierAnswer, TierSpec, percentiles, ratios
-from kvbench.analyze.recompute import ComputeRate
+from kvbench.analyze.decide.recompute import ComputeRate
 from kvbench.kv.geometry import ModelGeometry
 from kvbench.kv.trace import Trace
 
@@ -30,7 +30,7 @@ class Setting:
 
 
 def prefill_flops(model: ModelGeometry, tokens: np.ndarray) -> np.ndarray:
-    """`kvbench.analyze.recompute.prefill_flops` over an array of token counts (as `plan` counts them)."""
+    """`kvbench.analyze.decide.recompute.prefill_flops` over an array of token counts (as `plan` counts them)."""
     n = tokens.astype(np.float64)
     full = n * (n + 1) / 2
     w = model.sliding_window

@@ -7,7 +7,7 @@ import pytest
 from kvbench.analyze.decide.replay.pricing import tier_prices
 from kvbench.analyze.decide.replay.project import Setting, project
 from kvbench.analyze.decide.replay.result import TierSpec
-from kvbench.analyze.recompute import ComputeRate
+from kvbench.analyze.decide.recompute import ComputeRate
 from kvbench.errors import BadInput
 from kvbench.kv.geometry import get_model
 from kvbench.kv.trace import read_trace
