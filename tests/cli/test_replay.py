@@ -29,7 +29,7 @@ def test_the_json_document_holds_every_configuration_and_its_tiers(tmp_path, sma
                   "--config", "hbm=20GB", "--sweep", "dram=100GB,400GB,1TB", "--json", "-")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
-    assert [c["label"] for c in doc["configs"]] == ["hbm + dram", "hbm"]
+    assert [c["label"] for c in doc["configs"]] == ["hbm=20GB + dram=1TB", "hbm=20GB"]
     first = doc["configs"][0]
     for key in ("hit_ratio", "token_hit_ratio", "request_hit_ratio"):
         assert 0 <= first[key] <= 1

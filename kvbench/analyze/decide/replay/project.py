@@ -44,6 +44,16 @@ def compute_seconds(setting: Setting, tokens: np.ndarray) -> np.ndarray:
     return prefill_flops(setting.model, tokens) / setting.tp / (setting.rate.tflops * 1e12 * setting.mfu)
 
 
+def capacity_text(size_bytes: int | None) -> str:
+    """`20GB`, `1TB`, `1.5TB`, `unbounded`: a capacity as a configuration's label shows it (decimal units)."""
+    if size_bytes is None:
+        return "unbounded"
+    for unit, factor in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6)):
+        if size_bytes >= factor:
+            return f"{size_bytes / factor:.4g}{unit}"
+    return f"{size_bytes}B"
+
+
 def capacity_blocks(tier: TierSpec, per_block: int) -> int | None:
     return None if tier.capacity_bytes is None else tier.capacity_bytes // per_block
 
@@ -90,7 +100,7 @@ def project(trace: Trace, tiers: list[TierSpec], prices: list[TierPrice], settin
         float((share[:, i] * recompute_hits).sum()), prices[i]) for i, t in enumerate(tiers)]
     ub_blocks, ub_tokens = unbounded_hits(trace)
     return ConfigAnswer(
-        label or " + ".join(t.name for t in tiers), answers,
+        label or " + ".join(f"{t.name}={capacity_text(t.capacity_bytes)}" for t in tiers), answers,
         **ratios(run.hit_blocks.sum(axis=1), hit_tokens, blocks, tokens),
         unbounded=ratios(ub_blocks, ub_tokens, blocks, tokens),
         ttft_s=percentiles(ttft), ttft_recompute_s=percentiles(full), ttft_infinite_s=percentiles(infinite),
