@@ -127,7 +127,7 @@ def main() -> int:
             print(f"per-request restore {q}: projected {executed['projected_s'][q] * 1e3:.2f} ms, executed "
                   f"{executed['executed_s'][q] * 1e3:.2f} ms, projected ÷ executed {executed['ratio'][q]:.3f}")
         print(f"(kv.replay run {executed['run_id']}, {executed['restores']} restores; priced by "
-              f"{executed['priced_by']['source']})")
+              f"{[p['source'] for p in executed['priced_by']]})")
     return 1 if missed else 0
 
 

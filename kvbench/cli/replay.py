@@ -40,6 +40,8 @@ def replay_cmd(
     execute: Annotated[int, typer.Option(metavar="N", min=0, help="also run the first N requests' restores for real "
                                          "(back to back) and store them as a kv.replay run")] = 0,
     start: Annotated[int, typer.Option(min=0, help="--execute: the window's first request")] = 6000,
+    execute_from: Annotated[str, typer.Option("--execute-from", help="--execute: where the pool is: dram (gathered "
+                                              "DRAM → DRAM) or file (read O_DIRECT, then gathered)")] = "dram",
     plot: Annotated[str | None, typer.Option(metavar="FILE", help="write the report section as a figure (.png or "
                                              ".svg): hit ratio against capacity, TTFT CDF, link demand")] = None,
     json_out: JsonOption = None,
@@ -61,6 +63,8 @@ def replay_cmd(
     from kvbench.store import open_store
     from kvbench.store.connect import default_url, sqlite_path
 
+    if execute_from not in ("dram", "file"):
+        raise BadInput(f"bad --execute-from {execute_from}: dram or file")
     if into not in ("gpu", "dram"):
         raise BadInput(f"bad --into {into}: gpu or dram")
     if not 0 < mfu <= 1:
@@ -113,7 +117,7 @@ def replay_cmd(
     if execute:
         from kvbench.cli.replay_execute import execute_window
 
-        executed = execute_window(loaded, model, setting, rows, execute, start, db)
+        executed = execute_window(loaded, model, setting, rows, execute, start, db, execute_from)
     doc = document(loaded, setting, answers, swept_answer, into, executed)
     if plot:
         from kvbench.report.replay_figure import write_replay_figure

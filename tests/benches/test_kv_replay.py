@@ -63,3 +63,22 @@ def test_a_window_that_restores_nothing_is_refused(trace):
     bench = get_bench("kv.replay")
     with pytest.raises(BadInput, match="restore"):
         bench.validate(case(trace, requests=1).params)
+
+
+def test_a_pool_in_a_file_is_read_then_gathered_every_block_checked(facts, trace, tmp_path):
+    folder = tmp_path / "pool"
+    folder.mkdir()
+    result = run_case(case(trace, src="file", path=str(folder)), facts, FAST)
+    assert result.status == "ok", result.reason
+    assert result.measurement.verified
+    assert result.metadata["buffers"]["src"]["kind"] == "file"
+    assert result.measurement.bytes_per_op == 6 * 2 * 32 * 2 * 2048
+    assert list(folder.iterdir()) == []  # the pool file is removed with the case
+
+
+def test_a_file_read_that_lands_wrong_fails(facts, trace, tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.setattr(os, "preadv", lambda fd, buffers, offset: sum(len(b) for b in buffers))  # reads nothing
+    result = run_case(case(trace, src="file", path=str(tmp_path)), facts, FAST)
+    assert result.status == "failed"

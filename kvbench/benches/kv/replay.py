@@ -8,6 +8,11 @@ prices with the kv.restore DRAM → DRAM fit. Engine block j of hash block h sit
 (h × engine blocks per hash block + j) mod pool blocks: the pool holds `pool` bytes, not the whole
 trace. A request larger than the destination is gathered in chunks, timed back to back.
 
+With `src=file` the pool is a file (written once, flushed from the page cache, opened O_DIRECT): each
+chunk's engine blocks are read run by run of consecutive slots into a DRAM staging buffer, then
+gathered into the destination — the file → DRAM and DRAM → DRAM legs `replay` prices an `nvme` hit
+with. Every block read is checked against what the file holds, and every gathered byte.
+
 One operation is the whole window; each request's time is recorded too (`replay_request_s`: the
 median over every pass of the window). Verification runs every chunk of every request on a poisoned
 destination and checks every byte it moved.
@@ -15,6 +20,9 @@ destination and checks every byte it moved.
 
 from __future__ import annotations
 
+import os
+import tempfile
+import time
 from contextlib import ExitStack
 from typing import Any
 
@@ -31,6 +39,7 @@ from kvbench.kv.geometry import get_model
 from kvbench.kv.layouts import KVShape, region_bytes, restore_descriptors
 from kvbench.kv.trace import prefix_hits, read_trace
 from kvbench.measure.engine import Workload
+from kvbench.memory.files import check_directory, create_files
 from kvbench.memory.host import check_fits
 from kvbench.memory.kinds import allocate
 from kvbench.memory.pattern import POISON, fill_pattern, poison
@@ -73,12 +82,19 @@ class KVReplay(Benchmark):
         _, shape, _ = window_plan(params)
         if shape.block_bytes > min(params["pool"], params["dest"]):
             raise BadInput(f"bad pool= or dest=: one engine block is {shape.block_bytes} bytes")
-        check_fits(params["pool"] + params["dest"], "KV replay source pool + destination")
+        from_file = params["src"] == "file"
+        if from_file and shape.block_bytes % 4096:
+            raise BadInput(f"bad block_tokens={params['block_tokens']} with src=file: an engine block of "
+                           f"{shape.block_bytes} bytes is no multiple of 4096 (O_DIRECT reads whole pages)")
+        if from_file:
+            check_directory(params["path"] or tempfile.gettempdir(), params["pool"])
+        check_fits((0 if from_file else params["pool"]) + params["dest"] * (2 if from_file else 1),
+                   "KV replay source pool (or staging) + destination")
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
         for key in ("src", "dst"):
-            if not params[key].startswith(("pageable", "numa")):
-                return f"{key}={params[key]}: kv.replay gathers host memory only"
+            if not params[key].startswith(("pageable", "numa")) and not (key == "src" and params[key] == "file"):
+                return f"{key}={params[key]}: kv.replay gathers host memory (or reads its pool from a file)"
         return None
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
@@ -88,53 +104,121 @@ class KVReplay(Benchmark):
         trace, shape, plan = window_plan(params)
         pool_blocks = max(1, params["pool"] // shape.block_bytes)
         dest_blocks = max(1, params["dest"] // shape.block_bytes)
-        executor = get_executor(params["strategy"])
         with ExitStack() as stack:
-            src = stack.enter_context(allocate(params["src"], region_bytes("page_first", shape, pool_blocks)))
             dst = stack.enter_context(allocate(params["dst"], region_bytes("layer_first", shape, dest_blocks)))
-            poison(src.host_array)
-            fill_pattern(src.host_array, seed=1)
-            requests = []  # per request: [(descriptors, bound copy)] chunk by chunk
-            for _, _, slots in plan:
-                chunks = []
-                for at in range(0, len(slots), dest_blocks):
-                    rows = restore_descriptors(shape, "page_first", "layer_first", slots[at:at + dest_blocks],
-                                               pool_blocks)
-                    chunks.append((rows, executor.bind(src, dst, rows, params["concurrency"])))
-                requests.append(chunks)
+            if params["src"] == "file":
+                source = _FilePool(stack, params, shape, pool_blocks, dest_blocks)
+            else:
+                source = _DramPool(stack, params, shape, pool_blocks)
+            requests = [[source.chunk(slots[at:at + dest_blocks], dst) for at in range(0, len(slots), dest_blocks)]
+                        for _, _, slots in plan]
             cleanup = stack.pop_all()
         times: list[list[float]] = [[] for _ in requests]
-        clock = __import__("time").perf_counter_ns
 
         def run() -> None:
             for i, chunks in enumerate(requests):
-                t0 = clock()
-                for _, copy in chunks:
-                    copy()
-                times[i].append((clock() - t0) * 1e-9)
-
-        def check_rows(rows) -> None:
-            bad = first_mismatch(rows, src.host_array, dst.host_array, POISON)
-            if bad is not None:
-                raise IntegrityError(f"descriptor {bad} of {len(rows)} landed wrong")
+                t0 = time.perf_counter_ns()
+                for move, _ in chunks:
+                    move()
+                times[i].append((time.perf_counter_ns() - t0) * 1e-9)
 
         def verify() -> None:
             for chunks in requests:
-                for rows, copy in chunks:
-                    poison(dst.host_array)
-                    copy()
-                    check_rows(rows)
+                for move, check in chunks:
+                    source.reset(dst)
+                    move()
+                    check()
 
-        moved = sum(rows.total_bytes for chunks in requests for rows, _ in chunks)
-        fragments = sum(len(rows) for chunks in requests for rows, _ in chunks)
-        workload = Workload(moved, run, lambda: poison(dst.host_array), lambda: check_rows(requests[-1][-1][0]),
-                            verify=verify)
-        metadata = {"fragments": fragments, "fragment_bytes": shape.unit_bytes, "trace_sha256": trace.digest,
-                    "pool_blocks": pool_blocks, "dest_blocks": dest_blocks,
-                    "buffers": {"src": src.describe(), "dst": dst.describe()}}
+        moved = sum(len(slots) for _, _, slots in plan) * shape.block_bytes
+        workload = Workload(moved, run, lambda: source.reset(dst), requests[-1][-1][1], verify=verify)
+        metadata = {"fragments": sum(len(slots) for _, _, slots in plan) * shape.units,
+                    "fragment_bytes": shape.unit_bytes, "trace_sha256": trace.digest, "pool_blocks": pool_blocks,
+                    "dest_blocks": dest_blocks, "buffers": {"dst": dst.describe(), **source.describe()}}
+        if getattr(source, "warning", None):
+            metadata["warning"] = source.warning
 
         def derive(_m) -> dict[str, Any]:
             return {REQUEST_S: [float(np.median(t)) if t else None for t in times],
                     "replay_requests": [r for r, _, _ in plan], "replay_tokens": [n for _, n, _ in plan]}
 
         return Prepared(workload, metadata, cleanup.close, derive)
+
+
+def _checker(rows, src: np.ndarray, dst: np.ndarray):
+    def check() -> None:
+        bad = first_mismatch(rows, src, dst, POISON)
+        if bad is not None:
+            raise IntegrityError(f"descriptor {bad} of {len(rows)} landed wrong")
+
+    return check
+
+
+class _DramPool:
+    """The pool in host DRAM (page_first): a chunk is one gather of its blocks into the destination."""
+
+    def __init__(self, stack: ExitStack, params: dict[str, Any], shape: KVShape, pool_blocks: int):
+        self.params, self.shape, self.pool_blocks = params, shape, pool_blocks
+        self.src = stack.enter_context(allocate(params["src"], region_bytes("page_first", shape, pool_blocks)))
+        poison(self.src.host_array)  # then the pattern: a byte the fill missed keeps the poison the check refuses
+        fill_pattern(self.src.host_array, seed=1)
+
+    def chunk(self, slots: np.ndarray, dst: Any) -> tuple[Any, Any]:
+        rows = restore_descriptors(self.shape, "page_first", "layer_first", slots, self.pool_blocks)
+        copy = get_executor(self.params["strategy"]).bind(self.src, dst, rows, self.params["concurrency"])
+        return copy, _checker(rows, self.src.host_array, dst.host_array)
+
+    def reset(self, dst: Any) -> None:
+        poison(dst.host_array)
+
+    def describe(self) -> dict[str, Any]:
+        return {"src": self.src.describe()}
+
+
+class _FilePool:
+    """The pool in a file (page_first), read O_DIRECT run by run of consecutive slots into a DRAM staging
+    buffer, then gathered into the destination: the two legs a file tier's restore crosses."""
+
+    def __init__(self, stack: ExitStack, params: dict[str, Any], shape: KVShape, pool_blocks: int, dest_blocks: int):
+        self.params, self.shape = params, shape
+        self.files = stack.enter_context(create_files(params["path"] or None, 1, pool_blocks * shape.block_bytes,
+                                                      direct=True, writable=False))
+        self.fd = self.files.fds[0]
+        self.staging = stack.enter_context(allocate("pageable", region_bytes("page_first", shape, dest_blocks)))
+        self.view = memoryview(self.staging.host_array)
+        if not self.files.direct:
+            self.warning = (f"{self.files.mount.get('fstype')} refused O_DIRECT: the pool file's bytes came from "
+                            "the page cache")
+
+    def chunk(self, slots: np.ndarray, dst: Any) -> tuple[Any, Any]:
+        bb, n = self.shape.block_bytes, len(slots)
+        breaks = np.flatnonzero(np.diff(slots) != 1) + 1  # runs of consecutive slots: one read each
+        runs = [(int(run[0]) * bb, self.view[int(at) * bb:(int(at) + len(run)) * bb])
+                for at, run in zip(np.concatenate([[0], breaks]), np.split(slots, breaks), strict=True)]
+        rows = restore_descriptors(self.shape, "page_first", "layer_first", np.arange(n, dtype=np.int64), n)
+        gather = get_executor(self.params["strategy"]).bind(self.staging, dst, rows, self.params["concurrency"])
+        fd = self.fd
+
+        def move() -> None:
+            for offset, buffer in runs:
+                if os.preadv(fd, [buffer], offset) != len(buffer):
+                    raise IntegrityError(f"short read of the pool file at {offset}")
+            gather()
+
+        def check() -> None:
+            for i, slot in enumerate(slots):
+                if not np.array_equal(self.staging.host_array[i * bb:(i + 1) * bb],
+                                      self.files.expected(0, int(slot) * bb, bb)):
+                    raise IntegrityError(f"engine block {i} read from the pool file differs from what it holds")
+            _checker(rows, self.staging.host_array, dst.host_array)()
+
+        return move, check
+
+    def reset(self, dst: Any) -> None:
+        poison(self.staging.host_array)
+        poison(dst.host_array)
+        if not self.files.direct:
+            os.posix_fadvise(self.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+
+    def describe(self) -> dict[str, Any]:
+        return {"src": {"kind": "file", "direct": self.files.direct, **self.files.mount},
+                "staging": self.staging.describe()}
