@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -76,7 +77,6 @@ def crosscheck_storage(
 ) -> None:
     """fio next to kvbench storage.read through NIXL POSIX: same directory, sizes, depth, engine, O_DIRECT."""
     import tempfile
-    from pathlib import Path
 
     from kvbench.crosscheck.storage import crosscheck_storage as run_crosscheck
     from kvbench.memory.files import mount_of
@@ -104,15 +104,25 @@ def crosscheck_storage(
 
 
 @crosscheck_app.command("pcie")
-def crosscheck_pcie() -> None:
+def crosscheck_pcie(
+    nvbandwidth_output: Annotated[str | None, typer.Option(
+        help="read this nvbandwidth output (its four CE tests at --bufferSize 256, one run) instead of running "
+             "nvbandwidth again")] = None,
+) -> None:
     """nvbandwidth's copy-engine tests next to pcie.h2d / pcie.d2h and each direction of pcie.bidir,
     pinned 256 MiB (goal: within 3 %)."""
     from kvbench.crosscheck.pcie import crosscheck_pcie as run_crosscheck
     from kvbench.report.crosscheck import render
 
+    output = None
+    if nvbandwidth_output is not None:
+        try:
+            output = (nvbandwidth_output, Path(nvbandwidth_output).read_text(errors="replace"))
+        except OSError as exc:
+            raise BadInput(f"--nvbandwidth-output {nvbandwidth_output}: {exc.strerror or exc}") from None
     verdicts = []
     with _ends_on_signals():
-        for figures in run_crosscheck():
+        for figures in run_crosscheck(output):
             render(out, figures, "pcie crosscheck (GB/s = 1e9 B/s)", goal=0.97, goal_max=1.03)
             verdicts.append(crosscheck_verdict(figures, 0.97, 1.03, figures[0].name))
     conclude(combine(verdicts))
@@ -142,7 +152,6 @@ def crosscheck_net(
     verdicts = []
     if transport == "mooncake":
         import tempfile
-        from pathlib import Path
 
         from kvbench.crosscheck.mooncake import GOAL, GOAL_MAX, crosscheck_mooncake
 

@@ -1,6 +1,7 @@
 """`kvbench crosscheck pcie`: nvbandwidth's host_to_device / device_to_host copy-engine tests next
 to `pcie.h2d` / `pcie.d2h` pinned, when an `nvbandwidth` binary is on PATH: GPU 0, 256 MiB, both
-timed with CUDA events behind a spin kernel."""
+timed with CUDA events behind a spin kernel. `--nvbandwidth-output FILE` reads a run nvbandwidth
+already made (scripts/gpu-check runs it once, as a step) instead of running it again."""
 
 from __future__ import annotations
 
@@ -33,7 +34,29 @@ def gpu0_gbps(stdout: str) -> float | None:
     return None
 
 
-def nvbandwidth(test: str) -> Figure:
+def sections(text: str) -> dict[str, str]:
+    """nvbandwidth's output of several tests, split per test: each begins at its "Running NAME." line."""
+    out: dict[str, str] = {}
+    name = None
+    for line in text.splitlines():
+        found = re.fullmatch(r"Running (\w+)\.", line.strip())
+        if found:
+            name = found.group(1)
+            out[name] = ""
+        elif name is not None:
+            out[name] += line + "\n"
+    return out
+
+
+def nvbandwidth(test: str, output: tuple[str, str] | None = None) -> Figure:
+    """nvbandwidth's figure for `test`: from `output` ((file name, text) of a run already made), else by
+    running the binary on PATH."""
+    if output is not None:
+        where, text = output
+        gbps = gpu0_gbps(sections(text).get(test, ""))
+        if gbps is None:
+            return Figure(f"nvbandwidth {test}", None, f"not in {where}: no GPU 0 figure for {test}")
+        return Figure(f"nvbandwidth {test} GPU 0 {SIZE_MIB}MiB", gbps, f"median of its trials, GB/s (1e9), from {where}")
     exe = shutil.which("nvbandwidth")
     if exe is None:
         return Figure(f"nvbandwidth {test}", None, "skipped — no nvbandwidth binary on PATH")
@@ -48,13 +71,15 @@ def nvbandwidth(test: str) -> Figure:
     return Figure(f"nvbandwidth {test} GPU 0 {SIZE_MIB}MiB", gbps, "median of its trials, GB/s (1e9)")
 
 
-def crosscheck_pcie() -> list[tuple[Figure, list[Figure]]]:
+def crosscheck_pcie(output: tuple[str, str] | None = None) -> list[tuple[Figure, list[Figure]]]:
+    """Each kvbench figure beside nvbandwidth's; `output`: (file name, text) of an nvbandwidth run of the
+    four CE tests at 256 MiB already made, read instead of running the tool again."""
     out = []
     for bench, test in TESTS.items():
         result = _run(bench)
         ours = (Figure(f"kvbench {bench} pinned 256MiB", result.gbps["median"], "CUDA events behind a spin kernel")
                 if result.status == "ok" else Figure(f"kvbench {bench}", None, f"{result.status}: {result.reason}"))
-        out.append((ours, [nvbandwidth(test)]))
+        out.append((ours, [nvbandwidth(test, output)]))
     bidir = _run("pcie.bidir")
     for direction, test in BIDIR_TESTS.items():
         if bidir.status == "ok":
@@ -64,7 +89,7 @@ def crosscheck_pcie() -> list[tuple[Figure, list[Figure]]]:
                           f"this direction's own events, last sample; {busy}")
         else:
             ours = Figure(f"kvbench pcie.bidir {direction}", None, f"{bidir.status}: {bidir.reason}")
-        out.append((ours, [nvbandwidth(test)]))
+        out.append((ours, [nvbandwidth(test, output)]))
     return out
 
 

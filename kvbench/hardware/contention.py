@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,33 +99,41 @@ class Seen:
 
     host: dict[str, Any] = field(default_factory=dict)
     gpus: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # readings that failed, in words ("GPUs at the start: NVMLError_Unknown: ..."): recorded, never a silent gap
+    failed: list[str] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
-        """The result's `contention` metadata."""
+        """The result's `contention` metadata; `reading_failed` names each reading that failed."""
         return {"contended": contended(self.host, self.gpus), "faults": faults(self.gpus), "host": self.host,
-                **({"gpus": self.gpus} if self.gpus else {})}
+                **({"gpus": self.gpus} if self.gpus else {}), **({"reading_failed": self.failed} if self.failed else {})}
 
 
 @contextmanager
 def watch(gpu_bus_ids: Sequence[str] = (), root: str = "/") -> Iterator[Seen]:
     """Read the host (and the named GPUs through NVML, where there is a driver) before and after the
     block; the facts are in the yielded `Seen` once the block has ended, whether or not it raised.
-    Reading never raises: a counter that cannot be read is left out."""
+    A reading that fails the way readings fail (NVML's own error, an OS error; a kernel file that does not
+    parse) is recorded as failed in `Seen.failed`; any other exception (a wrong argument list, a bug) raises,
+    so the case fails instead of being stored `ok` without its GPU reading."""
     seen = Seen()
     with nvml_session() if gpu_bus_ids else _nothing() as nvml:
-        gpu_watch = _quiet(lambda: nvml_watch.start(nvml, list(gpu_bus_ids))) if nvml is not None else None
+        nvml_faults = _nvml_faults(nvml)
+        gpu_watch = (_reading(seen, "GPUs at the start", nvml_faults, lambda: nvml_watch.start(nvml, list(gpu_bus_ids)))
+                     if nvml is not None else None)
         start_s = time.monotonic()
-        before = _quiet(lambda: proc_load.snapshot(start_s, root))
+        before = _reading(seen, "host at the start", HOST_FAULTS, lambda: proc_load.snapshot(start_s, root))
         try:
             yield seen
         finally:
             end_s = time.monotonic()
-            after = _quiet(lambda: proc_load.snapshot(end_s, root))
+            after = _reading(seen, "host at the end", HOST_FAULTS, lambda: proc_load.snapshot(end_s, root))
             if before is not None and after is not None:
-                seen.host = _quiet(lambda: proc_load.host_load(before, after, os.getpid(), root)) or {}
+                seen.host = _reading(seen, "host load", HOST_FAULTS,
+                                     lambda: proc_load.host_load(before, after, os.getpid(), root)) or {}
             if gpu_watch is not None:
                 family = proc_load.family(after.processes, os.getpid()) if after is not None else {os.getpid()}
-                seen.gpus = _quiet(lambda: nvml_watch.finish(gpu_watch, end_s - start_s, family)) or {}
+                seen.gpus = _reading(seen, "GPUs at the end", nvml_faults,
+                                     lambda: nvml_watch.finish(gpu_watch, end_s - start_s, family)) or {}
 
 
 @contextmanager
@@ -133,9 +141,26 @@ def _nothing() -> Iterator[None]:
     yield None
 
 
-def _quiet(read):
-    """A reading that fails (a kernel without a file, an NVML call that breaks) is no reading."""
+HOST_FAULTS: tuple[type[BaseException], ...] = (OSError, ValueError)  # a /proc file missing or not as expected
+
+
+def _nvml_faults(nvml: Any) -> tuple[type[BaseException], ...]:
+    """The exceptions an NVML reading fails with: pynvml's `NVMLError` (NotSupported, Unknown, GPU lost, ...)
+    and OS errors (the library, the device files); never TypeError, AttributeError and the like."""
+    if nvml is None:
+        return (OSError,)
+    error = getattr(nvml, "NVMLError", None)
+    if not (isinstance(error, type) and issubclass(error, BaseException)):
+        import pynvml
+
+        error = pynvml.NVMLError
+    return (error, OSError)
+
+
+def _reading(seen: Seen, what: str, faults: tuple[type[BaseException], ...], read: Callable[[], Any]) -> Any:
+    """read(), or None with the failure recorded in `seen` where it raised one of `faults`."""
     try:
         return read()
-    except Exception:
+    except faults as exc:
+        seen.failed.append(f"{what}: {type(exc).__name__}: {exc}")
         return None

@@ -38,6 +38,8 @@ class Watch:
     handles: dict[str, Any]
     counters: dict[str, dict[str, int]] = field(default_factory=dict)
     events: Any = None
+    # bus ids whose XID events NVML refused to deliver (NotSupported on some VMs and vGPUs): no count there
+    no_xid_events: set[str] = field(default_factory=set)
 
 
 def _counters(nv: ModuleType, handle: Any) -> dict[str, int]:
@@ -55,13 +57,16 @@ def _counters(nv: ModuleType, handle: Any) -> dict[str, int]:
 
 
 def _nvlink_errors(nv: ModuleType, handle: Any) -> dict[str, int]:
-    """Each NVLink data-link error counter summed over the GPU's active links; {} without NVLink."""
+    """Each NVLink data-link error counter summed over the GPU's active links, and `nvlink_active`: how
+    many links are active (0 is a fact: a GPU without NVLink, or none trained); {} where NVML has no
+    NVLink calls."""
     if not hasattr(nv, "nvmlDeviceGetNvLinkErrorCounter"):
         return {}
-    out: dict[str, int] = {}
+    out: dict[str, int] = {"nvlink_active": 0}
     for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", _NVLINK_LINKS)):
         if _call(nv.nvmlDeviceGetNvLinkState, handle, link) != 1:  # NVML_FEATURE_ENABLED
             continue
+        out["nvlink_active"] += 1
         for name, counter in _NVLINK_ERRORS.items():
             value = _call(nv.nvmlDeviceGetNvLinkErrorCounter, handle, link, counter)
             if value is not None:
@@ -95,12 +100,12 @@ def start(nv: ModuleType, bus_ids: list[str]) -> Watch:
     events = _call(nv.nvmlEventSetCreate)
     if events is not None:
         registered = 0
-        for handle in handles.values():
+        for bus, handle in handles.items():
             try:
                 nv.nvmlDeviceRegisterEvents(handle, _XID_EVENT, events)
                 registered += 1
-            except Exception:  # XID events need a driver and a GPU that report them (not every vGPU does)
-                pass
+            except _nvml_error():  # XID events need a driver and a GPU that report them (not every VM does)
+                watch.no_xid_events.add(bus)
         if registered:
             watch.events = events
         else:
@@ -118,13 +123,19 @@ def _xids(watch: Watch) -> dict[str, list[int]]:
     for _ in range(64):  # a storm of XIDs is cut at 64: the first ones say what broke
         try:
             event = nv.nvmlEventSetWait_v2(watch.events, 0)
-        except Exception:  # NVMLError_Timeout: no more events
+        except _nvml_error():  # NVMLError_Timeout: no more events
             break
         pci = _call(nv.nvmlDeviceGetPciInfo, event.device)
         bus = _text(pci.busId) if pci is not None else bus_of.get(id(event.device), "?")
         out.setdefault(bus, []).append(int(event.eventData))
     _call(nv.nvmlEventSetFree, watch.events)
     return out
+
+
+def _nvml_error() -> type[Exception]:
+    import pynvml
+
+    return pynvml.NVMLError
 
 
 def _others(nv: ModuleType, handle: Any, family: set[int]) -> list[dict[str, Any]]:
@@ -161,10 +172,14 @@ def finish(watch: Watch, seconds: float, family: set[int]) -> dict[str, dict[str
             "power_w": round(power_mw / 1000, 1) if power_mw is not None else None,
             "other_processes": _others(nv, handle, family),
             # no event set (a driver or vGPU that reports no XIDs): no count, never "none seen"
-            "xids": xids.get(bus, []) if watch.events is not None else None,
+            "xids": xids.get(bus, []) if watch.events is not None and bus not in watch.no_xid_events else None,
+            # False: NVML refused this GPU's XID events (a VM's or vGPU's limit, or a fault: accept decides)
+            "xid_events": False if bus in watch.no_xid_events else None,
         }
         facts.update(_memory_health(nv, handle))
         then, now = watch.counters.get(bus, {}), _counters(nv, handle)
+        if "nvlink_active" in now:
+            facts["nvlink_active"] = now["nvlink_active"]
         for key in ("ecc_corrected", "ecc_uncorrected", *_NVLINK_ERRORS):
             if key in then and key in now:
                 facts[f"{key}_delta"] = now[key] - then[key]

@@ -24,7 +24,8 @@ def acceptance_verdicts(doc: RunDocument, rules: list[RulesFile], profile: Profi
     them already (after measuring cases again), `resampled_in`: the run that re-sampled uncertain cases."""
     verdicts = judge(doc, rules) if judged is None else judged
     verdicts = incomplete_on_contention(verdicts, doc)
-    verdicts = name_uncertain(verdicts, doc, resampled_in) + judge_health(doc, health)
+    verdicts = name_uncertain(verdicts, doc, resampled_in) + judge_health(
+        doc, health, profile.vm_limits if profile else (), profile.name if profile else "")
     verdicts = fail_closed(verdicts, profile, rules)
     if profile is not None:
         host = doc.get("host") or {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -50,6 +50,9 @@ class Profile(BaseModel):
     name: str = "host profile"
     source: str = ""  # "spec: <datasheet>" or "measured on <host> <date>": where the numbers come from
     expect: Expect = Expect()
+    # what this host, a VM, does not give or sets itself: the health checks say "the VM's limit" for these
+    # (kvbench/analyze/accept/health.py) instead of INCOMPLETE (XID events refused) or FAIL (persistence off)
+    vm_limits: list[Literal["xid_events", "persistence"]] = []
 
     def expects_gpu(self) -> bool:
         return bool(self.expect.gpus) or self.expect.gpu_model is not None
@@ -98,6 +101,19 @@ def profile_path(given: str | None) -> Path | None:
     if value in shipped:
         return shipped[value]
     raise BadInput(f"bad {option}: {unknown_name('profile', value, shipped, list_all=True)}, and no such file")
+
+
+def shipped_profile_for(gpus: list[dict[str, Any]]) -> str | None:
+    """The shipped profile of a host with these GPUs (NVML's facts): the one whose `gpus` is their count and
+    whose `gpu_model` is in every GPU's name (the most specific where several are); None where none is.
+    scripts/gpu-check passes it to `accept`, so the GPU it found is judged by its own SKU's inventory."""
+    found = []
+    for name, path in shipped_profiles().items():
+        expect = load_profile(path).expect
+        if gpus and expect.gpus == len(gpus) and expect.gpu_model and all(
+                expect.gpu_model.lower() in str(g.get("name", "")).lower() for g in gpus):
+            found.append((len(expect.gpu_model), name))
+    return max(found)[1] if found else None
 
 
 def physical_nics(facts: dict[str, Any], min_gbps: float | None = None) -> list[dict[str, Any]]:

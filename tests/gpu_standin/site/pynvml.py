@@ -77,7 +77,7 @@ def nvmlDeviceGetHandleByPciBusId(bus_id) -> _Handle:
 
 
 def nvmlDeviceGetPciInfo(handle: _Handle) -> _PciInfo:
-    return _PciInfo(_gpu(handle).bus_id, 0x0000DEAD)
+    return _PciInfo(_gpu(handle).bus_id, _gpu(handle).pci_device_id)
 
 
 def nvmlDeviceGetName(handle: _Handle) -> str:
@@ -222,9 +222,9 @@ nvmlDeviceGetTemperature = nvmlDeviceGetPowerUsage = _not_supported
 # above, unless a test sets `machine().health` to a dict, which makes them supported and clean except the
 # faults it names — "xid": an XID raised on GPU 0 during the case; "ecc_uncorrected", "nvlink_crc" (CRC flit),
 # "nvlink_crc_data", "nvlink_replay", "nvlink_recovery": how much each read of that counter grows (so a case
-# sees a delta); "row_remap_pending", "row_remap_failed": True; "throttle": reason bits; "persistence": False.
-# A fault named `KIND@D` happens on GPU D alone (an XID too), the others stay clean. A test-made fault, never
-# a measurement.
+# sees a delta); "row_remap_pending", "row_remap_failed": True; "throttle": reason bits; "persistence": False;
+# "xid_events": "not_supported" (NVML refuses to register XID events, as a VM may). A fault named `KIND@D`
+# happens on GPU D alone (an XID too), the others stay clean. A test-made fault, never a measurement.
 NVML_ERROR_TIMEOUT = 10
 NVML_NVLINK_ERROR_DL_REPLAY, NVML_NVLINK_ERROR_DL_RECOVERY = 0, 1
 NVML_NVLINK_ERROR_DL_CRC_FLIT, NVML_NVLINK_ERROR_DL_CRC_DATA = 2, 3
@@ -300,6 +300,8 @@ def nvmlEventSetCreate() -> _EventSet:
 
 def nvmlDeviceRegisterEvents(handle: _Handle, types: int, events: _EventSet) -> None:
     health = _health(handle)
+    if _fault(handle, "xid_events") == "not_supported":  # a VM that does not deliver XID events
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
     xid = health.get(f"xid@{handle.index}", health.get("xid") if handle.index == 0 else None)
     if xid is not None:
         events.pending.append(_EventData(handle, types, int(xid)))

@@ -95,6 +95,7 @@ class Gpu:
     sms: int = 4
     l2_bytes: int = 1 << 20
     name: str = "kvbench GPU stand-in (numpy, not a GPU)"
+    pci_device_id: int = 0x0000DEAD
     serial: str | None = None  # a test swaps a board by setting it; None: the stand-in's own per index
 
     @property
@@ -589,11 +590,36 @@ def copy_bytes(machine: Machine, dst: np.ndarray, src: np.ndarray) -> None:
 _MACHINE: Machine | None = None
 
 
+# GPU_STANDIN_MODEL: the simulated GPUs present themselves as a real board does (name, SMs, L2, memory,
+# PCI device id, what NVML answers) so kvbench's SKU lookups (peaks, rules, profiles) take that board's path.
+# Facts as described, never measurements: "h100-vm" is the device tool's `nvidia-h100-x1` as its KINDS.md
+# describes it (one H100 80GB HBM3, 132 SMs, 50 MB of L2, 81,559 MiB) in a VM as kvbench must expect one:
+# no active NVLink, health counters read and clean, XID events refused (NotSupported), persistence mode off.
+PERSONAS = {
+    "h100-vm": {"gpu": {"name": "NVIDIA H100 80GB HBM3", "sms": 132, "l2_bytes": 50 * 1000 * 1000,
+                        "total_bytes": 81559 << 20, "pci_device_id": 0x233010DE},
+                "gpu_links": "none", "health": {"persistence": False, "xid_events": "not_supported"}},
+}
+
+
+def dress(target: Machine, model: str) -> Machine:
+    """`target` presenting itself as PERSONAS[model] (a test's choice; GPU_STANDIN_MODEL for a subprocess)."""
+    persona = PERSONAS[model]
+    for gpu in target.gpus:
+        for key, value in persona["gpu"].items():
+            setattr(gpu, key, value)
+    target.gpu_links = persona["gpu_links"]
+    target.health = dict(persona["health"])
+    return target
+
+
 def machine() -> Machine:
-    """The process's simulated machine; GPU_STANDIN_GPUS (default 1) GPUs."""
+    """The process's simulated machine; GPU_STANDIN_GPUS (default 1) GPUs, GPU_STANDIN_MODEL's board."""
     global _MACHINE
     if _MACHINE is None:
         _MACHINE = Machine(int(os.environ.get("GPU_STANDIN_GPUS", "1")))
+        if os.environ.get("GPU_STANDIN_MODEL"):
+            dress(_MACHINE, os.environ["GPU_STANDIN_MODEL"])
         for item in filter(None, os.environ.get("GPU_STANDIN_BREAK", "").split(",")):
             what, how = item.split("=")
             _MACHINE.breakage[what] = how
