@@ -23,14 +23,15 @@ def _cases(name):
 def test_the_smoke_stage_holds_one_case_of_every_gpu_path():
     cases = _cases("gpu-smoke")
     assert {b for b, _ in cases} == {"hbm.read", "hbm.write", "hbm.copy", "pcie.h2d", "pcie.d2h", "pcie.bidir",
-                                     "kv.restore", "gpu.p2p", "kv.handoff"}
+                                     "kv.restore", "gpu.p2p", "kv.handoff", "dram.copy"}
     assert [p["pair"] for b, p in cases if b in ("gpu.p2p", "kv.handoff")] == ["0-1", "0-1"]  # one pair, one handoff
     assert all(p["size"] == 0 for b, p in cases if b.startswith("hbm."))  # max(8 x L2, 1 GiB)
     pcie = {(b, p["memory"], p["backend"]) for b, p in cases if b.startswith("pcie.") and p["size"] == 256 << 20}
     assert pcie == {("pcie.h2d", "pinned", "cupy"), ("pcie.h2d", "pageable", "cupy"), ("pcie.d2h", "pinned", "cupy"),
                     ("pcie.bidir", "pinned", "cupy"), ("pcie.h2d", "pinned", "torch")}
     kv = [p for b, p in cases if b == "kv.restore"]
-    assert {p["strategy"] for p in kv} == {"ce-batch", "sm-gather", "gpu-contiguous"}
+    assert {p["strategy"] for p in kv if p["dst"] == "device"} == {"ce-batch", "sm-gather", "gpu-contiguous"}
+    assert {p["strategy"] for p in kv if p["dst"] == "pageable"} == {"host", "contiguous"}  # the host rules' cases
     assert all(p["model"] == "Llama-3.1-70B" and p["block_tokens"] == 16 for p in kv)  # 32 KiB fragments
 
 
@@ -39,10 +40,12 @@ def test_the_full_stage_sweeps_pcie_every_kv_strategy_nixl_on_gpu_memory_and_eve
 
     cases = _cases("gpu-full")
     sizes = {p["size"] for b, p in cases if b == "pcie.h2d" and p["memory"] == "pinned" and p["engine"] == "ce"}
-    assert min(sizes) == 4 << 10 and max(sizes) == 1 << 30
+    assert min(sizes) == 4 << 10 and max(sizes) == 256 << 20  # a first visit's set: no 1 GiB copy (issue 55)
+    assert min(p["block_tokens"] for b, p in cases if b == "kv.restore") == 4  # nor 1-token blocks
+    assert {b for b, _ in cases} >= {"hbm.read", "hbm.write", "hbm.copy", "dram.copy"}  # what its accept judges
     assert any(p["engine"] == "sm" for b, p in cases if b.startswith("pcie."))
     assert any(p["gpus"] == "all" for b, p in cases if b.startswith("pcie."))
-    assert {p["strategy"] for b, p in cases if b == "kv.restore"} == set(STRATEGIES)
+    assert {p["strategy"] for b, p in cases if b == "kv.restore" and p["dst"] == "device"} == set(STRATEGIES)
     assert {p["backend"] for b, p in cases if b == "storage.read" and p["target"] == "device"} == {"gds", "gds_mt"}
     assert any(p["local"] == "device" for b, p in cases if b.startswith("net."))
 
