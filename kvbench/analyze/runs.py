@@ -39,6 +39,22 @@ def run_document(store: Store, run_id: int) -> RunDocument:
         {"id": run["context_id"], "facts": store.context(run["context_id"])}))
 
 
+def read_export(raw: Any, where: str) -> RunDocument:
+    """An export's document checked as every reader needs it (`compare`, `report`, `import`): its fields
+    and their types (store/records.py), each result's parameters parsed as kvbench stores them ("8MiB"
+    is a size; a parameter of the wrong shape is refused, not stored to crash a reader later)."""
+    try:
+        doc = validate_document(raw, where)
+    except RecursionError:  # a document deep enough to parse but not to walk
+        raise BadInput(f"{where} is nested too deeply to be a run export") from None
+    for i, result in enumerate(doc["results"]):
+        try:
+            result["params"] = canonical_subset(result["bench"], result["params"])
+        except BadInput as exc:
+            raise BadInput(f"{where}: result {i}: {exc}") from None
+    return doc
+
+
 def load_document(ref: str, store_factory, prefer_hosts=None) -> RunDocument:
     """A run by id, `latest`, `baseline` (the run tagged `baseline` last), `cluster:<id>` (every rank's run
     of one launch), or a JSON export path. `latest` and `baseline` that pick a rank's run of a launch
@@ -52,16 +68,7 @@ def load_document(ref: str, store_factory, prefer_hosts=None) -> RunDocument:
     # a path that exists and is no run id is a file, even a fifo or a folder: refused as one, by its type
     if path.suffix == ".json" or path.is_file() or (path.exists() and not str(ref).isdigit()):
         where = f"export file '{ref}'"
-        try:
-            doc = validate_document(read_json_file(path, where, EXPORT_MAX_BYTES), where)
-        except RecursionError:  # a document deep enough to parse but not to walk
-            raise BadInput(f"{where} is nested too deeply to be a run export") from None
-        for i, result in enumerate(doc["results"]):  # params as kvbench stores them: "8MiB" is a size to parse
-            try:
-                result["params"] = canonical_subset(result["bench"], result["params"])
-            except BadInput as exc:
-                raise BadInput(f"{where}: result {i}: {exc}") from None
-        return older_results_filled(doc)
+        return older_results_filled(read_export(read_json_file(path, where, EXPORT_MAX_BYTES), where))
     store = store_factory()
     cluster = cluster_id_of(ref)
     if cluster is not None:

@@ -155,10 +155,10 @@ def import_cmd(
 ) -> None:
     """Store exported runs in this database: each rank's export of one launch (ranks that stored apart) makes
     its cluster run whole again (cluster:<id>). Importing a run the database holds already stores nothing."""
+    from kvbench.analyze.runs import read_export
     from kvbench.input_files import EXPORT_MAX_BYTES, read_json_file
     from kvbench.store import open_store
-    from kvbench.store.imports import import_run
-    from kvbench.store.records import validate_document
+    from kvbench.store.imports import check_importable, import_run
 
     docs = []
     for name in files:  # every file read and checked before anything is stored
@@ -166,7 +166,9 @@ def import_cmd(
         raw = read_json_file(Path(name), where, EXPORT_MAX_BYTES)
         parts = raw.get("ranks") if isinstance(raw, dict) and isinstance(raw.get("ranks"), list) else [raw]
         for i, part in enumerate(parts):
-            doc = validate_document(part, where if len(parts) == 1 else f"{where}: rank document {i}")
+            named = where if len(parts) == 1 else f"{where}: rank document {i}"
+            doc = read_export(part, named)  # every check the readers make, then what a database must not hold
+            check_importable(doc, named)
             if str(doc["run"]["id"]).startswith("cluster:"):
                 raise BadInput(f"{where} is a cluster run without its ranks' runs: export it again with this "
                                "kvbench, or import each rank's own export")

@@ -40,13 +40,34 @@ def _row(result: dict[str, Any]) -> dict[str, Any]:
             "extra": result.get("metadata") or {}}
 
 
+def check_importable(doc: dict[str, Any], where: str) -> None:
+    """What a database must not hold beyond what every reader of an export checks (analyze/runs.py
+    `read_export`): a run without a start (it cannot be known again), a run still `running` (its owner
+    would be looked for on this host), a `complete` run with no results, and one case twice in one run
+    (two rounds of a cluster pattern are two cases). `BadInput` naming it; called before anything is
+    stored, and before the duplicate check, so a tampered copy of a stored run is refused, not "already here"."""
+    run = doc["run"]
+    if _moment(run.get("started_at"), f"{where}: run.started_at") is None:
+        raise BadInput(f"{where}: run {run['id']} has no start time: it cannot be imported")
+    if run["status"] == "running":
+        raise BadInput(f"{where}: run {run['id']} is still 'running': import its export once it has ended")
+    if run["status"] == "complete" and not doc["results"]:
+        raise BadInput(f"{where}: run {run['id']} is 'complete' with no results")
+    seen: dict[tuple[str, Any], int] = {}
+    for i, result in enumerate(doc["results"]):
+        key = (result["case"], ((result.get("metadata") or {}).get("cluster") or {}).get("round"))
+        if key in seen:
+            raise BadInput(f"{where}: results {seen[key]} and {i} are both case {result['case']} "
+                           f"({result['bench']}): one run holds one result per case")
+        seen[key] = i
+
+
 def import_run(store, doc: dict[str, Any]) -> tuple[int, bool]:
-    """Store one run document (a validated export of one run): (its run id here, True when it was new)."""
+    """Store one run document (an export of one run that passed `read_export` and `check_importable`):
+    (its run id here, True when it was new)."""
     run, host, context = doc["run"], doc.get("host") or {}, doc.get("context") or {}
     host_id = str(run["host_id"])
     started = _moment(run.get("started_at"), "started_at")
-    if started is None:
-        raise BadInput(f"run {run['id']} of the export has no start time: it cannot be imported")
     with store.engine.connect() as conn:
         same = conn.execute(sa.select(schema.run.c.id).where(
             schema.run.c.host_id == host_id, schema.run.c.started_at == started,

@@ -82,9 +82,27 @@ class RunRecord:
                 raise BadInput(f"{where}: started_at and ended_at must both carry a zone, or neither") from None
             if backwards:
                 raise BadInput(f"{where}: ended_at {data['ended_at']} is before started_at {data['started_at']}")
+        _check_run_fields(data, where)
         values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         values["tags"], values["system_state"] = values.get("tags") or {}, values.get("system_state") or {}
         return cls(**values)
+
+
+_RUN_FIELD_TYPES = {"suite": str, "suite_hash": str, "kvbench_version": str, "git_sha": str, "reason": str,
+                    "partial": str, "git_dirty": bool, "cases_planned": int, "tags": dict, "system_state": dict}
+
+
+def _check_run_fields(data: dict[str, Any], where: str) -> None:
+    """The run's optional fields of their types (null allowed): a tampered `tags: "x"` or `cases_planned: "9"`
+    is refused here, not stored to break `report`, `accept` or `history` later (issue 57 item 7)."""
+    for name, kind in _RUN_FIELD_TYPES.items():
+        value = data.get(name)
+        if value is not None and (not isinstance(value, kind) or kind is int and isinstance(value, bool)):
+            raise BadInput(f"{where}: '{name}' has the wrong type ({type(value).__name__}): expected "
+                           f"{ {str: 'text', bool: 'true or false', int: 'an integer', dict: 'an object'}[kind]} or null")
+    tags = data.get("tags") or {}
+    if not all(isinstance(v, str) for v in tags.values()):
+        raise BadInput(f"{where}: 'tags' must map each tag to a text value")
 
 
 @dataclass(frozen=True)
@@ -140,6 +158,12 @@ class ResultRecord:
             _need(data, where, {"gbps": dict})
             _need(data["gbps"], f"{where}.gbps", dict.fromkeys(RATES, (int, float)))
         _check_numbers(data, where)
+        for name, kind, words in (("metadata", dict, "an object"), ("warnings", list, "a list of texts"),
+                                  ("reason", str, "text"), ("peak_source", str, "text")):
+            if data.get(name) is not None and not isinstance(data[name], kind):
+                raise BadInput(f"{where}: '{name}' has the wrong type ({type(data[name]).__name__}): expected {words}")
+        if not all(isinstance(w, str) for w in data.get("warnings") or []):
+            raise BadInput(f"{where}: 'warnings' must be a list of texts")
         samples = data.get("samples_s")
         if samples is not None and (not isinstance(samples, list) or
                                     not all(isinstance(s, int | float) and s > 0 for s in samples)):
@@ -236,6 +260,10 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
     for name, value in (("host", host), ("context", context)):
         if value is not None and not isinstance(value, dict):
             raise BadInput(f"{where}: '{name}' must be an object")
+        if value is not None and value.get("facts") is not None and not isinstance(value["facts"], dict):
+            raise BadInput(f"{where}: '{name}.facts' must be an object, not {type(value['facts']).__name__}")
+    if host is not None and host.get("hostname") is not None and not isinstance(host["hostname"], str):
+        raise BadInput(f"{where}: 'host.hostname' must be text")
     pool = _pool(doc.get("baseline_pool"), where)
     _pool_holds_the_run(pool, run, results, where)
     return run_document(run, host, results, context, _history(doc.get("history"), where), pool)
