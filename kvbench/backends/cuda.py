@@ -8,6 +8,8 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from types import ModuleType
 
+from kvbench.hardware import optional
+
 
 def driver_missing_reason() -> str | None:
     """Why no NVIDIA driver can be used here (its library does not load), None when it loads.
@@ -28,9 +30,9 @@ def cuda_unavailable_reason() -> str | None:
     if driver:
         return f"no CUDA device: {driver}"
     try:
-        import cupy
-    except ImportError:
-        return "no CUDA device: cupy is not installed (install the cu12 or cu13 extra on a GPU host)"
+        cupy = optional.load("cupy")
+    except ImportError as exc:
+        return "no CUDA device: " + optional.why(exc, "cupy is not installed (install the cu12 or cu13 extra on a GPU host)")
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # cupy raises CUDARuntimeError/ CUDADriverError without a driver

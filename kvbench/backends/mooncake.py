@@ -24,6 +24,7 @@ from types import ModuleType
 
 from kvbench.backends.nixl import find_library
 from kvbench.errors import BadInput, one_line
+from kvbench.hardware import optional
 
 P2P = "P2PHANDSHAKE"
 PROTOCOLS = ("tcp", "rdma")
@@ -53,10 +54,11 @@ def _import() -> tuple[ModuleType | None, str | None]:
     # process's standard error, between the progress lines; errors still show.
     os.environ.setdefault("MC_LOG_LEVEL", "ERROR")
     os.environ.setdefault("GLOG_minloglevel", "1")
-    try:
-        import mooncake  # noqa: F401  (the package: tells a missing wheel from a wheel that cannot load)
-    except ImportError:
-        return None, f"Mooncake Transfer Engine is not installed ({INSTALL_HINT})"
+    missing = f"Mooncake Transfer Engine is not installed ({INSTALL_HINT})"
+    try:  # the package: tells a missing wheel from a wheel that cannot load (any error, bounded in time)
+        optional.load("mooncake")
+    except ImportError as exc:
+        return None, optional.why(exc, missing)
     for soname in CUDA_RUNTIMES:  # pip's runtime is not on the loader path; the engine finds it once loaded
         path = find_library(soname)
         if path:
@@ -65,9 +67,11 @@ def _import() -> tuple[ModuleType | None, str | None]:
             except OSError:
                 pass
     try:
-        from mooncake import engine
+        engine = optional.load("mooncake.engine")
     except ImportError as exc:
         text = str(exc)
+        if isinstance(exc, optional.NotLoaded) and "libcuda" not in text:
+            return None, f"Mooncake's engine does not load: {text[:240]}"
         if "libcuda.so" in text:
             return None, ("Mooncake's engine needs the CUDA driver (libcuda.so.1), which this host does not have: "
                           f"{one_line(text)[:160]}")

@@ -12,7 +12,6 @@ import atexit
 import ctypes
 import functools
 import glob
-import importlib
 import os
 import sys
 import tempfile
@@ -20,6 +19,8 @@ import time
 from types import ModuleType
 
 import numpy as np
+
+from kvbench.hardware import optional
 
 # Every NIXL wait is bounded: one transfer that never completes fails its case after this many
 # seconds instead of eating a whole run (or a test session); KVBENCH_NIXL_TIMEOUT_S overrides.
@@ -79,14 +80,20 @@ def nixl_api() -> ModuleType | None:
     if "UCX_LOG_FILE" not in os.environ:
         os.environ["UCX_LOG_FILE"] = os.path.join(tempfile.gettempdir(), f"kvbench-ucx-{os.getpid()}-%p.log")
         atexit.register(_remove_ucx_logs)
+    _broken.clear()
     for name in ("nixl._api", "nixl_cu13._api", "nixl_cu12._api"):
         try:
-            api = importlib.import_module(name)
-        except ImportError:
+            api = optional.load(name)
+        except ImportError as exc:
+            if isinstance(exc, optional.NotLoaded) or not isinstance(exc, ModuleNotFoundError):
+                _broken.append(optional.why(exc, name))
             continue
         _bound_progress_polling(api)
         return api
     return None
+
+
+_broken: list[str] = []  # why an installed NIXL did not load (nixl_api's last look)
 
 
 def _bound_progress_polling(api: ModuleType) -> None:
@@ -125,6 +132,8 @@ def nixl_version() -> str | None:
 
 def nixl_unavailable_reason() -> str | None:
     if nixl_api() is None:
+        if _broken:
+            return f"NIXL does not load: {_broken[0]}"
         return "NIXL is not installed (pip install nixl-cu13, or the cu12/cu13 extra)"
     return None
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvbench.hardware import optional
 from kvbench.hardware.nvml import nvml_session
 
 
@@ -33,8 +34,7 @@ class LinkProbe:
         self.bus_id = bus_id  # which GPU this was, whatever CUDA_VISIBLE_DEVICES said
         self._nvml = self._handle = None
         try:
-            import pynvml
-
+            pynvml = optional.load("pynvml")
             pynvml.nvmlInit()
         except Exception:
             return

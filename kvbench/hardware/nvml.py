@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
+from kvbench.hardware import optional
 from kvbench.hardware.facts import Gpu, Link
 from kvbench.hardware.sysfs import normalize_bdf
 
@@ -14,8 +15,7 @@ from kvbench.hardware.sysfs import normalize_bdf
 def nvml_session() -> Iterator[ModuleType | None]:
     """pynvml, initialised for the block; None without nvidia-ml-py or a driver."""
     try:
-        import pynvml
-
+        pynvml = optional.load("pynvml")  # a broken or hanging nvidia-ml-py is "no NVML", bounded in time
         pynvml.nvmlInit()
     except Exception:
         yield None
@@ -48,9 +48,9 @@ def read_gpus(cuda_index: dict[str, int] | None = None) -> tuple[tuple[Gpu, ...]
     """(GPUs, None) or ((), why NVML could not be read). `cuda_index`: CUDA's device number by PCI
     address (sysfs spelling), which NVML does not know (it numbers GPUs in bus order)."""
     try:
-        import pynvml
-    except ImportError:
-        return (), "nvidia-ml-py is not installed"
+        pynvml = optional.load("pynvml")
+    except ImportError as exc:
+        return (), optional.why(exc, "nvidia-ml-py is not installed")
     try:
         pynvml.nvmlInit()
     except Exception as exc:

@@ -12,6 +12,7 @@ import numpy as np
 from kvbench.backends.cuda import driver_missing_reason
 from kvbench.benches.base import Prepared
 from kvbench.errors import IntegrityError
+from kvbench.hardware import optional
 from kvbench.measure.engine import Workload
 from kvbench.measure.timer import MonotonicTimer
 from kvbench.measure.torch_timer import TorchEventTimer
@@ -26,9 +27,9 @@ def torch_unavailable_reason() -> str | None:
     if driver_missing_reason() is not None:
         return "backend=torch: torch sees no CUDA device"
     try:
-        import torch
-    except ImportError:
-        return "backend=torch: torch is not installed"
+        torch = optional.load("torch")
+    except ImportError as exc:
+        return "backend=torch: " + optional.why(exc, "torch is not installed")
     if not torch.cuda.is_available():
         return "backend=torch: torch sees no CUDA device"
     return None
