@@ -80,3 +80,24 @@ def test_a_run_at_another_page_size_is_never_compared_with_the_default_one():
     verdicts = {c.verdict: c for c in compare_runs(_doc(1, base, 10.0), _doc(2, thp, 13.0))}
     assert set(verdicts) == {"new", "missing"}  # two cases: no faster/slower between them
     assert verdicts["new"].params["pages"] == "thp" and verdicts["missing"].params["pages"] == "base"
+
+
+def test_a_hugetlb_pool_too_small_counts_every_buffer_the_case_maps(monkeypatch):
+    """Issue 57 item 9: a 64 MiB copy maps a source and a destination (and its guard bytes), 64 or more 2 MiB
+    pages, never "32 needed" (one buffer's pages)."""
+    monkeypatch.setattr(pages, "hugetlb_pool", lambda huge, sys_root="/": (40, 40))
+    result = run_kvbench("dram.copy", {**DRAM, "size": 64 * MIB, "pages": "hugetlb-2M"}, Settings(samples=5))
+    assert result.status == "skipped", result.reason
+    assert "at least 64 needed for the case's 128 MiB" in result.reason and "32 needed" not in result.reason, \
+        result.reason
+
+
+def test_a_pool_refusing_a_later_buffer_counts_the_ones_before_it(monkeypatch):
+    """The pool looked big enough (free pages counted) but refused the mapping: the reason counts the pages
+    of every buffer mapped before the refused one."""
+    monkeypatch.setattr(pages, "hugetlb_pool", lambda huge, sys_root="/": (100, 100))
+    with pages.CaseBuffers("hugetlb-2M") as buffers:
+        buffers.hugetlb_pages[0] = 32  # a source of 64 MiB mapped already
+        monkeypatch.setattr(pages.mmap, "mmap", lambda *a, **k: (_ for _ in ()).throw(OSError(12, "no memory")))
+        with pytest.raises(pages.PoolRefused, match=r"needs at least 65 \(32 mapped by its buffers before this one\)"):
+            pages.HostMapping(64 * MIB + 64, "hugetlb-2M")

@@ -64,26 +64,47 @@ def resample_uncertain(doc: dict, verdicts: list, rules_files: list, suite: str,
     return doc, judge(doc, rules_files), int(redo["run"]["id"])
 
 
-def suite_to_measure_again(doc: dict, db: str | None, suite: str) -> str | None:
+def suite_to_measure_again(doc: dict, db: str | None, suite: str | None) -> str | None:
     """The suite `accept --run RUN --measure-again` measures the judged run's undecided cases from (`suite`,
-    the --suite given, where it is the run's suite, else the run's suite by name), where it may: the run
-    was measured on this box (its host id now, or an older kvbench's id of it in the database) and a
-    database takes the new run. None where not, after saying why on standard error."""
-    from kvbench.errors import BadInput
-    from kvbench.plan.suite import load_suite
-
+    the --suite the user gave, where it is the run's suite, else the run's suite by name), where it may: the
+    run was measured on this box (its host id now, or an older kvbench's id of it in the database) and a
+    database takes the new run. None where not, after saying why on standard error in the user's terms."""
     store, run = existing_store(db), doc["run"]
     why = ("no database to store the cases measured again in" if store is None else
            f"run {run['id']} was measured on another host" if run.get("host_id") not in this_host_ids(store) else None)
-    for candidate in ([] if why else [suite, run.get("suite")]):
-        try:
-            if candidate and load_suite(candidate)[0].name == run.get("suite"):
-                return candidate
-        except BadInput:
-            continue
-    why = why or f"run {run['id']}'s suite '{run.get('suite')}' is not one kvbench has: give its file with --suite"
+    if why is None:
+        found, why = _suite_of(run, suite)
+        if found is not None:
+            return found
     err.print(f"kvbench: --measure-again: {why}; judged as stored", markup=False, highlight=False)
     return None
+
+
+def _suite_of(run: dict, given: str | None) -> tuple[str | None, str]:
+    """(the suite name or file that plans `run`'s cases, "") or (None, why not, naming what the user gave)."""
+    from kvbench.errors import BadInput
+    from kvbench.plan.suite import load_suite
+
+    wanted = run.get("suite")
+    if not wanted:
+        return None, (f"run {run['id']} was measured with --bench, not from a suite: no suite plans its cases "
+                      "again (run them again with the same --bench and --set)")
+    named = {}
+    for candidate in dict.fromkeys(c for c in (given, wanted) if c):
+        try:
+            named[candidate] = load_suite(candidate)[0].name
+        except BadInput as exc:
+            named[candidate] = exc
+            continue
+        if named[candidate] == wanted:
+            return candidate, ""
+    if given and given != wanted:
+        what = named[given]
+        said = f"--suite {given} is suite '{what}'" if isinstance(what, str) else f"--suite {given}: {what}"
+        return None, (f"{said}, but run {run['id']} was measured from suite '{wanted}': give that suite's "
+                      f"{'name' if isinstance(named.get(wanted), str) else 'TOML file'} with --suite")
+    return None, (f"run {run['id']} was measured from suite '{wanted}', which is not a suite kvbench ships: "
+                  "give its TOML file with --suite")
 
 
 def stored_drift(doc: dict, run_ref: str, db: str | None):

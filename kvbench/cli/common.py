@@ -218,17 +218,25 @@ def existing_store(db: str | None):
     return open_store(db, read_only=True)
 
 
-def history_store(db: str | None, run_ref: str):
-    """The store a run's history is read from (`existing_store`), or None where the run is an export
-    file and `db` names an SQLite file that does not exist: the export needs no database, and asking
-    for its history must not fail for want of one."""
+def history_store(db: str | None, *run_refs: str):
+    """The store the runs' history is read from (`existing_store`), or None where every run is an export
+    file and `db` names a database that does not exist or cannot be reached: exports need no database, and
+    asking for their history must not fail for want of one (standard error says it was not read)."""
     from kvbench.store import default_url
     from kvbench.store.connect import sqlite_path
 
+    if not all(Path(ref).is_file() for ref in run_refs):
+        return existing_store(db)
     path = sqlite_path(db or default_url())
-    if Path(run_ref).is_file() and path is not None and not path.exists():
-        return None
-    return existing_store(db)
+    try:
+        if path is None or path.exists():
+            return existing_store(db)
+        if db or os.environ.get("KVBENCH_DB"):  # a database named that is not there: said, not an error
+            raise BadInput(f"no kvbench database at '{redact(db or default_url())}'")
+    except BadInput as exc:
+        err.print(f"kvbench: note: no history read ({exc}): judged on the exports alone", markup=False,
+                  highlight=False, soft_wrap=True)
+    return None
 
 
 def this_host_ids(store) -> list[str]:

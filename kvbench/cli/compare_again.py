@@ -32,7 +32,7 @@ def measure_contended_drops_again(base_doc: dict, new_doc: dict, comparisons: li
     from kvbench.store.tags import REMEASURE_OF
 
     cases = contended_drops(comparisons, base_doc, new_doc)
-    if not cases or (suite := suite_to_measure_again(new_doc, db, suite or new_doc["run"].get("suite") or "")) is None:
+    if not cases or (suite := suite_to_measure_again(new_doc, db, suite)) is None:
         return new_doc, comparisons
     err.print(f"kvbench: {len(cases)} case(s) slower while the box was contended: measuring them once more",
               markup=False, highlight=False)

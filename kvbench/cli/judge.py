@@ -18,8 +18,8 @@ from kvbench.cli.common import (
     check_writable,
     conclude,
     err,
-    existing_store,
     fraction,
+    history_store,
     judged_documents,
     out,
     this_host_ids,
@@ -33,7 +33,7 @@ from kvbench.overall import FAIL, INCOMPLETE, PASS, Concluded, Overall
 
 @app.command()
 def accept(
-    suite: Annotated[str, typer.Option(help="suite to run")] = "acceptance",
+    suite: Annotated[str | None, typer.Option(help="suite to run (default: acceptance)")] = None,
     rules: Annotated[str | None, typer.Option(help="rules TOML (default: suites/rules matching this host)")] = None,
     profile: Annotated[str | None, typer.Option(help="host profile TOML: the inventory this server must have "
                                                      "(default: $KVBENCH_PROFILE; kvbench host profile writes one)")]
@@ -81,6 +81,10 @@ def accept(
     from kvbench.run.suite_run import RunRequest
 
     started = time.monotonic()
+    given_suite, suite = suite, suite or LEVEL_SUITES[2]
+    if measure_again and run_ref is None and level == 1:
+        raise BadInput("--measure-again measures a stored run's cases again: give the run with --run RUN "
+                       "(--level 1 measures no case)")
     use_peaks(peaks)
     rules_files = [load_rules(Path(rules))] if rules else None  # bad rules fail before anything runs
     health_checks = load_health(health_path(health))
@@ -108,7 +112,7 @@ def accept(
     rules_files = rules_files if rules_files is not None else rules_for_host(gpus_to_match(facts, host_profile))
     verdicts = judge(doc, rules_files)
     resampled_in = None
-    if measure_again and not measured_here and (again := suite_to_measure_again(doc, db, suite)):
+    if measure_again and not measured_here and (again := suite_to_measure_again(doc, db, given_suite)):
         measured_here, suite = True, again  # the stored run's cases, from the suite that planned them
     if measured_here:
         doc, verdicts = remeasure_contended(doc, verdicts, rules_files, suite, db, quiet=json_out == "-")
@@ -177,7 +181,7 @@ def compare(
     use_peaks(peaks)
     check_writable(json_out, "--json", db, [base, new])
     base_doc, new_doc = judged_documents([base, new], db)
-    store = existing_store(db)  # the history and this box's ids, where a database holds them
+    store = history_store(db, base, new)  # the history and this box's ids, where a database holds them
     links = _cluster_pair(base_doc, new_doc)
     if links:
         from kvbench.analyze.links.link_compare import compare_links, link_history

@@ -16,6 +16,7 @@ from kvbench.memory.region import Region
 def check_fits(size_bytes: int, kind: str, room: HostMemory | None = None) -> None:
     """Refuse, before allocating, a buffer that would not fit in 90 % of the memory free for it
     (`room`; by default what the host can give now: see `headroom.host_headroom`)."""
+    pages.check_pool(size_bytes, kind)  # a case on hugetlb pages: the pool holds all of its buffers, or it is skipped
     measured = room is None
     room = room or host_headroom()
     if room.available_bytes is None or size_bytes <= 0.9 * room.available_bytes:

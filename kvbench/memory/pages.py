@@ -40,6 +40,7 @@ _libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 
 _asked: ContextVar[str] = ContextVar("kvbench_pages", default=DEFAULT_PAGES)
 _listed: ContextVar[list[dict[str, Any]] | None] = ContextVar("kvbench_page_buffers", default=None)
+_mapped: ContextVar[list[int] | None] = ContextVar("kvbench_hugetlb_mapped", default=None)  # the case's pages so far
 
 
 def check_pages(text: str) -> str:
@@ -61,14 +62,16 @@ class CaseBuffers:
     def __init__(self, pages: str | None) -> None:
         self.pages = check_pages(pages or DEFAULT_PAGES)
         self.buffers: list[dict[str, Any]] = []
-        self._tokens: list[tuple[Any, Any]] = []
+        self.hugetlb_pages = [0]  # hugetlb pages every buffer of the case mapped so far
+        self._tokens: list[tuple[Any, Any, Any]] = []
 
     def __enter__(self) -> CaseBuffers:
-        self._tokens.append((_asked.set(self.pages), _listed.set(self.buffers)))
+        self._tokens.append((_asked.set(self.pages), _listed.set(self.buffers), _mapped.set(self.hugetlb_pages)))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        pages_token, listed_token = self._tokens.pop()
+        pages_token, listed_token, mapped_token = self._tokens.pop()
+        _mapped.reset(mapped_token)
         _listed.reset(listed_token)
         _asked.reset(pages_token)
 
@@ -106,8 +109,21 @@ def thp_mode(sys_root: str = "/") -> str | None:
     return text[start + 1:end] if 0 <= start < end else None
 
 
-def pages_unavailable_reason(pages: str, size_bytes: int = 0, sys_root: str = "/") -> str | None:
-    """Why host buffers of `size_bytes` cannot have `pages` here (None when they can)."""
+def check_pool(size_bytes: int, what: str) -> None:
+    """Refuse (`PoolRefused`: the case is skipped) host buffers of `size_bytes` in all (`what` names them, as a
+    benchmark tells `memory.host.check_fits`) where the case asks for hugetlb pages and the pool has fewer free
+    than they need: every buffer of the case counted, not one (issue 57 item 9)."""
+    pages = asked()
+    if not pages.startswith("hugetlb"):
+        return
+    reason = pages_unavailable_reason(pages, size_bytes, buffers=what)
+    if reason:
+        raise PoolRefused(0, reason)
+
+
+def pages_unavailable_reason(pages: str, size_bytes: int = 0, sys_root: str = "/", buffers: str = "") -> str | None:
+    """Why host buffers of `size_bytes` (`buffers`: what they are, every buffer of the case; "": the size
+    of one buffer, which the case maps at least once) cannot have `pages` here (None when they can)."""
     if pages == "thp":
         mode = thp_mode(sys_root)
         if mode == "never" or mode is None:
@@ -118,11 +134,12 @@ def pages_unavailable_reason(pages: str, size_bytes: int = 0, sys_root: str = "/
         pool = hugetlb_pool(huge, sys_root)
         if pool is None:
             return f"pages={pages}: this kernel has no hugetlb pool of {huge >> 20} MiB pages"
-        need = -(-size_bytes // huge)
-        if pool[1] < max(need, 1):
+        need = max(-(-size_bytes // huge), 1)
+        if pool[1] < need:
+            what = (f"at least {need} needed for the case's {size_bytes / (1 << 20):,.0f} MiB of {buffers}" if buffers
+                    else f"at least {need} needed for one buffer, and the case maps more than one")
             return (f"pages={pages}: the hugetlb pool of {huge >> 20} MiB pages has {pool[1]} free of {pool[0]}, "
-                    f"{max(need, 1)} needed (root can set "
-                    f"/sys/kernel/mm/hugepages/hugepages-{huge // 1024}kB/nr_hugepages)")
+                    f"{what} (root can set /sys/kernel/mm/hugepages/hugepages-{huge // 1024}kB/nr_hugepages)")
     return None
 
 
@@ -142,11 +159,17 @@ class HostMapping:
         if pages.startswith("hugetlb"):
             self.length = -(-max(size_bytes, 1) // huge) * huge
             flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_HUGETLB | (huge.bit_length() - 1) << _MAP_HUGE_SHIFT
+            mapped = _mapped.get()
+            before = mapped[0] if mapped else 0
             try:
                 self._map = mmap.mmap(-1, self.length, flags=flags)
             except OSError as exc:  # the pool shrank, or another process took its pages since the check
                 raise PoolRefused(exc.errno, f"pages={pages}: the hugetlb pool refused {self.length} bytes "
-                                             f"({os.strerror(exc.errno or 0)}); {_pool_words(huge)}") from None
+                                             f"({os.strerror(exc.errno or 0)}); {_pool_words(huge)}, and this case "
+                                             f"needs at least {before + self.length // huge} ({before} mapped by its "
+                                             "buffers before this one)") from None
+            if mapped:
+                mapped[0] += self.length // huge
             self.offset = 0
         else:
             align = huge or BASE_BYTES

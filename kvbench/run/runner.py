@@ -121,12 +121,14 @@ def result_metadata(prepared: dict[str, Any], derived: dict[str, Any],
 
 
 def _pages_unavailable_reason(params: dict[str, Any]) -> str | None:
-    """Why the case's host buffers cannot have the page size it asks for here (THP off, a hugetlb
-    pool too small for every buffer of `size`): the case is skipped with it."""
+    """Why the case's host buffers cannot have the page size it asks for here (THP off, no hugetlb pool or
+    an empty one): the case is skipped with it. Whether the pool holds every buffer the case maps is asked
+    when the benchmark states them all (memory.host.check_fits) and again as each is mapped: the case's
+    `size` is one buffer of several."""
     asked = params.get("pages")
     if not asked or asked == "base":
         return None
-    return pages_unavailable_reason(asked, int(params.get("size") or 0))
+    return pages_unavailable_reason(asked, 0)
 
 
 def _case_gpus(bench: Benchmark, case: Case, facts: HostFacts) -> list[str]:

@@ -79,3 +79,34 @@ def test_a_run_of_another_host_is_judged_as_stored_and_says_why(stored_runs):
     assert proc.returncode == 1 and "--measure-again: run 5 was measured on another host; judged as stored" \
         in proc.stderr, proc.stderr
     assert len(open_store(db).runs()) == 5
+
+
+def test_another_suite_given_is_named_as_what_it_is_not_asked_for_again(stored_runs):
+    """Issue 57 item 9: --suite was given, and it is another suite: say which, never "give its file with --suite"."""
+    db = stored_runs(TINY, 5)
+    _plant(db, {1: 100.0, 2: 100.0, 3: 100.0, 4: 100.0})
+    proc = cli("compare", "4", "5", "--measure-again", "--suite", "quick", "--db", db, "--format", "json")
+    assert proc.returncode == 1, proc.stderr
+    assert ("--measure-again: --suite quick is suite 'quick', but run 5 was measured from suite 'tiny': give that "
+            "suite's TOML file with --suite; judged as stored") in proc.stderr, proc.stderr
+    assert "give its file" not in proc.stderr and len(open_store(db).runs()) == 5
+
+
+def test_a_run_measured_without_a_suite_says_so_not_suite_none(stored_runs):
+    db = stored_runs(TINY, 5)
+    _plant(db, {1: 100.0, 2: 100.0, 3: 100.0, 4: 100.0})
+    engine = sa.create_engine(db)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE run SET suite = NULL WHERE id = 5"))
+    engine.dispose()
+    proc = cli("compare", "4", "5", "--measure-again", "--db", db, "--format", "json")
+    assert "run 5 was measured with --bench, not from a suite" in proc.stderr and "'None'" not in proc.stderr, \
+        proc.stderr
+
+
+def test_accept_level_1_with_measure_again_names_what_is_missing():
+    proc = cli("accept", "--level", "1", "--measure-again")
+    assert proc.returncode == 2 and "level 1 (now)" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "kvbench: error: --measure-again measures a stored run's cases again: give the run with --run RUN "
+        "(--level 1 measures no case)"], proc.stderr

@@ -254,8 +254,9 @@ def suite_note(base: RunDocument, new: RunDocument, comparisons: list[Comparison
         return None
     missing = sum(c.verdict == "missing" for c in comparisons)
     only_new = sum(c.verdict == "new" for c in comparisons)
-    shared = len(comparisons) - missing - only_new
-    return (f"run {b['id']} ran suite '{b.get('suite')}' and run {n['id']} '{n.get('suite')}': {shared} case(s) both "
+    shared = len(comparisons) - missing - only_new  # a run of --bench cases has no suite: said so, never 'None'
+    ran_b, ran_n = (f"suite '{r['suite']}'" if r.get("suite") else "--bench cases (no suite)" for r in (b, n))
+    return (f"run {b['id']} ran {ran_b} and run {n['id']} {ran_n}: {shared} case(s) both "
             f"ran are compared, {only_new} only in run {n['id']} are listed as new, {missing} only in run {b['id']} "
             "are missing (and gate): make the baseline from the suite you compare")
 
