@@ -93,3 +93,30 @@ def test_a_run_interrupted_during_its_re_measurement_keeps_the_contended_result(
 def test_a_bad_budget_is_refused_in_one_line():
     proc = cli("run", *CASE, "--remeasure-s", "-1")
     assert proc.returncode == 2 and "bad --remeasure-s -1" in proc.stderr
+
+
+@pytest.mark.parametrize("records, kept_words", [
+    ([busy(0.7), CLEAN], "measured again on a quiet box; the first, "),
+    ([busy(0.7), busy(0.9)], "the first measurement: measured again at "),
+])
+def test_the_re_measure_phase_says_what_it_keeps_and_why(tmp_path, monkeypatch, records, kept_words):
+    """Issue 57 item 12: the live line and the final table never disagree silently. The phase is announced,
+    and each case's kept figure (the table's) is printed with why."""
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    plant(monkeypatch, records)
+    proc = cli("run", *CASE, "--db", db, "--remeasure-s", "600")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert any(line.startswith("re-measuring 1 contended case(s), at most 600 s") for line in lines), proc.stderr
+    [said] = [line for line in lines if line.startswith("re-measured dram.copy")]
+    kept = json.loads(cli("results", "latest", "--db", db, "--format", "json").stdout)["results"][0]["gbps"]["median"]
+    from kvbench.units import format_gbps
+
+    assert f"kept {format_gbps(kept)} GB/s ok — {kept_words}" in said, (said, kept)
+
+
+def test_a_case_the_budget_left_unmeasured_is_said_to_be_kept_as_first_measured(tmp_path, monkeypatch):
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    plant(monkeypatch, [busy(0.7)])
+    proc = cli("run", *CASE, "--db", db, "--remeasure-s", "0.000001")
+    assert "contended: the re-measure budget was spent" in proc.stderr, proc.stderr

@@ -18,6 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from kvbench.metadata import CONTENTION
 from kvbench.units import format_gbps
 
 
@@ -27,6 +28,19 @@ def outcome(result: Any) -> str:
         note = f" ({'; '.join(result.warnings)})" if result.warnings else ""
         return f"{format_gbps(result.gbps['median'])} GB/s ok{note}"
     return f"{result.status} — {result.reason}"
+
+
+def _figure(result: Any) -> str:
+    return f"{format_gbps(result.gbps['median'])} GB/s" if result.status == "ok" and result.gbps else result.status
+
+
+def _load(result: Any) -> str | None:
+    """`others used 75% of the CPUs` for a contended result, None for a clean one."""
+    record = result.metadata.get(CONTENTION) or {}
+    if not record.get("contended"):
+        return None
+    share = (record.get("host") or {}).get("others_cpu_fraction")
+    return f"others used {share:.0%} of the CPUs" if share is not None else str(record["contended"][0])
 
 
 class RunProgress:
@@ -70,6 +84,29 @@ class RunProgress:
             self._bar.update(self._task, description=f"running {name}"[:70])
         else:
             self.console.print(f"[{index + 1}/{self.total}] start {name}", markup=False, highlight=False, soft_wrap=True)
+
+    def _say(self, text: str) -> None:
+        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    def remeasuring(self, count: int, budget_s: float) -> None:
+        """The run's contended cases are measured once more (runner.execute): said before, so the table's
+        figures are never a surprise after the live lines."""
+        self._say(f"re-measuring {count} contended case(s), at most {budget_s:.0f} s…")
+
+    def remeasured(self, case: Any, kept: Any, other: Any | None) -> None:
+        """One line per contended case: the figure the run keeps (the table's) and why."""
+        name = self._name(case.bench, case.params)
+        figure = outcome(kept).split(" (")[0] if kept.status == "ok" else outcome(kept)
+        if other is None:
+            why = "as first measured, contended: the re-measure budget was spent"
+        elif (kept.metadata.get("remeasured") or {}).get("kept") == "again":
+            load = _load(kept)
+            why = (f"measured again {'on a quiet box' if load is None else f'less contended ({load})'}; "
+                   f"the first, {_figure(other)}, was contended ({_load(other) or 'busy'})")
+        else:
+            why = (f"the first measurement: measured again at {_figure(other)}, "
+                   f"{'failed' if other.status != 'ok' else 'as contended'} ({_load(other) or other.reason or 'busy'})")
+        self._say(f"re-measured {name}: kept {figure} — {why}")
 
     def done(self, result: Any) -> None:
         if self._bar is not None:

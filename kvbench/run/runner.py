@@ -171,7 +171,7 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
             on_sample: Callable[[], None] | None = None,
             on_start: Callable[[int, Case], None] | None = None,
             run_one: Callable[[int, Case], Result | None] | None = None, planned: int | None = None,
-            remeasure_s: float | None = None) -> int:
+            remeasure_s: float | None = None, told: Any = None) -> int:
     """Run every case into a new run of `store`; returns the run id. `on_start(i, case)` is called
     as case i (from 0) starts, `on_result(result)` as it ends. `run_one(i, case)` replaces
     `run_case` (a rank of a cluster waits for its round first); None stores nothing for that case,
@@ -182,6 +182,8 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
     0: never), and the quieter of the two is stored, the other summarised in its metadata
     (`remeasured`): a busy minute need not decide the run's verdict. Until then the first result is
     held, and stored as it is if the run ends early. A cluster rank (`run_one`) re-measures nothing.
+    `told` (run.progress.RunProgress) says so: `remeasuring(count, budget_s)` before, `remeasured(case,
+    kept, other)` per case (`other` None: not measured again), so the live lines and the table agree.
 
     A signal (`Interrupted`: SIGINT, SIGTERM, SIGHUP) or KeyboardInterrupt marks the run `aborted`,
     any other escape `failed`; both re-raise.
@@ -212,15 +214,19 @@ def execute(cases: list[Case], store: Store, facts: HostFacts, settings: Setting
                     on_result(result)
             budget = REMEASURE_SHARE * (time.monotonic() - started) if remeasure_s is None else remeasure_s
             deadline = time.monotonic() + budget
+            if held and told is not None:
+                told.remeasuring(len(held), budget)
             for i in sorted(held):
                 case, first = held[i]
-                kept = first
+                kept, other = first, None
                 if time.monotonic() < deadline:
                     again = run_case(case, facts, settings, on_sample)
                     kept, other = (again, first) if _quieter(again, first) else (first, again)
                     kept = dataclasses.replace(kept, metadata={
                         **kept.metadata, "remeasured": {"kept": "again" if kept is again else "first",
                                                         "other": _summary(other)}})
+                if told is not None:
+                    told.remeasured(case, kept, other)
                 store_result(kept)
                 del held[i]
     except Unwritable as exc:  # the database file was deleted or replaced: nothing left to mark

@@ -84,6 +84,6 @@ def run_suite(request: RunRequest, progress: Console) -> RunOutcome:
     facts = host_facts()
     with signals_end_runs(), RunProgress(progress, len(cases), describe_params) as shown:
         run_id = execute(cases, store, facts, settings, info, on_result=shown.done, on_start=shown.start,
-                         remeasure_s=request.remeasure_s)
+                         remeasure_s=request.remeasure_s, told=shown)
     failed = sum(r["status"] == "failed" for r in store.results(run_id))
     return RunOutcome(run_id, store, failed)
