@@ -88,8 +88,8 @@ def test_results_csv_is_a_time_series_over_several_runs(tmp_path):
         assert row["host_id"] and row["hostname"] and row["run_id"]
         assert isinstance(json.loads(row["tags"]), dict)  # a JSON object: a value may hold ';' or '=' (H16)
         if row["status"] == "ok":  # a rate's p10 is its slow end, a time's p10 its short end
-            assert float(row["gbps_p10_slow"]) <= float(row["gbps_median"]) <= float(row["gbps_p90_fast"])
-            assert float(row["seconds_p10_short"]) <= float(row["seconds_median"]) <= float(row["seconds_p90_long"])
+            assert float(row["gbps_p10"]) <= float(row["gbps_median"]) <= float(row["gbps_p90"])
+            assert float(row["seconds_p10"]) <= float(row["seconds_median"]) <= float(row["seconds_p90"])
     refused = _kvbench("results", QUICK, kv, cwd=tmp_path)
     assert refused.returncode == 2 and "need --format csv" in refused.stderr
 
@@ -125,3 +125,21 @@ def test_a_tag_value_holding_separators_reads_back_whole_from_the_csv():
 
     fields = run_csv_fields({"id": 1, "tags": {"note": 'fast;cpu=slow, "q"', "purpose": "ci"}}, None)
     assert json.loads(fields["tags"]) == {"note": 'fast;cpu=slow, "q"', "purpose": "ci"}
+
+
+def test_several_runs_have_one_json_document_and_one_naming_with_the_csv(tmp_path):
+    """Issue 57 item 16: `results A B --format json` is {"runs": [...]}; JSON's gbps.p10 is CSV's gbps_p10."""
+    import csv
+    import io
+    import json
+
+    kv = str(FIXTURES / "runs" / "kv-restore-cpu-vm.json")
+    proc = _kvbench("results", QUICK, kv, "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    runs = json.loads(proc.stdout)["runs"]
+    assert [r["run"]["id"] for r in runs] == [json.loads(Path(p).read_text())["run"]["id"] for p in (QUICK, kv)]
+    rows = list(csv.DictReader(io.StringIO(_kvbench("results", QUICK, "--format", "csv", cwd=tmp_path).stdout)))
+    ok = [r for r in runs[0]["results"] if r["status"] == "ok"][0]
+    row = next(r for r in rows if r["case_hash"] == ok["case"])
+    for figure in ("median", "p10", "p90"):
+        assert float(row[f"gbps_{figure}"]) == ok["gbps"][figure]

@@ -132,7 +132,7 @@ def run(
 @app.command()
 def results(
     run_refs: Annotated[list[str] | None, typer.Argument(metavar="RUN...", help="run ids, 'latest', 'baseline' or "
-                                                         "JSON exports (several: --format csv)")] = None,
+                                                         "JSON exports (several: --format csv or json)")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table | json | csv (json: as --json -) | nvbandwidth (its "
                                                       "testcases' matrices) | nvbandwidth-json (its --json shape)")
                    ] = "table",
@@ -140,7 +140,7 @@ def results(
     db: DbOption = None,
 ) -> None:
     """Show a stored run (or an exported one); --format csv takes several, one row per result with its
-    run's start, host, suite and tags (a time series)."""
+    run's start, host, suite and tags (a time series); --format json several as {"runs": [...]}."""
     from kvbench.benches.describe import describe_params
     from kvbench.report.table import results_csv, results_table, run_csv_fields
     from kvbench.store.records import result_row
@@ -154,10 +154,15 @@ def results(
     if fmt == "csv" and json_out:
         raise BadInput("--json writes one run's document; --format csv cannot be combined with it")
     refs = run_refs or ["latest"]
-    if len(refs) > 1 and fmt != "csv":
-        raise BadInput(f"several runs ({' '.join(refs)}) need --format csv; table and json show one run")
+    if len(refs) > 1 and not (fmt == "csv" or fmt == "table" and json_out):
+        raise BadInput(f"several runs ({' '.join(refs)}) need --format csv or json; {fmt} shows one run")
     check_writable(json_out, "--json", db, refs)
     docs = documents(refs, db)
+    if len(docs) > 1 and fmt != "csv":  # one document of several runs, each as `results RUN --format json` writes it
+        from kvbench.store.records import FORMAT_VERSION
+
+        write_text(json.dumps({"format_version": FORMAT_VERSION, "runs": docs}, indent=2, default=str) + "\n", json_out)
+        return
     if fmt == "csv":
         sys.stdout.write(results_csv([{**result_row(r), **run_csv_fields(d["run"], d.get("host"))}
                                       for d in docs for r in d["results"]], describe_params))
@@ -184,7 +189,7 @@ def _nvbandwidth(doc: dict, fmt: str, json_out: str | None) -> None:
     gpus = len(((doc.get("host") or {}).get("facts") or {}).get("gpus") or []) or None
     cases = nvbandwidth_cases(doc["results"], gpus)
     if fmt == "nvbandwidth-json":
-        write_text(json.dumps(nvbandwidth_json(cases, doc["run"]), indent=2) + "\n", json_out or "-")
+        write_text(json.dumps(nvbandwidth_json(cases, doc["run"], doc.get("host"), doc.get("context")), indent=2) + "\n", json_out or "-")
         return
     from kvbench.report.nvbandwidth_text import nvbandwidth_text
 

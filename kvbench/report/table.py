@@ -88,14 +88,14 @@ def _short_source(row: dict[str, Any]) -> str:
     return f"{first} ({users[0]})" if users and USER_PEAKS_LABEL not in first else first
 
 
-# One row per result, with its run's identity beside it so a time series needs no join. Percentiles
-# say which end they are: a rate's 10th percentile is its slow end, a time's its short end.
+# One row per result, with its run's identity beside it so a time series needs no join. A figure's column
+# is its JSON path with `_` for `.` (JSON `gbps.p10` is CSV `gbps_p10`: one name per figure, issue 57 item
+# 16); a rate's 10th percentile is its slow end, a time's its short end (docs/guide.md says so).
 CSV_COLUMNS = ["run_id", "started_at", "host_id", "hostname", "suite", "tags", "bench", "params", "case_hash",
-               "bytes_per_op", "gbps_median", "gbps_p10_slow", "gbps_p90_fast", "seconds_median", "seconds_p10_short",
-               "seconds_p90_long", "samples", "precision", "paired_ratio", "peak_gbps", "peak_source", "efficiency",
+               "bytes_per_op", "gbps_median", "gbps_p10", "gbps_p90", "seconds_median", "seconds_p10",
+               "seconds_p90", "samples", "precision", "paired_ratio", "peak_gbps", "peak_source", "efficiency",
                "verified", "status", "reason", "warnings"]
-_CSV_NAMES = {"gbps_p10": "gbps_p10_slow", "gbps_p90": "gbps_p90_fast", "median_s": "seconds_median",
-              "p10_s": "seconds_p10_short", "p90_s": "seconds_p90_long"}
+_CSV_NAMES = {"median_s": "seconds_median", "p10_s": "seconds_p10", "p90_s": "seconds_p90"}
 
 
 def utc_iso(when: Any) -> str | None:

@@ -63,3 +63,18 @@ def test_the_text_is_laid_out_as_nvbandwidth_prints_it():
     assert " 0     55.00       N/A" in text
     assert "296.00 + 298.00 GB/s" in text
     assert "has no result nvbandwidth has a testcase for" in nvbandwidth_text([], 3)
+
+
+def test_the_json_header_has_every_key_nvbandwidth_writes_filled_from_the_run_or_null_with_why():
+    """Issue 57 item 16: a dashboard keyed on `Driver Version` never meets a KeyError."""
+    host = {"facts": {"gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "bus_id": "0000:19:00.0"}]}}
+    context = {"id": "c", "facts": {"nvidia_driver": "580.159.04", "cuda_driver": "13.0"}}
+    run = {"id": 7, "kvbench_version": "0.1.0", "git_sha": "abc123"}
+    head = nvbandwidth_json(nvbandwidth_cases(rows(), 1), run, host, context)["nvbandwidth"]
+    assert head["Driver Version"] == "580.159.04" and head["version"] == "0.1.0" and head["git_version"] == "abc123"
+    assert head["GPU Device list"] == ["0: NVIDIA H100 80GB HBM3 (0000:19:00.0)"]
+    assert head["CUDA Runtime Version"] is None and "13.0" in head["kvbench_null_reasons"]["CUDA Runtime Version"]
+    bare = nvbandwidth_json([], {"id": 8})["nvbandwidth"]
+    for key in ("version", "git_version", "CUDA Runtime Version", "Driver Version", "GPU Device list"):
+        assert key in bare
+        assert key in bare["kvbench_null_reasons"], key

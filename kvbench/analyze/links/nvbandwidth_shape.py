@@ -139,8 +139,38 @@ def nvbandwidth_cases(results: list[dict[str, Any]], gpu_count: int | None = Non
     return sorted(found.values(), key=lambda t: (order.index(t.name.rsplit("_", 1)[0]), t.name))
 
 
-def nvbandwidth_json(cases: list[NvbandwidthCase], run: dict[str, Any]) -> dict[str, Any]:
-    """`cases` as nvbandwidth's `--json` output: {"nvbandwidth": {..., "testcases": [{name, status,
+def nvbandwidth_header(run: dict[str, Any], host: dict[str, Any] | None, context: dict[str, Any] | None
+                       ) -> dict[str, Any]:
+    """nvbandwidth's header keys (`version`, `git_version`, `CUDA Runtime Version`, `Driver Version`, `GPU
+    Device list`) from the run's facts, every one present (a dashboard keyed on one never meets a KeyError):
+    null where the run did not record it, and `kvbench_null_reasons` says why for each null."""
+    facts = (context or {}).get("facts") or {}
+    gpus = ((host or {}).get("facts") or {}).get("gpus") or []
+    runtime = facts.get("cuda_runtime")
+    header = {"version": run.get("kvbench_version"), "git_version": run.get("git_sha"),
+              "CUDA Runtime Version": int(runtime) if isinstance(runtime, int | float) else None,
+              "Driver Version": facts.get("nvidia_driver"),
+              "GPU Device list": [f"{g.get('index', i)}: {g.get('name', '?')} ({g.get('bus_id', '?')})"
+                                  for i, g in enumerate(gpus)]}
+    why = {"version": "the run records no kvbench version",
+           "git_version": "the run recorded no git sha (kvbench was not run from a git checkout)",
+           "CUDA Runtime Version": "kvbench records the CUDA driver API version"
+                                   + (f" ({facts['cuda_driver']})" if facts.get("cuda_driver") else "")
+                                   + ", not a runtime's (cupy links its own)",
+           "Driver Version": "no NVIDIA driver answered NVML when the run began" if context else
+                             "the export carries no context (older kvbench)"}
+    header["kvbench_null_reasons"] = {k: v for k, v in why.items() if header[k] is None}
+    if not gpus:
+        header["kvbench_null_reasons"]["GPU Device list"] = "the run's host facts list no GPU"
+    header["kvbench_fields"] = ("version and git_version are kvbench's (the figures are kvbench's); Driver Version "
+                                "and GPU Device list are the run's own facts")
+    return header
+
+
+def nvbandwidth_json(cases: list[NvbandwidthCase], run: dict[str, Any], host: dict[str, Any] | None = None,
+                     context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`cases` as nvbandwidth's `--json` output: {"nvbandwidth": {version, git_version, CUDA Runtime Version,
+    Driver Version, GPU Device list (`nvbandwidth_header`), "testcases": [{name, status,
     bandwidth_description, bandwidth_matrix (rows of strings, "N/A" where not measured), sum}]}}, with
     kvbench's own fields beside (prefixed `kvbench_`): where the figures come from, each cell's buffer size,
     and a bidirectional cell's two directions."""
@@ -154,7 +184,7 @@ def nvbandwidth_json(cases: list[NvbandwidthCase], run: dict[str, Any]) -> dict[
         if case.directions:
             entry["kvbench_directions_gbps"] = {f"{r},{c}": list(v) for (r, c), v in sorted(case.directions.items())}
         out.append(entry)
-    return {"nvbandwidth": {"version": None, "git_version": None,
+    return {"nvbandwidth": {**nvbandwidth_header(run, host, context),
                             "kvbench_run": run.get("id"), "kvbench_version": run.get("kvbench_version"),
                             "kvbench_note": "figures measured by kvbench (not by nvbandwidth), laid out as "
                                             "nvbandwidth's testcases; GB/s = 1e9 B/s, a copy's bytes once",
