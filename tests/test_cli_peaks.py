@@ -68,3 +68,17 @@ def test_a_peaks_file_with_an_unknown_key_is_refused_in_one_line_by_every_comman
     proc = cli(*command, "--peaks", str(peaks))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "unknown key(s) gpbs" in proc.stderr, proc.stderr
+
+
+def test_a_peak_of_yours_set_too_low_is_named_as_the_likelier_cause(tmp_path):
+    """Issue 57 item 17: a copy above the peak --peaks gave fails, and the verdict names that peak as the
+    likelier cause, not "a measurement bug"; without --peaks the words stay a measurement bug."""
+    low = tmp_path / "low.toml"
+    low.write_text('[dram]\ngbps = 2.0\nsource = "typed in a hurry"\n')
+    proc = cli("accept", "--run", str(QUICK), "--rules", RULES, "--peaks", str(low), "--json", str(tmp_path / "a.json"))
+    assert proc.returncode == 1, proc.stderr
+    _, verdicts = _efficiency_verdicts(tmp_path / "a.json")
+    failed = [v for v in verdicts if v["verdict"] == "FAIL"]
+    assert failed, verdicts
+    assert all("your peaks file" in v["why"] and "likelier too low" in v["why"] and "a measurement bug, not"
+               not in v["why"] for v in failed), failed

@@ -95,5 +95,5 @@ def above_peak_verdict(rule: Rule, case: str, threshold: str, results: list[dict
     r = next(r for r in results if above_peak(r.get("efficiency")))
     which = f" ({r.get('bench', rule.bench)} {case_name(r.get('bench', rule.bench), r['params'])})" if len(results) > 1 else ""
     return Verdict(rule.id, rule.bench, case, "FAIL", f"{r['efficiency']:.1%} of {r['peak_gbps']:.1f} GB/s", threshold,
-                   above_peak_warning(r["efficiency"]) + which, cases=case_ids(*results), value=r["efficiency"],
+                   above_peak_warning(r["efficiency"], r.get("peak_source")) + which, cases=case_ids(*results), value=r["efficiency"],
                    unit="fraction of peak", limit_max=1 + ABOVE_PEAK_TOLERANCE)

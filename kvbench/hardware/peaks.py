@@ -33,8 +33,13 @@ def above_peak(efficiency: float | None) -> bool:
     return efficiency is not None and efficiency > 1 + ABOVE_PEAK_TOLERANCE
 
 
-def above_peak_warning(efficiency: float) -> str:
-    """The words every surface uses for such a result."""
+def above_peak_warning(efficiency: float, peak_source: str | None = None) -> str:
+    """The words every surface uses for such a result. Where the user's peaks file (--peaks) gave the
+    peak, that figure is the likelier cause (a peak set too low), and the words say so first."""
+    if peak_source and USER_PEAKS_LABEL in peak_source:
+        return (f"above the peak your peaks file gives by more than {ABOVE_PEAK_TOLERANCE:.0%} ({efficiency:.1%} "
+                "of it): that peak is likelier too low than the measurement wrong; check the figure in your "
+                "--peaks file (a measurement bug only if the peak is right)")
     return (f"above its peak by more than {ABOVE_PEAK_TOLERANCE:.0%} ({efficiency:.1%} of peak): "
             "a measurement bug, not a result")
 

@@ -42,7 +42,7 @@ class Result:
         if self.metadata.get("warning"):
             out.append(self.metadata["warning"])
         if above_peak(self.efficiency):
-            out.append(above_peak_warning(self.efficiency))
+            out.append(above_peak_warning(self.efficiency, self.peak.source if self.peak else None))
         return out
 
     def to_row(self) -> dict[str, Any]:

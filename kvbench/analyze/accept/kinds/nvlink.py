@@ -49,7 +49,7 @@ def judge_link(rule: Rule, doc: dict[str, Any]) -> list[Verdict]:
             continue
         if over_peak(r):
             out.append(replace(verdict("FAIL", f"{r['efficiency']:.1%} of {r['peak_gbps']:.1f} GB/s",
-                                       above_peak_warning(r["efficiency"]), r["efficiency"]),
+                                       above_peak_warning(r["efficiency"], r.get("peak_source")), r["efficiency"]),
                                limit_max=1 + ABOVE_PEAK_TOLERANCE))
             continue
         if r.get("efficiency") is None:
