@@ -33,12 +33,14 @@ def parse_size(value: int | str, name: str = "size") -> int:
     return int(match.group(1)) * _UNITS[match.group(2).lower()]
 
 
-_COUNT = re.compile(r"^\s*([+-]?\d+)\s*([kK]?)\s*$")
-COUNT_FORM = "a whole number such as 8192, or 8k (k = 1000)"
+_COUNT = re.compile(r"^\s*([+-]?\d+)\s*([kK][iI]?)?\s*$")
+# k is 1024 in a count, as context lengths are counted (an "8k context" is 8192 tokens; issue 57 item 13):
+# 8k, 8K and 8Ki are 8192. Sizes keep their own units (KB = 1000 B, KiB = 1024 B) and rates stay decimal.
+COUNT_FORM = "a whole number such as 8192, or 8k = 8Ki = 8192 (k = 1024, as context lengths count)"
 
 
 def parse_count(value: int | str, name: str) -> int:
-    """A whole count from `8192`, `"8192"` or `"8k"` / `"8K"` (× 1000, decimal as kvbench's GB are);
+    """A whole count from `8192`, `"8192"` or `"8k"` / `"8K"` / `"8Ki"` (× 1024: an 8k context is 8192 tokens);
     `BadInput` naming `name` (`--tokens`, `tokens=`) and the accepted forms otherwise."""
     if isinstance(value, bool):
         raise BadInput(f"bad {name} {value!r}: give {COUNT_FORM}")
@@ -47,7 +49,7 @@ def parse_count(value: int | str, name: str) -> int:
     match = _COUNT.match(str(value))
     if not match:
         raise BadInput(f"bad {name} '{value}': give {COUNT_FORM}")
-    return int(match.group(1)) * (1000 if match.group(2) else 1)
+    return int(match.group(1)) * (1024 if match.group(2) else 1)
 
 
 def format_size(size_bytes: int) -> str:

@@ -13,21 +13,22 @@ from tests.inproc import run_in_process as cli
 QUICK = str(FIXTURES / "runs" / "quick-cpu-vm.json")
 
 
-@pytest.mark.parametrize("text,count", [("8192", 8192), ("8k", 8000), ("8K", 8000), (" 16k ", 16000), (64, 64)])
-def test_a_count_takes_k_as_a_thousand(text, count):
+@pytest.mark.parametrize("text,count", [("8192", 8192), ("8k", 8192), ("8K", 8192), ("8Ki", 8192), (" 16k ", 16384),
+                                        (64, 64)])
+def test_a_count_takes_k_as_1024_as_context_lengths_count(text, count):  # issue 57 item 13 (was k = 1000)
     assert parse_count(text, "--tokens") == count
 
 
-@pytest.mark.parametrize("text", ["8q", "8.5k", "8ki", "k", "", "8 M"])
+@pytest.mark.parametrize("text", ["8q", "8.5k", "8kib", "k", "", "8 M"])
 def test_a_count_that_is_none_names_the_accepted_forms(text):
-    with pytest.raises(BadInput, match=r"bad --tokens '.*': give a whole number such as 8192, or 8k \(k = 1000\)"):
+    with pytest.raises(BadInput, match=r"bad --tokens '.*': give a whole number such as 8192, or 8k = 8Ki = 8192 \(k = 1024"):
         parse_count(text, "--tokens")
 
 
 def test_tokens_take_8k_on_plan_report_and_a_benchmark_s_parameter(tmp_path):
     from kvbench.benches import get_bench
 
-    assert get_bench("kv.restore").canonical_params({"tokens": "8k"})["tokens"] == 8000
+    assert get_bench("kv.restore").canonical_params({"tokens": "8k"})["tokens"] == 8192
     bad = cli("run", "--bench", "kv.restore", "--set", "tokens=8x", "--db", f"sqlite:///{tmp_path / 'k.sqlite'}")
     assert bad.returncode == 2 and "bad tokens='8x': give a whole number such as 8192, or 8k" in bad.stderr
     plan = cli("plan", "--model", "Llama-3.1-8B", "--tokens", "8k", "--db", f"sqlite:///{tmp_path / 'none'}")
@@ -38,7 +39,7 @@ def test_tokens_take_8k_on_plan_report_and_a_benchmark_s_parameter(tmp_path):
         assert proc.returncode == 2 and f"bad --tokens {text}" in proc.stderr.replace("'", "") and said in proc.stderr
     report = tmp_path / "r.md"
     assert cli("report", QUICK, "--tokens", "8k", "-o", str(report)).returncode == 0
-    assert "8000 tokens" in report.read_text()
+    assert "8192 tokens" in report.read_text()
 
 
 def test_accept_help_says_a_profile_is_a_file_or_a_name():

@@ -54,7 +54,7 @@ def history(
     bench: Annotated[str, typer.Argument(help="benchmark id")],
     params: Annotated[list[str] | None, typer.Option("--params", help="only cases with key=value")] = None,
     threshold: Annotated[str, typer.Option(help="smallest level shift that starts a segment")] = "5%",
-    plot: Annotated[str | None, typer.Option("--plot", help="also draw the history to FILE (.png or .svg)")] = None,
+    plot: Annotated[str | None, typer.Option("--plot", metavar="FILE", help="also draw the history to FILE (.png or .svg)")] = None,
     json_out: JsonOption = None,
     db: DbOption = None,
 ) -> None:

@@ -25,7 +25,7 @@ MAX_TOKENS = 10**9  # no model has a context near it; a larger count is a typo (
 
 
 def token_count(text: str) -> int:
-    """`--tokens` as a count (8192, 8k = 8000), from 1 to MAX_TOKENS; one line naming it otherwise."""
+    """`--tokens` as a count (8192, 8k = 8Ki = 8192), from 1 to MAX_TOKENS; one line naming it otherwise."""
     from kvbench.units import parse_count
 
     count = parse_count(text, "--tokens")
@@ -43,7 +43,8 @@ def _positive(value: float | None, option: str) -> float | None:
 @app.command("plan")
 def plan_cmd(
     model: Annotated[str, typer.Option(help="model preset or config.json path")],
-    tokens: Annotated[str, typer.Option(metavar="N", help="tokens to restore: 8192, or 8k (k = 1000)")],
+    tokens: Annotated[str, typer.Option(metavar="N", help="tokens to restore: 8192, or 8k = 8Ki = 8192 "
+                                                             "(k = 1024, as context lengths count)")],
     tp: Annotated[int, typer.Option(min=1, help="tensor-parallel degree (divides KV heads and prefill alike)")] = 1,
     dtype: Annotated[str, typer.Option(help="bf16 | fp16 | fp8")] = "bf16",
     block_tokens: Annotated[int, typer.Option("--block-tokens", min=1, help="tokens per KV block")] = 16,

@@ -25,7 +25,7 @@ from kvbench.errors import BadInput
 
 @app.command()
 def info(json_out: JsonOption = None, peaks: PeaksOption = None,
-         db: Annotated[str | None, typer.Option(help="results database whose stored GPU results for this host are "
+         db: Annotated[str | None, typer.Option(metavar="URL", help="results database whose stored GPU results for this host are "
                                                       "checked too (default: the embedded one, if it exists)")] = None,
          ) -> None:
     """Host facts (CPU, NUMA, PCIe links, GPUs, NICs, NVMe, DRAM), the spec peaks of each path, and
@@ -95,7 +95,7 @@ app.add_typer(host_app, name="host")
 
 @host_app.command("list")
 def host_list(json_out: JsonOption = None,
-              db: Annotated[str | None, typer.Option(help="results database (default: $KVBENCH_DB or the embedded one)")]
+              db: Annotated[str | None, typer.Option(metavar="URL", help="results database (default: $KVBENCH_DB or the embedded one)")]
               = None) -> None:
     """Every host in the database: id, hostname, first seen, runs, and which one is this box."""
     from kvbench.report.analysis_tables import hosts_table
@@ -117,7 +117,7 @@ def host_list(json_out: JsonOption = None,
 def host_merge(
     old: Annotated[str, typer.Argument(help="the host id to merge away (kvbench host list shows them)")],
     into: Annotated[str | None, typer.Argument(help="the host id to merge into (default: this box's)")] = None,
-    db: Annotated[str | None, typer.Option(help="results database (default: $KVBENCH_DB or the embedded one)")] = None,
+    db: Annotated[str | None, typer.Option(metavar="URL", help="results database (default: $KVBENCH_DB or the embedded one)")] = None,
 ) -> None:
     """Move OLD's runs to INTO (one box that appeared under two ids); OLD is kept as an alias."""
     from kvbench.run.hosts import stored_id, this_host_ids
@@ -160,7 +160,7 @@ def host_drift(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id or 'latest' (default: this box's latest run)")]
     = "latest",
     json_out: JsonOption = None,
-    db: Annotated[str | None, typer.Option(help="results database (default: $KVBENCH_DB or the embedded one)")] = None,
+    db: Annotated[str | None, typer.Option(metavar="URL", help="results database (default: $KVBENCH_DB or the embedded one)")] = None,
 ) -> None:
     """What changed in the box's inventory (GPUs and their serials, PCIe links at max, NICs, NVMe, NUMA,
     DRAM) by RUN: since the box's first run and since the run before, each change with the run it has

@@ -46,7 +46,7 @@ def accept(
                                                              "export instead of running the suite")] = None,
     db: DbOption = None,
     peaks: PeaksOption = None,
-    health: Annotated[str | None, typer.Option(help="GPU health thresholds TOML (default: $KVBENCH_HEALTH, else "
+    health: Annotated[str | None, typer.Option(metavar="FILE", help="GPU health thresholds TOML (default: $KVBENCH_HEALTH, else "
                                                     "suites/rules/health/gpu.toml)")] = None,
     measure_again: Annotated[bool, typer.Option("--measure-again", help="with --run, where the run is this host's: "
                                                 "measure again, into a run of its own, what a busy box or a too-wide "

@@ -32,7 +32,7 @@ def report(
                                                              "html)")] = None,
     baseline: Annotated[str | None, typer.Option(help="compare with this run ('baseline' = the tagged one)")] = None,
     model: Annotated[str, typer.Option(help="model for the restore plan")] = "Llama-3.1-70B",
-    tokens: Annotated[str, typer.Option(metavar="N", help="tokens for the restore plan: 8192, or 8k (k = 1000)")]
+    tokens: Annotated[str, typer.Option(metavar="N", help="tokens for the restore plan: 8192, or 8k = 8Ki = 8192")]
     = "8192",
     profile: Annotated[str | None, typer.Option(help="host profile for the acceptance verdict (default: "
                                                      "$KVBENCH_PROFILE)")] = None,

@@ -63,7 +63,8 @@ def render_info(console: Console, doc: dict[str, Any]) -> None:
     console.print(f"[bold]{f['hostname']}[/]  host id {doc['host_id'][:16]}…")
     console.print(f"CPU {f['cpu_model']} · {f['sockets']} socket(s), {f['cores']} cores, {f['threads']} threads · "
                   f"kernel {f['kernel']}")
-    numa = ", ".join(f"node{n['node']}: {(n['memory_bytes'] or 0) / 2**30:.0f} GiB (cpus {n['cpus']})" for n in f["numa"])
+    # GB (1e9 B) as `host profile` and `accept` state DRAM (dram_gb): one unit for one fact
+    numa = ", ".join(f"node{n['node']}: {(n['memory_bytes'] or 0) / 1e9:.0f} GB (cpus {n['cpus']})" for n in f["numa"])
     console.print(f"NUMA {numa}")
     dram = f["dram"]
     console.print("DRAM " + (f"{dram['modules']} modules @ {dram['speed_mts']} MT/s" if dram["speed_mts"]
