@@ -19,6 +19,7 @@ from kvbench.analyze.paired import paired_ratio  # noqa: E402
 from kvbench.benches.registry import all_benches  # noqa: E402
 from kvbench.metadata import DIRECTIONS_GBPS, FRAGMENT_BYTES, PER_GPU_GBPS  # noqa: E402
 from kvbench.kv.strategies import CEILINGS, is_ceiling  # noqa: E402
+from kvbench.report.one_size import rate_by_run  # noqa: E402
 from kvbench.units import format_size  # noqa: E402
 
 
@@ -110,6 +111,8 @@ def bandwidth_vs_size(results: list[dict[str, Any]], bench: str) -> plt.Figure |
     if frame.empty:
         return None
     frame["series"] = _label(frame, _varying(frame, {"size"}))
+    if frame["size"].nunique() == 1 and "run" in frame and frame["run"].nunique() > 1:  # a point per run, one panel
+        return rate_by_run(frame, bench, format_size(int(frame["size"].iloc[0])))
     runs = sorted(frame["run"].dropna().unique(), key=str) if "run" in frame and frame["run"].notna().any() else []
     panels = [(f"run {value_text(run)}", frame[frame["run"] == run]) for run in runs] if len(runs) > 1 else [("", frame)]
     fig, axes = _panel_grid(len(panels), (8, 4.5) if len(panels) == 1 else (4.2, 3.6))
@@ -120,7 +123,8 @@ def bandwidth_vs_size(results: list[dict[str, Any]], bench: str) -> plt.Figure |
     for ax, (title, panel) in zip(axes, panels, strict=True):
         for series, line in panel.groupby("series"):
             line = line.sort_values("size")
-            ax.plot(line["size"], line["gbps"], marker="o", color=colours[series], label=series)
+            ax.plot(line["size"], line["gbps"], marker="o", color=colours[series],
+                    label=series if len(colours) > 1 else "median; bar p10–p90")
             ax.vlines(line["size"], line["p10"], line["p90"], color=colours[series], alpha=0.4, lw=1)
         if not peak.empty:
             ax.axhline(peak.max(), color="black", ls="--", lw=1, label=f"spec peak {peak.max():.1f} GB/s")
@@ -128,7 +132,9 @@ def bandwidth_vs_size(results: list[dict[str, Any]], bench: str) -> plt.Figure |
         ax.set_xscale("log", base=2)
         ax.set_xticks(ticks, [format_size(int(t)) for t in ticks], rotation=30 if len(ticks) > 4 else 0)
         ax.set_xlabel("transfer size")
-        ax.set_ylim(bottom=0)  # a rate axis from 0: a dip is drawn at its size, not as a cliff
+        # from 0 (a dip is drawn at its size, not as a cliff) to above every panel's p90 and the peak: set_ylim
+        # stops autoscaling, so a later panel's bar would otherwise run off the top of a shared axis
+        ax.set_ylim(0, 1.08 * max(frame["p90"].max(), peak.max() if not peak.empty else 0.0))
         if title:
             ax.set_title(title, fontsize=10)
     axes[0].set_ylabel(wrapped("GB/s (1e9 B/s), median; bars p10–p90", 3.6 if len(panels) > 1 else 4.5))
