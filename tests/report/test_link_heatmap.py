@@ -68,3 +68,36 @@ def test_the_question_above_the_panels_does_not_overlap_the_first_panel_s_title(
     question = fig._suptitle.get_window_extent(renderer)
     first = fig.axes[0].title.get_window_extent(renderer)
     assert question.y0 >= first.y1, (question, first)
+
+
+def test_two_launches_share_one_colour_scale_and_add_the_change_matrix_compare_judges(tmp_path):
+    """Issue 57 item 15: two runs' matrices were drawn on two colour scales and without the change between
+    them. Now one scale, and a panel of new ÷ base per link, each cell with `compare`'s verdict."""
+    from kvbench.analyze.links.link_compare import compare_links
+    from kvbench.cli.common import documents
+
+    url = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    store = open_store(url)
+    cluster_run(store)  # run 1: node-c → node-a at 4 GB/s, the rest near 10
+    cluster_run(store, slow=("node-b", "node-c"))  # run 2: node-c → node-a back near 10, node-b → node-c at 4
+    docs = documents(["1", "2"], url)
+    for r in docs[1]["results"]:  # the second launch on a faster network: its own range of rates
+        if r.get("gbps"):
+            r["gbps"] = {k: v * 1.5 if v is not None else None for k, v in r["gbps"].items()}
+    results = [{**r, "run_id": d["run"]["id"]} for d in docs for r in d["results"]]
+    fig = link_heatmap.link_heatmap(results)
+    try:
+        heat = [ax for ax in fig.axes if ax.collections and ax.get_title()]
+        assert len(heat) == 3, [ax.get_title() for ax in fig.axes]
+        rates = [ax.collections[0] for ax in heat[:2]]
+        assert rates[0].get_clim() == rates[1].get_clim()  # one scale
+        change = heat[2]
+        assert change.get_title().startswith("run 1 → run 2 · net.write")
+        texts = [t.get_text() for t in change.texts]
+        judged = {(c.params["src_host"], c.params["dst_host"]): c for c in compare_links(*docs)}
+        b_c = judged[("node-b", "node-c")]
+        assert f"{b_c.new_gbps / b_c.base_gbps:.2f}×\n{b_c.verdict}" in texts
+        c_a = judged[("node-c", "node-a")]
+        assert any(t.startswith(f"{c_a.new_gbps / c_a.base_gbps:.2f}×") for t in texts)
+    finally:
+        link_heatmap.plt.close(fig)
