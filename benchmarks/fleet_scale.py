@@ -9,7 +9,9 @@ from the 13th) have a planted fault: one GPU's link at half its rate (a GPU trai
 writers are separate processes, each writing its share of the hosts' runs as a fleet does.
 
 It then checks and times, each as its own `kvbench` process (wall seconds, peak memory):
-`fleet --outliers` (the planted hosts and nothing else must be flagged), `history` of one case on
+`fleet --outliers` (the planted hosts and nothing else must be flagged; on both shapes of database: every run
+written through the store, as a fleet writes it, e.g. `--hosts 1000 --runs 10`, and a few written then
+copied in SQL, `--runs 2 --clone-runs 24` for 2 M results), `history` of one case on
 one host, and `compare` of two runs of one host. Timings are printed, never asserted; a check it
 prints (no result lost, exactly the planted hosts flagged, history and compare answering, and `fleet
 --outliers` within its target of < 1.5 s and < 300 MB) fails the script (exit 1) when it does not
@@ -229,6 +231,12 @@ def main() -> int:
 
         stored = conn.execute(sa.text("SELECT count(*) FROM result")).scalar()
     print(f"stored results: {stored:,} of {expected:,} expected" + ("" if stored == expected else "  <-- LOST"))
+    written = args.hosts * args.runs * args.cases
+    # issue 57 item 18: the two shapes differ (runs written one by one through the store, interleaved by the
+    # writers; or a few written and copied in SQL): say which this database is, and time both
+    print(f"shape: {written:,} results written through the store API ({args.runs} runs per host)"
+          + (f", {stored - written:,} copied in SQL ({args.clone_runs} copies)" if args.clone_runs else
+             " (none copied: the shape a fleet writes)"))
 
     seconds, peak, proc = timed(["fleet", "--outliers", "--db", args.db])
     flagged = sorted({line.split("│")[3].strip() for line in proc.stdout.splitlines() if "OUTLIER" in line})

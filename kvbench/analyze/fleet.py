@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from kvbench.analyze.spread import SD_PER_MAD, robust_spread
+from kvbench.analyze.spread import robust_spread
 
 
 @dataclass(frozen=True)
@@ -75,14 +75,21 @@ def _as_scanned(rows: list[FleetRow]) -> list[FleetRow]:
 
 def fleet_in_database(store: Any, benches: list[str] | None = None, k: float = 3.0, floor: float = 0.05,
                       outliers_only: bool = False) -> list[FleetRow]:
-    """`fleet` answered by the database (store/fleet_spread.py): the same rows as `fleet` over
-    `store.latest_ok_results()`, but the medians, spreads and flags are computed in SQL, and with
-    `outliers_only` only the outliers come back — a fleet of millions of results never passes through
-    Python. Only the SKU of each host (from its facts) is worked out here."""
+    """`fleet` answered from the database's newest ok rate of each host and case (store/fleet_spread.py:
+    one row per host and case through the covering index, never every stored result), the same rule
+    (`robust_spread`) applied per case and SKU here: the same rows as `fleet` over `store.latest_ok_results()`;
+    with `outliers_only` only the outliers, whose benchmark and parameters alone are read back."""
     hosts = store.hosts()
-    found = store.fleet_spread({host_id: sku_of(h["facts"]) for host_id, h in hosts.items()}, sku_of({}), benches,
-                               k, floor, SD_PER_MAD, outliers_only)
-    return _as_scanned([FleetRow(row["bench"], row["params"], row["case_hash"], row["host_id"],
-                                 hosts[row["host_id"]]["hostname"] if row["host_id"] in hosts
-                                 else unknown_host_name(row["host_id"]), row["sku"], row["gbps"], row["median"],
-                                 row["deviation"], row["outlier"]) for row in found])
+    skus, unknown = {host_id: sku_of(h["facts"]) for host_id, h in hosts.items()}, sku_of({})
+    groups: dict[tuple[str, str], list[tuple[int, str, str, float]]] = defaultdict(list)
+    for row in store.newest_ok_rates(benches):
+        groups[(row[2], skus.get(row[1], unknown))].append(row)
+    kept = []
+    for (case, sku), members in groups.items():
+        spread = robust_spread([m[3] for m in members], k, floor)
+        kept += [(m, sku, spread.median, deviation, outlier) for m, deviation, outlier
+                 in zip(members, spread.deviations, spread.outliers, strict=True) if outlier or not outliers_only]
+    named = store.cases_named({m[2]: m[0] for m, *_ in kept})
+    return _as_scanned([FleetRow(named[m[2]][0], named[m[2]][1], m[2], m[1], hosts[m[1]]["hostname"] if m[1] in hosts
+                                 else unknown_host_name(m[1]), sku, m[3], median, deviation, outlier)
+                        for m, sku, median, deviation, outlier in kept])

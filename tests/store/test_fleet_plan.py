@@ -73,7 +73,7 @@ def test_the_newest_result_of_each_host_and_case_is_found_through_the_index(db_u
 
 
 def _spread_statement(store) -> tuple[str, object]:
-    """The one SELECT `fleet` sends when the database does its arithmetic (store/fleet_spread.py)."""
+    """The one SELECT `fleet` sends for the newest rate of each host and case (store/fleet_spread.py)."""
     from kvbench.analyze.fleet import fleet_in_database
 
     sent: list[tuple[str, object]] = []
@@ -87,7 +87,7 @@ def _spread_statement(store) -> tuple[str, object]:
     finally:
         sa.event.remove(store.engine, "before_cursor_execute", capture)
     assert len(rows) == 6 * 4 and {r.gbps for r in rows} == {12.0}
-    (query,) = [(s, p) for s, p in sent if "row_number" in s.lower()]
+    (query,) = [(s, p) for s, p in sent if "newest" in s.lower()]  # the newest rate of each host and case
     return query
 
 
