@@ -48,6 +48,10 @@ def read_export(raw: Any, where: str) -> RunDocument:
     except RecursionError:  # a document deep enough to parse but not to walk
         raise BadInput(f"{where} is nested too deeply to be a run export") from None
     for i, result in enumerate(doc["results"]):
+        odd = [k for k, v in result["params"].items() if not isinstance(v, str | int | float | bool | type(None))]
+        if odd:  # a parameter is one value: an object or a list (hand-edited) would break every reader's describer
+            raise BadInput(f"{where}: result {i}: params.{odd[0]} is {type(result['params'][odd[0]]).__name__}, "
+                           "not one value")
         try:
             result["params"] = canonical_subset(result["bench"], result["params"])
         except BadInput as exc:

@@ -23,8 +23,9 @@ def _export() -> dict:
 def _tamper(doc: dict, how: str) -> dict:
     doc = copy.deepcopy(doc)
     ok = next(r for r in doc["results"] if r["status"] == "ok")
-    if how == "params":
+    if how == "params":  # a parameter the result's benchmark does not even take: still one value, or refused
         ok["params"]["strategy"] = {"a": [1]}
+    elif how == "params of its own":
         ok["params"]["size"] = {"a": [1]}
     elif how == "host.facts":
         doc["host"]["facts"] = "abc"
@@ -56,8 +57,8 @@ def _count_runs(db: str) -> int:
         engine.dispose()
 
 
-TAMPERED = ["params", "host.facts", "context.facts", "tags", "cases_planned", "metadata", "twice", "running", "empty"]
-NAMED = {"params": "result", "host.facts": "host.facts", "context.facts": "context.facts", "tags": "tags",
+TAMPERED = ["params", "params of its own", "host.facts", "context.facts", "tags", "cases_planned", "metadata", "twice", "running", "empty"]
+NAMED = {"params": "params.strategy", "params of its own": "result", "host.facts": "host.facts", "context.facts": "context.facts", "tags": "tags",
          "cases_planned": "cases_planned", "metadata": "metadata", "twice": "both case", "running": "running",
          "empty": "no results"}
 
