@@ -137,7 +137,8 @@ def pages_unavailable_reason(pages: str, size_bytes: int = 0, sys_root: str = "/
         need = max(-(-size_bytes // huge), 1)
         if pool[1] < need:
             what = (f"at least {need} needed for the case's {size_bytes / (1 << 20):,.0f} MiB of {buffers}" if buffers
-                    else f"at least {need} needed for one buffer, and the case maps more than one")
+                    else f"at least {need} needed for one buffer, and the case maps more than one" if size_bytes
+                    else "none for the case's buffers")
             return (f"pages={pages}: the hugetlb pool of {huge >> 20} MiB pages has {pool[1]} free of {pool[0]}, "
                     f"{what} (root can set /sys/kernel/mm/hugepages/hugepages-{huge // 1024}kB/nr_hugepages)")
     return None
