@@ -118,7 +118,7 @@ def check_pool(size_bytes: int, what: str) -> None:
         return
     reason = pages_unavailable_reason(pages, size_bytes, buffers=what)
     if reason:
-        raise PoolRefused(0, reason)
+        raise PoolRefused(reason)  # one argument: its text is the reason alone, no "[Errno 0]"
 
 
 def pages_unavailable_reason(pages: str, size_bytes: int = 0, sys_root: str = "/", buffers: str = "") -> str | None:
@@ -136,7 +136,7 @@ def pages_unavailable_reason(pages: str, size_bytes: int = 0, sys_root: str = "/
             return f"pages={pages}: this kernel has no hugetlb pool of {huge >> 20} MiB pages"
         need = max(-(-size_bytes // huge), 1)
         if pool[1] < need:
-            what = (f"at least {need} needed for the case's {size_bytes / (1 << 20):,.0f} MiB of {buffers}" if buffers
+            what = (f"at least {need} needed for the case's {size_bytes / (1 << 20):,.0f} MiB of host buffers ({buffers})" if buffers
                     else f"at least {need} needed for one buffer, and the case maps more than one" if size_bytes
                     else "none for the case's buffers")
             return (f"pages={pages}: the hugetlb pool of {huge >> 20} MiB pages has {pool[1]} free of {pool[0]}, "
