@@ -73,3 +73,15 @@ def test_every_optional_backend_loads_the_same_way(tmp_path, package, failure):
     line = ran.stdout.strip()
     assert "\n" not in line and package in line, line
     assert ("libibverbs" if failure == "OSError" else "did not finish loading in 2 s") in line, line
+
+
+def test_a_module_that_installs_a_signal_handler_as_it_loads_still_loads(tmp_path, monkeypatch):
+    """The bounded load imports in a helper thread; a wheel that calls signal.signal on import (allowed in the
+    main thread only) is loaded in the main thread instead, not reported broken."""
+    from kvbench.hardware import optional
+
+    folder = tmp_path / "signalling"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("import signal\nsignal.signal(signal.SIGUSR1, signal.SIG_IGN)\nOK = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert optional.load("signalling").OK == 1
