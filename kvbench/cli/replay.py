@@ -14,9 +14,9 @@ from kvbench.errors import BadInput
 
 @app.command("replay")
 def replay_cmd(
-    trace: Annotated[str, typer.Option(metavar="FILE", help="Mooncake-format trace (JSONL, or .gz), or the shipped "
-                                                            "'mooncake-conversation'")],
-    model: Annotated[str, typer.Option(help="model preset or config.json path")],
+    trace: Annotated[str | None, typer.Option(metavar="FILE", help="Mooncake-format trace (JSONL, or .gz), or the "
+                                                                   "shipped 'mooncake-conversation'")] = None,
+    model: Annotated[str | None, typer.Option(help="model preset or config.json path")] = None,
     tier: Annotated[list[str] | None, typer.Option(metavar="NAME=SIZE[:POLICY]", help="a tier of the configuration, "
                                                    "nearest the GPU first: hbm | dram | nvme | remote, e.g. hbm=20GB "
                                                    "dram=1TB:vllm (or =unbounded)")] = None,
@@ -44,12 +44,34 @@ def replay_cmd(
                                               "DRAM → DRAM) or file (read O_DIRECT, then gathered)")] = "dram",
     plot: Annotated[str | None, typer.Option(metavar="FILE", help="write the report section as a figure (.png or "
                                              ".svg): hit ratio against capacity, TTFT CDF, link demand")] = None,
+    keep: Annotated[bool | None, typer.Option("--store/--no-store", help="keep the projection in the database "
+                                               "(replay table; default: whenever a database is in use; --store "
+                                               "creates one)")] = None,
+    show: Annotated[int | None, typer.Option(metavar="ID", help="print stored replay ID (with --json: its record, "
+                                             "what it was derived from and its document) and replay nothing")] = None,
+    list_stored: Annotated[bool, typer.Option("--list", help="list the stored replays and replay nothing")] = False,
     json_out: JsonOption = None,
     db: DbOption = None,
     peaks: PeaksOption = None,
 ) -> None:
     """Replay a serving trace against the tiers this server measured: hit ratios, link demand and TTFT per
-    configuration, a capacity sweep, and (--execute) the restores run for real beside their projection."""
+    configuration, a capacity sweep, and (--execute) the restores run for real beside their projection;
+    each replay is stored (--show ID reads one back)."""
+    from kvbench.cli import replay_store
+
+    if list_stored:
+        return replay_store.list_replays(db)
+    if show is not None:
+        record = replay_store.stored(show, db)
+        if json_out:
+            from kvbench.cli.common import write_json
+
+            check_writable(json_out, "--json", db)
+            return write_json(record, json_out)
+        out.print(replay_store.header(record), markup=False, highlight=False)
+        return _print(record["document"])
+    if trace is None or model is None:
+        raise BadInput("give --trace FILE and --model NAME (or --show ID / --list for a stored replay)")
     from kvbench.analyze.decide.replay.pricing import BENCHES
     from kvbench.analyze.decide.replay.project import Setting, project
     from kvbench.analyze.decide.replay.session import check_tiers, document, parse_config, parse_tier, pricer
@@ -58,7 +80,6 @@ def replay_cmd(
     from kvbench.analyze.decide.recompute import compute_rate
     from kvbench.kv.geometry import get_model
     from kvbench.kv.trace import read_trace
-    from kvbench.report.replay_text import config_tables, notes, sweep_table
     from kvbench.run.this_host import host_facts
     from kvbench.store import open_store
     from kvbench.store.connect import default_url, sqlite_path
@@ -119,6 +140,7 @@ def replay_cmd(
 
         executed = execute_window(loaded, model, setting, rows, execute, start, db, execute_from)
     doc = document(loaded, setting, answers, swept_answer, into, executed)
+    replay_store.store_replay(doc, trace, policy, db, keep)
     if plot:
         from kvbench.report.replay_figure import write_replay_figure
 
@@ -130,13 +152,17 @@ def replay_cmd(
         write_json(doc, json_out)
         if json_out == "-":
             return
+    _print(doc)
+
+
+def _print(doc: dict) -> None:
+    from kvbench.report.replay_text import config_tables, executed_table, notes, sweep_table
+
     for table in config_tables(doc):
         out.print(table)
     if (table := sweep_table(doc)) is not None:
         out.print(table)
-    if executed:
-        from kvbench.report.replay_text import executed_table
-
-        out.print(executed_table(executed))
+    if doc.get("executed"):
+        out.print(executed_table(doc["executed"]))
     for line in notes(doc):
         out.print(line, markup=False, highlight=False)

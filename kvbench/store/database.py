@@ -17,6 +17,7 @@ from kvbench.store.durable import FileIdentity, reading, results_committed, retr
 from kvbench.store.hostmerge import HostMerge
 from kvbench.store.fleet_spread import FleetSpread
 from kvbench.store.links import Links
+from kvbench.store.replays import Replays
 from kvbench.store.run_facts import RunFacts
 from kvbench.store.tags import WHOLE, Tags, is_remeasurement
 
@@ -25,7 +26,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Store(Tags, HostMerge, Links, RunFacts, FleetSpread):
+class Store(Tags, HostMerge, Links, RunFacts, FleetSpread, Replays):
     def __init__(self, engine: sa.Engine, shown_url: str, read_only: bool = False) -> None:
         self.engine = engine
         self.url = shown_url  # redacted: no password

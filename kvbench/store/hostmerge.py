@@ -39,6 +39,7 @@ class HostMerge:
                                                          first_seen=old["first_seen"]))
             moved = conn.execute(schema.run.update().where(schema.run.c.host_id == old_id).values(host_id=new_id)).rowcount
             conn.execute(schema.result.update().where(schema.result.c.host_id == old_id).values(host_id=new_id))
+            conn.execute(schema.replay.update().where(schema.replay.c.host_id == old_id).values(host_id=new_id))
             self._insert_once(conn, schema.host_alias, {"old_id": old_id, "host_id": new_id, "merged_at": _now(),
                                                         "old_facts": old["facts"]})
             conn.execute(schema.host.delete().where(schema.host.c.id == old_id))

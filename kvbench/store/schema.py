@@ -7,7 +7,10 @@ so history recorded under an older host id stays this host's. Version 3 added wh
 set, so the baseline is the run the user named last. Version 4 stores with every run the inventory
 it was measured on (`run.facts`: GPUs, links, NICs, NVMe, NUMA, DRAM, as `host.facts` holds them), so
 a verdict judges the machine as it was during the run, not as it was at its first run; runs an
-older kvbench stored are given their host's first-seen facts, labelled so (`facts_source`).
+older kvbench stored are given their host's first-seen facts, labelled so (`facts_source`). Version 5
+added the `replay` table: each `kvbench replay` projection, with the trace's digest, the policy, the
+capacities and the ids of the results each price came from, so a plan can be re-derived and compared
+across hosts (a projection is no measurement: it never goes into `result`).
 
 Every moment is stored in UTC and read back with its time zone on every database (SQLite keeps
 none: `UtcDateTime` adds it back).
@@ -21,7 +24,7 @@ import sqlalchemy as sa
 
 from kvbench.store.records import STATS
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 metadata = sa.MetaData()
 
@@ -140,8 +143,30 @@ sample = sa.Table(
     sa.Column("seconds", sa.Float, nullable=False),  # seconds per operation
 )
 
+replay = sa.Table(
+    "replay", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("host_id", sa.String(64), sa.ForeignKey("host.id"), nullable=False, index=True),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("kvbench_version", sa.String(32), nullable=False),
+    sa.Column("trace_name", sa.Text, nullable=False),  # as given: a path or a shipped trace's name
+    sa.Column("trace_sha256", sa.String(64), nullable=False, index=True),
+    sa.Column("trace_block_tokens", sa.Integer, nullable=False),
+    sa.Column("engine_block_tokens", sa.Integer, nullable=False),
+    sa.Column("model", sa.String(256), nullable=False),
+    sa.Column("dtype", sa.String(16), nullable=False),
+    sa.Column("tp", sa.Integer, nullable=False),
+    sa.Column("policy", sa.String(32), nullable=False),  # the policy of a tier that names none
+    sa.Column("restore_into", sa.String(16), nullable=False),
+    sa.Column("executed_run_id", sa.Integer, sa.ForeignKey("run.id", ondelete="SET NULL")),  # --execute's kv.replay run
+    # per configuration: tiers (name, policy, capacity), price sources per tier, the three hit ratios, TTFT p50/p99
+    sa.Column("configs", sa.JSON, nullable=False),
+    sa.Column("document", sa.JSON, nullable=False),  # the whole `replay --json` document
+)
+
 # Columns and indexes version 2 added to tables version 1 had (the migration adds them in place).
 # The columns each version added to a table that already existed (new tables: create_all makes them).
 ADDED_IN = {2: {"run": ("cases_planned", "pid", "boot_id", "machine", "heartbeat_at"), "result": ("host_id",)},
             3: {"run": ("tags_at",)},
-            4: {"run": ("facts", "facts_source")}}
+            4: {"run": ("facts", "facts_source")},
+            5: {}}  # the replay table (new)
