@@ -5,8 +5,10 @@ the published traces, the last block partial).
 
 Every way a trace can be wrong is one `BadInput` naming the file, the line and the key: a missing
 file or a folder, an empty file, a line that is not a JSON object, a key missing or of the wrong
-type, timestamps going back, or `hash_ids` far from ceil(input_length / block_tokens) (the count
-must be that or the floor, as Dynamo's generator writes it). Nothing is returned half-read.
+type, timestamps going back, or `hash_ids` far from ceil(input_length / block_tokens): the count may
+differ from it by at most `hash_slack(ceil)` blocks (1, or 1 in 32 of a long request: generators
+count the last partial block or not, some count a template's tokens), which a wrong
+`--trace-block-tokens` (2× off or more) never meets. Nothing is returned half-read.
 
 Block hashes are renumbered 0..distinct-1 in order of first appearance: the cache indexes arrays by
 them. A `.gz` file is read through gzip. `mooncake-conversation` names the shipped trace
@@ -117,6 +119,11 @@ def _digest(path: Path) -> str:
     return sha.hexdigest()
 
 
+def hash_slack(ceil: int) -> int:
+    """How many blocks a request's `hash_ids` may differ from ceil(input_length / block_tokens)."""
+    return max(1, ceil // 32)
+
+
 def _bad_key(row: dict, at: str) -> BadInput:
     """The first fault of a row that failed the fast checks, named."""
     for key in KEYS:
@@ -157,11 +164,11 @@ def _read_lines(lines, where: str, block_tokens: int) -> tuple[array, array, arr
         if stamp < last:
             raise BadInput(f"{where} line {number}: key 'timestamp' goes back ({stamp!r} after {last!r}); sort the "
                            "trace by arrival")
-        full, ceil = given // block_tokens, -(-given // block_tokens)
-        if len(hashes) != ceil and len(hashes) != full:
+        ceil = -(-given // block_tokens)
+        if abs(len(hashes) - ceil) > max(1, ceil // 32):  # hash_slack(ceil), inline: a million rows
             raise BadInput(f"{where} line {number}: key 'hash_ids' holds {len(hashes)} blocks, but input_length "
-                           f"{given} in {block_tokens}-token blocks is {ceil} (or {full}); is --trace-block-tokens "
-                           "right?")
+                           f"{given} in {block_tokens}-token blocks is {ceil} (± {hash_slack(ceil)}); is "
+                           "--trace-block-tokens right?")
         try:
             ids.extend(hashes)
         except OverflowError:

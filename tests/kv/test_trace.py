@@ -53,7 +53,7 @@ def test_a_gzipped_trace_and_another_block_size(tmp_path):
     ([{**GOOD, "timestamp": True}], ["line 1", "'timestamp'"]),
     ([{**GOOD, "hash_ids": [1, "2"]}], ["line 1", "'hash_ids'"]),
     ([{**GOOD, "timestamp": 5}, {**GOOD, "timestamp": 4}], ["line 2", "'timestamp' goes back"]),
-    ([{**GOOD, "hash_ids": [1, 2, 3, 4, 5]}], ["line 1", "'hash_ids' holds 5 blocks", "is 2 (or 1)"]),
+    ([{**GOOD, "hash_ids": [1, 2, 3, 4, 5]}], ["line 1", "'hash_ids' holds 5 blocks", "is 2 (± 1)"]),
     ([], ["empty"]),
 ])
 def test_a_bad_trace_is_one_line_naming_file_line_and_key(tmp_path, rows, words):
@@ -64,6 +64,19 @@ def test_a_bad_trace_is_one_line_naming_file_line_and_key(tmp_path, rows, words)
     assert "\n" not in message and path in message
     for word in words:
         assert word in message
+
+
+@pytest.mark.parametrize(("tokens", "count"), [(1000, 1), (1000, 2), (1000, 3), (512 * 64, 62), (512 * 64, 66)])
+def test_hash_ids_within_tolerance_of_the_ceiling_are_read(tmp_path, tokens, count):
+    path = write(tmp_path, [{**GOOD, "input_length": tokens, "hash_ids": list(range(count))}])
+    assert read_trace(path).references == count
+
+
+@pytest.mark.parametrize(("tokens", "count"), [(1000, 4), (1000, 0), (512 * 64, 61), (512 * 64, 128)])
+def test_hash_ids_far_from_the_ceiling_are_refused(tmp_path, tokens, count):
+    path = write(tmp_path, [{**GOOD, "input_length": tokens, "hash_ids": list(range(count))}])
+    with pytest.raises(BadInput, match=f"line 1: key 'hash_ids' holds {count} blocks"):
+        read_trace(path)
 
 
 def test_a_missing_file_and_a_folder(tmp_path):
