@@ -192,11 +192,13 @@ KV_REPLAY = {
                   minimum=1 << 20),
     "dest": Param("size", "1GiB", "bytes of the layer_first destination a request is gathered into, chunk by chunk",
                   minimum=1 << 20),
-    "src": Param("memory", "pageable", "where the pool is: pageable | numa:N (DRAM), or file (read O_DIRECT into a "
-                 "DRAM staging buffer, then gathered)"),
-    "dst": Param("memory", "pageable", "destination memory kind: pageable | numa:N"),
+    "src": Param("memory", "pageable", "where the pool is: pageable | numa:N (DRAM), pinned (with dst=device), or "
+                 "file (read O_DIRECT into a DRAM staging buffer, then gathered)"),
+    "dst": Param("memory", "pageable", "destination memory kind: pageable | numa:N, or device[:N] (HBM, from "
+                 "src=pinned by a CUDA strategy)"),
     "path": Param("text", "", "src=file: directory for the pool file (default: the system temp dir)"),
-    "strategy": Param("choice", "host", "host executor", choices=("host", "host-numpy")),
+    "strategy": Param("choice", "host", "executor: host ones into DRAM; a CUDA gather into device",
+                      choices=("host", "host-numpy", "ce-loop", "ce-graph", "ce-batch", "sm-gather", "staged")),
     "concurrency": Param("int", 1, "copy threads", minimum=1),
 }
 

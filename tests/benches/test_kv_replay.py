@@ -82,3 +82,20 @@ def test_a_file_read_that_lands_wrong_fails(facts, trace, tmp_path, monkeypatch)
     monkeypatch.setattr(os, "preadv", lambda fd, buffers, offset: sum(len(b) for b in buffers))  # reads nothing
     result = run_case(case(trace, src="file", path=str(tmp_path)), facts, FAST)
     assert result.status == "failed"
+
+
+def test_into_hbm_on_a_host_without_cuda_is_skipped_with_its_reason(facts, trace, monkeypatch):
+    import kvbench.benches.kv.replay_gpu as replay_gpu
+
+    monkeypatch.setattr(replay_gpu, "cuda_unavailable_reason", lambda: "no CUDA device (test)")
+    result = run_case(case(trace, src="pinned", dst="device", strategy="ce-batch"), facts, FAST)
+    assert result.status == "skipped" and "no CUDA device (test)" in result.reason
+
+
+@pytest.mark.parametrize(("params", "words"), [
+    ({"src": "pageable", "dst": "device", "strategy": "ce-batch"}, "from src=pinned"),
+    ({"src": "pinned", "dst": "device", "strategy": "host"}, "no CUDA gather"),
+    ({"strategy": "ce-graph"}, "give dst=device and src=pinned"),
+])
+def test_a_gpu_case_that_cannot_run_says_why(trace, params, words):
+    assert words in get_bench("kv.replay").case_unavailable_reason(case(trace, **params).params)

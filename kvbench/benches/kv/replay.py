@@ -13,6 +13,10 @@ chunk's engine blocks are read run by run of consecutive slots into a DRAM stagi
 gathered into the destination — the file → DRAM and DRAM → DRAM legs `replay` prices an `nvme` hit
 with. Every block read is checked against what the file holds, and every gathered byte.
 
+With `dst=device` (and `src=pinned`, a CUDA `strategy`) the destination is in GPU memory: the DRAM →
+HBM leg a `dram` hit is priced with (kvbench/benches/kv/replay_gpu.py); without CUDA the case is
+skipped with the reason.
+
 One operation is the whole window; each request's time is recorded too (`replay_request_s`: the
 median over every pass of the window). Verification runs every chunk of every request on a poisoned
 destination and checks every byte it moved.
@@ -28,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from kvbench.benches.base import Benchmark, Prepared
+from kvbench.benches.base import Benchmark, Prepared, prepared_on_gpu
+from kvbench.benches.kv import replay_gpu
 from kvbench.benches.declared import KV_REPLAY
 from kvbench.benches.registry import register
 from kvbench.errors import BadInput, IntegrityError
@@ -88,28 +93,42 @@ class KVReplay(Benchmark):
                            f"{shape.block_bytes} bytes is no multiple of 4096 (O_DIRECT reads whole pages)")
         if from_file:
             check_directory(params["path"] or tempfile.gettempdir(), params["pool"])
-        check_fits((0 if from_file else params["pool"]) + params["dest"] * (2 if from_file else 1),
+        host_dest = 0 if replay_gpu.on_gpu(params) else params["dest"]
+        check_fits((0 if from_file else params["pool"]) + host_dest * (2 if from_file else 1),
                    "KV replay source pool (or staging) + destination")
 
     def case_unavailable_reason(self, params: dict[str, Any]) -> str | None:
+        if replay_gpu.on_gpu(params):
+            return replay_gpu.unavailable_reason(params)
+        if params["strategy"] in replay_gpu.STRATEGIES:
+            return f"strategy {params['strategy']} gathers into GPU memory: give dst=device and src=pinned"
         for key in ("src", "dst"):
             if not params[key].startswith(("pageable", "numa")) and not (key == "src" and params[key] == "file"):
                 return f"{key}={params[key]}: kv.replay gathers host memory (or reads its pool from a file)"
         return None
 
     def path(self, params: dict[str, Any]) -> list[Segment]:
+        if replay_gpu.on_gpu(params):
+            return [("dram_read",), ("gpu_link", replay_gpu.gpu_index(params))]
         return [("dram_copy",)]
 
     def prepare(self, params: dict[str, Any]) -> Prepared:
+        if replay_gpu.on_gpu(params):
+            return prepared_on_gpu(replay_gpu.gpu_index(params), lambda: self._prepare(params))
+        return self._prepare(params)
+
+    def _prepare(self, params: dict[str, Any]) -> Prepared:
         trace, shape, plan = window_plan(params)
         pool_blocks = max(1, params["pool"] // shape.block_bytes)
         dest_blocks = max(1, params["dest"] // shape.block_bytes)
         with ExitStack() as stack:
-            dst = stack.enter_context(allocate(params["dst"], region_bytes("layer_first", shape, dest_blocks)))
-            if params["src"] == "file":
-                source = _FilePool(stack, params, shape, pool_blocks, dest_blocks)
+            if replay_gpu.on_gpu(params):
+                source: Any = replay_gpu.DevicePool(stack, params, shape, pool_blocks, dest_blocks)
+                dst = source.dst
             else:
-                source = _DramPool(stack, params, shape, pool_blocks)
+                dst = stack.enter_context(allocate(params["dst"], region_bytes("layer_first", shape, dest_blocks)))
+                source = (_FilePool(stack, params, shape, pool_blocks, dest_blocks) if params["src"] == "file"
+                          else _DramPool(stack, params, shape, pool_blocks))
             requests = [[source.chunk(slots[at:at + dest_blocks], dst) for at in range(0, len(slots), dest_blocks)]
                         for _, _, slots in plan]
             cleanup = stack.pop_all()
