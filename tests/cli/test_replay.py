@@ -58,12 +58,19 @@ def test_the_table_names_the_blocks_each_tier_holds_and_what_was_spec(tmp_path, 
     ('{"timestamp": 0, "input_length": 100, "output_length": 1, "hash_ids": [1]}\n{"timestamp": 0}\n',
      ["line 2", "'input_length' missing"]),
     ("", ["empty"]),
+    ('{"timestamp": 0, "input_length": 100, "output_length": 1, "hash_ids": [1]}\n{"timestamp": 0, "inp\n',
+     ["line 2", "not JSON"]),
+    ('{"timestamp": 0, "input_length": 100, "output_length": "1", "hash_ids": [1]}\n', ["line 1", "'output_length'"]),
+    ('{"timestamp": 9, "input_length": 100, "output_length": 1, "hash_ids": [1]}\n'
+     '{"timestamp": 3, "input_length": 100, "output_length": 1, "hash_ids": [1]}\n', ["line 2", "'timestamp' goes back"]),
+    ('{"timestamp": 0, "input_length": 2000, "output_length": 1, "hash_ids": [1, 2, 3, 4, 5, 6, 7, 8]}\n',
+     ["line 1", "'hash_ids' holds 8 blocks", "--trace-block-tokens"]),
 ])
 def test_a_bad_trace_is_one_line_and_exit_2(tmp_path, text, words):
     path = tmp_path / "bad.jsonl"
     path.write_text(text)
     out = tmp_path / "out.json"
-    done = replay(tmp_path, "--trace", str(path), "--tier", "hbm=20GB", "--json", str(out))
+    done = replay(tmp_path, "--trace", str(path), "--tier", "hbm=20GB", "--json", str(out), "--store")
     assert done.returncode == 2
     errors = [x for x in done.stderr.splitlines() if "error" in x]  # (after the progress line "reading …")
     assert len(errors) == 1
@@ -71,7 +78,30 @@ def test_a_bad_trace_is_one_line_and_exit_2(tmp_path, text, words):
     assert line.startswith("kvbench: error: ") and str(path) in line
     for word in words:
         assert word in line
-    assert not out.exists()
+    assert not out.exists() and not (tmp_path / "none.sqlite").exists()  # nothing half-written, no replay stored
+
+
+@pytest.mark.parametrize("where", ["missing.jsonl", "."])
+def test_a_trace_that_is_no_file_is_one_line_and_exit_2(tmp_path, where):
+    done = replay(tmp_path, "--trace", str(tmp_path / where), "--tier", "hbm=20GB")
+    assert done.returncode == 2
+    assert [x for x in done.stderr.splitlines() if "error" in x][0].startswith("kvbench: error: trace ")
+
+
+def test_a_trace_of_another_block_size_and_one_within_tolerance(tmp_path):
+    """A held-out trace of 64-token hash blocks (read with --trace-block-tokens 64), one of whose requests
+    names a block more than ceil(input / 64) and another one less: both replayed."""
+    rows = [{"timestamp": i * 10, "input_length": 64 * 40 + 5, "output_length": 1,
+             "hash_ids": list(range(41 + (i % 3) - 1))} for i in range(30)]
+    path = tmp_path / "t64.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = replay(tmp_path, "--trace", str(path), "--trace-block-tokens", "64", "--tier", "hbm=1GB", "--json", "-")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["trace"]["trace_block_tokens"] == 64 and doc["trace"]["requests"] == 30
+    assert doc["configs"][0]["hit_ratio"] > 0.9  # every request after the first reuses the shared prefix
+    wrong = replay(tmp_path, "--trace", str(path), "--tier", "hbm=1GB")  # read as 512-token blocks: far off
+    assert wrong.returncode == 2 and "line 1" in wrong.stderr and "--trace-block-tokens" in wrong.stderr
 
 
 @pytest.mark.parametrize(("tiers", "words"), [
