@@ -42,6 +42,9 @@ def replay_cmd(
     start: Annotated[int, typer.Option(min=0, help="--execute: the window's first request")] = 6000,
     execute_from: Annotated[str, typer.Option("--execute-from", help="--execute: where the pool is: dram (gathered "
                                               "DRAM → DRAM) or file (read O_DIRECT, then gathered)")] = "dram",
+    execute_into: Annotated[str, typer.Option("--execute-into", help="--execute: where restores end: hbm (pinned "
+                                              "DRAM → GPU by a CUDA gather), dram, or auto (hbm with --into gpu on a "
+                                              "CUDA host, else dram)")] = "auto",
     plot: Annotated[str | None, typer.Option(metavar="FILE", help="write the report section as a figure (.png or "
                                              ".svg): hit ratio against capacity, TTFT CDF, link demand")] = None,
     keep: Annotated[bool | None, typer.Option("--store/--no-store", help="keep the projection in the database "
@@ -88,6 +91,9 @@ def replay_cmd(
         raise BadInput(f"bad --execute-from {execute_from}: dram or file")
     if into not in ("gpu", "dram"):
         raise BadInput(f"bad --into {into}: gpu or dram")
+    from kvbench.cli.replay_execute import destination, execute_window
+
+    execute_to = destination(execute_into, into, execute_from) if execute else None
     if not 0 < mfu <= 1:
         raise BadInput(f"bad --mfu {mfu}: a fraction above 0 and at most 1")
     if tflops and gpu:
@@ -136,9 +142,7 @@ def replay_cmd(
         swept_answer = run_sweep(loaded, configs[0], swept[0], swept[1], price, setting)
     executed = None
     if execute:
-        from kvbench.cli.replay_execute import execute_window
-
-        executed = execute_window(loaded, model, setting, rows, execute, start, db, execute_from)
+        executed = execute_window(loaded, model, setting, rows, execute, start, db, execute_from, execute_to)
     doc = document(loaded, setting, answers, swept_answer, into, executed)
     replay_store.store_replay(doc, trace, policy, db, keep)
     if plot:
@@ -162,7 +166,10 @@ def _print(doc: dict) -> None:
         out.print(table)
     if (table := sweep_table(doc)) is not None:
         out.print(table)
-    if doc.get("executed"):
+    if doc.get("executed") and doc["executed"].get("status") == "skipped":
+        out.print(f"executed: skipped (run {doc['executed']['run_id']}): {doc['executed']['reason']}", markup=False,
+                  highlight=False)
+    elif doc.get("executed"):
         out.print(executed_table(doc["executed"]))
     for line in notes(doc):
         out.print(line, markup=False, highlight=False)

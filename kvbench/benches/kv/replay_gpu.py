@@ -37,6 +37,11 @@ def unavailable_reason(params: dict[str, Any]) -> str | None:
     return cuda_unavailable_reason() or get_executor(params["strategy"]).unavailable_reason()
 
 
+def cuda_reason() -> str | None:
+    """Why this host cannot move bytes into HBM (None: it can)."""
+    return cuda_unavailable_reason()
+
+
 def gpu_index(params: dict[str, Any]) -> int:
     return parse_kind(params["dst"]).index or 0
 
