@@ -139,6 +139,12 @@ _KEYS = (
         "before the decode GPU's first token"),
     Key("cluster", "", "a launched pattern's pair: pattern, round, src_host, dst_host, src_rank, dst_rank and "
         "concurrency (pairs moving at once in its round)"),
+    # kv.replay (a window of a serving trace's restores)
+    Key("dest_blocks", "count", "kv.replay: engine blocks the destination holds (a larger restore goes in chunks)"),
+    Key("trace_sha256", "", "kv.replay: sha256 of the trace file the window was read from"),
+    Key("replay_request_s", "seconds", "kv.replay: each window request's restore, the median over every pass"),
+    Key("replay_requests", "", "kv.replay: the trace index of each window request that restores anything"),
+    Key("replay_tokens", "tokens", "kv.replay: each such request's restored (prefix-hit) tokens"),
 )
 KEYS: dict[str, Key] = {k.name: k for k in _KEYS}
 

@@ -9,9 +9,6 @@ from kvbench.cli.common import err
 from kvbench.errors import BadInput
 
 
-HBM_STRATEGY = "ce-batch"  # one cudaMemcpyBatchAsync of a chunk's fragments (kvbench/executors/cuda_batch.py)
-
-
 def destination(asked: str, into: str, source: str) -> str:
     """Where the window's restores end: `hbm` or `dram`. `auto`: HBM where restores are priced into the GPU
     (--into gpu) and this host has CUDA, else the DRAM gather this box can run."""
@@ -35,6 +32,8 @@ def execute_window(trace: Any, model: str, setting: Any, rows: list[dict[str, An
     from kvbench.analyze.decide.replay.pricing import tier_prices
     from kvbench.run.suite_run import RunRequest, run_suite
 
+    from kvbench.benches.kv.replay_gpu import default_strategy
+
     tier = "nvme" if source == "file" else "dram"
     hbm = into == "hbm"
     legs = tier_prices([tier], rows, setting.model, "gpu" if hbm else "dram")[0].restore  # priced before the bytes move
@@ -42,7 +41,7 @@ def execute_window(trace: Any, model: str, setting: Any, rows: list[dict[str, An
                  "dtype": setting.dtype, "tp": setting.tp, "block_tokens": setting.engine_block_tokens,
                  "requests": requests, "start": start,
                  "src": "file" if source == "file" else "pinned" if hbm else "pageable",
-                 "dst": "device" if hbm else "pageable", "strategy": HBM_STRATEGY if hbm else "host"}
+                 "dst": "device" if hbm else "pageable", "strategy": default_strategy() if hbm else "host"}
     err.print(f"executing requests {start}..{start + requests - 1} of the trace as a kv.replay run "
               f"({'pinned DRAM → HBM' if hbm else 'file → DRAM' if source == 'file' else 'DRAM → DRAM'})")
     outcome = run_suite(RunRequest(benches=("kv.replay",), overrides=overrides, db=db, samples=5), err)

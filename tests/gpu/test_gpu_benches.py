@@ -145,3 +145,18 @@ def test_copies_under_load_report_both_sides(facts, monkeypatch, bench, params):
     assert load["copy_windows"] > 0 and load["launches_in_copy_windows"] <= load["launches"]
     if rates_are_real():
         assert load["kernel_alone_ms"] > 0 and load["kernel_slowdown"] >= 0.8  # a kernel does not speed up under load
+
+
+@pytest.mark.parametrize("strategy", ["ce-graph", "sm-gather"])
+def test_a_replay_window_is_restored_into_hbm(facts, tmp_path, strategy):
+    import json
+
+    rows = [{"timestamp": 0, "input_length": 12, "output_length": 1, "hash_ids": [1, 2, 3]},
+            {"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [1, 2, 9]},
+            {"timestamp": 9, "input_length": 8, "output_length": 1, "hash_ids": [1, 7]}]
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = run(facts, "kv.replay", trace=str(trace), trace_block_tokens=4, block_tokens=2, start=0, requests=3,
+                 model=sized("Llama-3.1-8B", TINY_MODEL), pool="4MiB", dest="4MiB", src="pinned", dst="device",
+                 strategy=strategy)
+    assert result.metadata["replay_requests"] == [1, 2] and len(result.metadata["replay_request_s"]) == 2

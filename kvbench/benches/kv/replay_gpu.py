@@ -42,6 +42,13 @@ def cuda_reason() -> str | None:
     return cuda_unavailable_reason()
 
 
+def default_strategy() -> str:
+    """The gather `replay --execute` moves a window into HBM with: one batched copy of a chunk's fragments
+    (ce-batch) where this driver has cudaMemcpyBatchAsync, else the fragments' copies captured in a CUDA
+    graph (ce-graph)."""
+    return "ce-batch" if get_executor("ce-batch").unavailable_reason() is None else "ce-graph"
+
+
 def gpu_index(params: dict[str, Any]) -> int:
     return parse_kind(params["dst"]).index or 0
 
