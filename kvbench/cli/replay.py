@@ -114,7 +114,7 @@ def replay_cmd(
     geometry = get_model(model)
     geometry.unit_bytes_per_token(dtype, tp)  # refuses a dtype or tp the model cannot take
     err.print(f"reading {trace}")
-    loaded = read_trace(trace, trace_block_tokens)
+    loaded = read_trace(trace, trace_block_tokens, lambda lines: err.print(f"  {lines:,} lines read"))
     err.print(f"{loaded.requests:,} requests, {loaded.references:,} block references, {loaded.distinct:,} distinct blocks")
     rows, matmul = [], []
     path = sqlite_path(db or default_url())
@@ -139,7 +139,8 @@ def replay_cmd(
     swept_answer = None
     if swept:
         err.print(f"sweeping {swept[0]} over {len(swept[1])} capacities")
-        swept_answer = run_sweep(loaded, configs[0], swept[0], swept[1], price, setting)
+        swept_answer = run_sweep(loaded, configs[0], swept[0], swept[1], price, setting,
+                                 lambda i, size: err.print(f"  {swept[0]} {i}/{len(swept[1])}: {size / 1e9:g} GB"))
     executed = None
     if execute:
         executed = execute_window(loaded, model, setting, rows, execute, start, db, execute_from, execute_to)

@@ -13,7 +13,8 @@ def _pct(x: float) -> str:
 
 
 def _ms(x: float) -> str:
-    return f"{1e3 * x:.3g} ms"
+    """A time in ms, or in s from a second up (8.37 s, not 8.37e+03 ms)."""
+    return f"{x:.3g} s" if x >= 1 else f"{1e3 * x:.3g} ms"
 
 
 def _size(b: float | None) -> str:
@@ -70,15 +71,18 @@ def sweep_table(doc: dict[str, Any]) -> Table | None:
     s = doc.get("sweep")
     if not s:
         return None
-    table = Table(title=f"hit ratio against {s['tier']} capacity (unbounded: {_pct(s['unbounded_hit_ratio'])}; "
-                        f"knee {_size(s['knee_bytes']) if s['knee_bytes'] else '—'}; 90 % of unbounded at "
-                        f"{_size(s['reaches_90pct_of_unbounded_bytes']) if s['reaches_90pct_of_unbounded_bytes'] else 'beyond the sweep'})")
-    for col in ("capacity", "blocks", "hit ratio", "token", "request", "TTFT p50", "TTFT p99"):
+    knee, reach = s["knee_bytes"], s["reaches_90pct_of_unbounded_bytes"]
+    table = Table(title=f"hit ratio against {s['tier']} capacity: unbounded {_pct(s['unbounded_hit_ratio'])}; knee "
+                        f"{_size(knee) if knee else 'not within the sweep'}; 90 % of unbounded "
+                        f"{'reached at ' + _size(reach) if reach else 'not reached within the sweep'}")
+    for col in ("capacity", "blocks", "hit ratio (blocks)", "token hit ratio", "request hit ratio", "TTFT p50",
+                "TTFT p99", ""):
         table.add_column(col)
     for p in s["points"]:
+        mark = "knee" if knee is not None and p["capacity_bytes"] == knee else ""
         table.add_row(_size(p["capacity_bytes"]), f"{p['capacity_blocks']:,}", _pct(p["hit_ratio"]),
                       _pct(p["token_hit_ratio"]), _pct(p["request_hit_ratio"]), _ms(p["ttft_s"]["p50"]),
-                      _ms(p["ttft_s"]["p99"]))
+                      _ms(p["ttft_s"]["p99"]), mark)
     return table
 
 

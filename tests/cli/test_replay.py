@@ -41,6 +41,7 @@ def test_the_json_document_holds_every_configuration_and_its_tiers(tmp_path, sma
     assert dram["restore_legs"][0]["kind"] == "spec"  # an empty database: nothing measured here
     assert doc["trace"]["requests"] == 300 and len(doc["trace"]["sha256"]) == 64
     assert [p["capacity_bytes"] for p in doc["sweep"]["points"]] == [10**11, 4 * 10**11, 10**12]
+    assert "dram 2/3: 400 GB" in done.stderr  # progress, capacity by capacity
     assert doc["compute"]["kind"] == "spec"
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads((REPO / "docs" / "schemas" / "replay.schema.json").read_text())

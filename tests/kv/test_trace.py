@@ -79,6 +79,16 @@ def test_hash_ids_far_from_the_ceiling_are_refused(tmp_path, tokens, count):
         read_trace(path)
 
 
+def test_a_long_trace_says_how_far_it_has_read(tmp_path, monkeypatch):
+    import kvbench.kv.trace as trace
+
+    monkeypatch.setattr(trace, "PROGRESS_LINES", 2)
+    seen = []
+    path = write(tmp_path, [{**GOOD, "timestamp": i} for i in range(5)])
+    assert read_trace(path, progress=seen.append).requests == 5
+    assert seen == [2, 4]
+
+
 def test_a_missing_file_and_a_folder(tmp_path):
     with pytest.raises(BadInput, match="no such file"):
         read_trace(str(tmp_path / "none.jsonl"))

@@ -76,13 +76,16 @@ class SweepAnswer:
 
 
 def sweep(trace: Trace, base: list[TierSpec], tier: str, sizes: list[int], price: Callable[[list[TierSpec]], list],
-          setting: Setting) -> SweepAnswer:
-    """The configuration `base` again at each capacity of `tier` (added last when `base` lacks it)."""
+          setting: Setting, progress: Callable[[int, int], None] | None = None) -> SweepAnswer:
+    """The configuration `base` again at each capacity of `tier` (added last when `base` lacks it);
+    `progress(i, size)` before the i-th (from 1) capacity is replayed."""
     if tier not in TIER_NAMES:
         raise unknown_name("tier", tier, TIER_NAMES, list_all=True)
     per_block = block_bytes(setting.model, setting.dtype, setting.tp, trace.block_tokens)
     points, unbounded = [], 0.0
-    for size in sizes:
+    for i, size in enumerate(sizes, 1):
+        if progress is not None:
+            progress(i, size)
         tiers = [replace(t, capacity_bytes=size) if t.name == tier else t for t in base]
         if tier not in [t.name for t in tiers]:
             tiers.append(TierSpec(tier, size, base[-1].policy if base else DEFAULT))
