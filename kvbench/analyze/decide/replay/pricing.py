@@ -7,6 +7,8 @@ DRAM a GPU-less box can gather into), each priced `fragments × α + bytes / β`
 - `dram`: DRAM → GPU: the α + bytes/β fit of this host's `kv.restore` block-size sweep of the
   model (DRAM → GPU), else its best `pcie.h2d` rate, else PCIe Gen5 x16's spec figure. With
   `into="dram"`: the `kv.restore` DRAM → DRAM fit (the gather this box executes).
+  Of the stored sweeps, the fit over what a replayed restore moves is preferred (`gather_match`:
+  page_first → layer_first, then consecutive slots): its price is what `kv.replay` is held against.
 - `nvme`: file → DRAM (`storage.read`, else the Gen5 NVMe class spec) then the DRAM leg.
 - `remote`: remote → DRAM (`net.read`, else ConnectX-7's spec) then the DRAM leg.
 
@@ -34,6 +36,9 @@ BENCHES = ("kv.restore", "kv.offload", "pcie.h2d", "pcie.d2h", "storage.read", "
            "net.write")
 SPEC_PCIE = (5, 16)  # the GPU link assumed where this host measured none: PCIe Gen5 x16
 SPEC_NIC = "ConnectX-7"  # the remote pool's NIC assumed where none was measured
+# what a replayed restore moves (kv.replay, kvbench/benches/kv/replay.py): engine blocks of a page_first pool
+# gathered into a layer_first destination, a prefix's blocks in consecutive pool slots
+REPLAY_GATHER = {"src_layout": "page_first", "dst_layout": "layer_first", "selection": "sequential"}
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,17 @@ def _ok(rows: list[dict[str, Any]], bench: str) -> list[dict[str, Any]]:
     return [r for r in latest_per_case(rows) if r["bench"] == bench and r["status"] == "ok" and r.get("gbps_median")]
 
 
+def gather_match(series: dict[str, Any]) -> tuple[bool, bool]:
+    """Whether a fit's series moves what a replay's restore moves: the same layouts (page_first pool →
+    layer_first destination), and the same slot order (a prefix's blocks in consecutive slots)."""
+    layouts = all(series.get(k, v) == v for k, v in REPLAY_GATHER.items() if k != "selection")
+    return layouts, layouts and series.get("selection") == REPLAY_GATHER["selection"]
+
+
 def _kv_fit(rows: list[dict[str, Any]], bench: str, path: str, model: ModelGeometry) -> Leg | None:
-    """The α + bytes/β fit of `bench` rows of `model` along `path` (the series of the most points, newest)."""
+    """The α + bytes/β fit of `bench` rows of `model` along `path`: of the series that move what a replay
+    restore moves (`gather_match`: the layouts first, then the slot order), the one of the most points,
+    newest. A fit of another layout or order prices only where none matches, and says so."""
     chosen = [r for r in _ok(rows, bench) if tier_of(r["params"]) == path and is_model(r["params"], model.name)
               and not is_ceiling(r["params"].get("strategy"))]
     best = None
@@ -80,17 +94,21 @@ def _kv_fit(rows: list[dict[str, Any]], bench: str, path: str, model: ModelGeome
         members = [r for r in chosen if all(r["params"].get(k) == v for k, v in series.items()
                                             if k not in ("bench", "run"))
                    and ("run" not in series or r.get("run_id") == series["run"])]
-        key = (fit.points, max(r["id"] for r in members))
+        key = (gather_match(series), fit.points, max(r["id"] for r in members))
         if best is None or key > best[0]:
-            best = (key, fit, members)
+            best = (key, fit, members, series)
     if best is None:
         return None
-    _, fit, members = best
+    _, fit, members, series = best
     run_ids = sorted({r.get("run_id") for r in members})
+    layouts, order = gather_match(series)
+    unlike = ("" if order else
+              f"; {series.get('selection', 'another')} slots, not the replay's consecutive ones" if layouts else
+              f"; {series.get('src_layout')} → {series.get('dst_layout')}, not the replay's page_first → layer_first")
     return Leg(path, float(fit.alpha_us), float(fit.beta_gbps), "measured",
                f"{bench} α + bytes/β fit of {model.name} ({fit.points} block sizes, R² {fit.r2:.3f}"
                f"{', a poor fit' if fit.poor else ''}, run "
-               f"{', '.join(map(str, run_ids))})", tuple(sorted(r["id"] for r in members)))
+               f"{', '.join(map(str, run_ids))}{unlike})", tuple(sorted(r["id"] for r in members)))
 
 
 def _best_rate(rows: list[dict[str, Any]], bench: str, path: str, keep: Callable[[dict], bool] = lambda p: True

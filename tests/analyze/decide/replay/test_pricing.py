@@ -16,13 +16,13 @@ MODEL = get_model("Llama-3.1-8B")
 ALPHA_US, BETA_GBPS = 2.0, 20.0
 
 
-def restore_rows(src="pinned", dst="device", model="Llama-3.1-8B"):
+def restore_rows(src="pinned", dst="device", model="Llama-3.1-8B", gbps=BETA_GBPS):
     """kv.restore results of a block-size sweep that follow α + bytes/β exactly."""
     rows = []
     for i, bt in enumerate((4, 16, 64, 256)):
         fragments = 1024 // bt * MODEL.layers * 2
         size = 1024 * MODEL.bytes_per_token("bf16")
-        seconds = fragments * ALPHA_US * 1e-6 + size / (BETA_GBPS * 1e9)
+        seconds = fragments * ALPHA_US * 1e-6 + size / (gbps * 1e9)
         rows.append({"id": 10 + i, "run_id": 3, "bench": "kv.restore", "case_hash": f"c{i}", "status": "ok",
                      "params": {"model": model, "src": src, "dst": dst, "block_tokens": bt, "tokens": 1024,
                                 "strategy": "ce-batch"},
@@ -60,6 +60,33 @@ def test_the_host_gather_needs_its_measurement():
     assert dram.restore[0].link == "DRAM → DRAM" and dram.restore[0].kind == "measured"
     with pytest.raises(BadInput, match="kvbench run --suite replay"):
         tier_prices(["dram"], [], MODEL, into="dram")
+
+
+def series(first_id, gbps, points=4, **params):
+    """A DRAM → DRAM kv.restore sweep at β `gbps` with `params` (layouts, selection), ids from `first_id`."""
+    rows = restore_rows("pageable", "pageable", gbps=gbps)[:points]
+    for i, row in enumerate(rows):
+        row["id"], row["case_hash"] = first_id + i, f"{first_id}-{i}"
+        row["params"] = {**row["params"], **params}
+    return rows
+
+
+def test_the_gather_is_priced_by_a_fit_over_what_a_replay_moves():
+    """The fit over the replay's layouts and slot order prices its gather, though another series has more
+    points or is newer; one of another order prices only where none matches, and says so."""
+    same = {"src_layout": "page_first", "dst_layout": "layer_first"}
+    sequential = series(100, 9.0, 3, selection="sequential", **same)
+    random = series(200, 5.0, 4, selection="random", **same)  # newer, more block sizes
+    other = series(300, 3.0, 4, selection="sequential", src_layout="layer_first", dst_layout="page_first")
+    (dram,) = tier_prices(["dram"], sequential + random + other, MODEL, into="dram")
+    leg = dram.restore[0]
+    assert leg.result_ids == (100, 101, 102) and leg.gbps == pytest.approx(9.0)
+    assert "not the replay" not in leg.source
+    (dram,) = tier_prices(["dram"], random + other, MODEL, into="dram")
+    assert dram.restore[0].result_ids == (200, 201, 202, 203)  # the replay's layouts beat its order
+    assert "random slots, not the replay's consecutive ones" in dram.restore[0].source
+    (dram,) = tier_prices(["dram"], other, MODEL, into="dram")
+    assert "layer_first → page_first, not the replay's page_first → layer_first" in dram.restore[0].source
 
 
 @pytest.fixture(scope="module")
