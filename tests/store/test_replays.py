@@ -40,3 +40,13 @@ def test_a_version_4_database_is_upgraded_and_its_runs_stay_readable(db_url):
     assert [r["bench"] for r in store.results(run)] == ["dram.copy"]
     assert store.replays() == [] and store.replay(store.add_replay(RECORD))["trace_sha256"] == "a" * 64
     store.dispose()
+
+
+def test_a_merged_host_s_replays_become_the_new_id_s(db_url):
+    store = open_store(db_url)
+    run = _begin(store, host="o" * 64)
+    store.finish_run(run, "complete")
+    kept = store.add_replay({**RECORD, "host_id": "o" * 64})
+    store.merge_host("o" * 64, "n" * 64)
+    assert store.replay(kept)["host_id"] == "n" * 64 and [r["id"] for r in store.replays(["n" * 64])] == [kept]
+    store.dispose()
