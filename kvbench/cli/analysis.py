@@ -86,8 +86,10 @@ def history(
         from kvbench.report.history_plot import history_figure
         from kvbench.report.plots import figure_bytes
 
-        allowances = [next((v.allowance_ln for v in reversed(judged) if v is not None), None) for judged in verdicts]
-        write_text(figure_bytes(history_figure(bench, found, allowances), plot.rsplit(".", 1)[-1]), plot)
+        latest = [next((v for v in reversed(judged) if v is not None), None) for judged in verdicts]
+        figure = history_figure(bench, found, [v.allowance_ln if v else None for v in latest],
+                                [v.allowance if v else None for v in latest])
+        write_text(figure_bytes(figure, plot.rsplit(".", 1)[-1]), plot)
     if json_out:
         from kvbench.report.json_docs import history_doc
 

@@ -28,7 +28,7 @@ from kvbench.cli.common import (
     write_text,
 )
 from kvbench.errors import BadInput
-from kvbench.overall import FAIL, INCOMPLETE, PASS, Concluded, Overall
+from kvbench.overall import Concluded
 
 
 @app.command()
@@ -149,8 +149,8 @@ def compare(
     fmt: Annotated[str, typer.Option("--format", help="table | markdown | json (json: as --json -)")] = "table",
     cross_host: Annotated[bool, typer.Option("--cross-host", help="allow runs of different hosts or contexts")] = False,
     allow_incomplete: Annotated[bool, typer.Option("--allow-incomplete", help="exit 0, not 3, when INCOMPLETE")] = False,
-    require_quiet: Annotated[bool, typer.Option("--require-quiet", help="judge no change measured while either run "
-                                                "was contended: INCOMPLETE instead (dedicated runners)")] = False,
+    require_quiet: Annotated[bool, typer.Option("--require-quiet", help="also hold back a change a contended side "
+                                                "could have faked (within 8×): INCOMPLETE (dedicated runners)")] = False,
     measure_again: Annotated[bool, typer.Option("--measure-again", help="where NEW is this host's stored run: measure "
                                                 "each case slower while the box was contended once more, then judge")] = False,
     suite: Annotated[str | None, typer.Option(help="with --measure-again: the suite NEW's cases come from, where it "
@@ -161,14 +161,14 @@ def compare(
 ) -> None:
     """Each case from BASE to NEW: same, slower, faster or ambiguous, weighed against its between-run noise.
     Exit 1 on a case slower, failed, missing, or ok in BASE and skipped in NEW; 3 (INCOMPLETE) when nothing
-    gates but a drop is one the new run's contention can explain (with --require-quiet: any drop measured
-    on a contended box)."""
+    gates but a drop is one the new run's contention can explain (with --require-quiet: any drop a contended
+    new run could have faked), a drop beyond the threshold stays within the noise (ambiguous), or a case is
+    too noisy to judge (its runs vary beyond a halving): PASS only where a drop would have been seen."""
     from kvbench.analyze.regress.carried import with_carried
-    from kvbench.analyze.regress.compare import (case_history, compare_runs, has_regression, held_back_drops,
-                                         regression_summary, suite_note)
+    from kvbench.analyze.regress.compare import case_history, compare_runs, suite_note
     from kvbench.analyze.regress.pooled import pooled_base
-    from kvbench.cli.compare_again import measure_contended_drops_again
     from kvbench.benches.describe import describe_params
+    from kvbench.cli.compare_again import measure_contended_drops_again
     from kvbench.report.table import comparisons_markdown, comparisons_table
 
     if fmt not in ("table", "markdown", "json"):
@@ -191,7 +191,7 @@ def compare(
         history = with_carried(case_history(store, new_doc), base_doc, new_doc)  # a baseline export's, if needed
         base_doc = pooled_base(store, base_doc, new_doc)  # a --repeat baseline: the median of its runs
         ids = this_host_ids(store) if store is not None else []
-        judge_new = lambda doc: compare_runs(base_doc, doc, floor, cross_host, history, ids, require_quiet)  # noqa: E731
+        judge_new = lambda doc: compare_runs(base_doc, doc, floor, cross_host, history, ids, require_quiet)
         comparisons = judge_new(new_doc)
         if measure_again and not require_quiet:  # compare_again.py: a neighbour's burst is not a regression
             new_doc, comparisons = measure_contended_drops_again(base_doc, new_doc, comparisons, db, judge_new,
@@ -212,24 +212,16 @@ def compare(
             err.print(f"kvbench: note: run {doc['run']['id']} is partial: {doc['run']['partial']}")
     if note := suite_note(base_doc, new_doc, comparisons):
         err.print(f"kvbench: note: {note}")
-    if has_regression(comparisons):
-        if links:  # the links by name, and the hosts most of them share
-            from kvbench.analyze.links.link_compare import slow_links_line
+    from kvbench.analyze.regress.outcome import compare_overall
 
-            raise Concluded(Overall(FAIL, (slow_links_line(comparisons, base_doc["run"]["id"]),)))
-        raise Concluded(Overall(FAIL, (regression_summary(comparisons, base_doc["run"]["id"], new_doc["run"]["id"]),)))
-    if held := held_back_drops(comparisons):
-        why = ("measured while the box was contended, not judged (--require-quiet)" if require_quiet else
-               "that the new run's contention can explain, not judged")
-        named = ""
-        if links:  # which links, and the host most of them share
-            from kvbench.analyze.links.link_compare import slow_links_line
+    failed_line = held_named = None
+    if links:  # the links by name, and the hosts most of them share
+        from kvbench.analyze.links.link_compare import slow_links_line
 
-            named = f": {slow_links_line(comparisons, base_doc['run']['id'], held=True)}"
-        conclude(Overall(INCOMPLETE, (f"{len(held)} drop(s) beyond the noise {why}: re-measure on a quiet box"
-                                      f"{named}",)), allow_incomplete)
-        return
-    conclude(Overall(PASS, (f"{len(comparisons)} {what}(s) compared: none slower, failed, lost or missing",)))
+        failed_line = slow_links_line(comparisons, base_doc["run"]["id"])
+        held_named = f": {slow_links_line(comparisons, base_doc['run']['id'], held=True)}"
+    conclude(compare_overall(comparisons, base_doc["run"]["id"], new_doc["run"]["id"], what, require_quiet,
+                             held_named or "", failed_line), allow_incomplete)
 
 
 def _named(doc: dict) -> str:

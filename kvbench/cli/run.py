@@ -71,7 +71,7 @@ def run_and_show(request, json_out: str | None, repeat: int = 1, quiet: bool = F
 
 
 def show_repeats(store, run_ids: list[int], show) -> None:
-    from kvbench.analyze.regress.compare import repeat_spread
+    from kvbench.analyze.regress.repeat import repeat_spread
     from kvbench.analyze.runs import run_document
     from kvbench.report.analysis_tables import repeat_table
 

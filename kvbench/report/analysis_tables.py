@@ -123,7 +123,7 @@ def history_table(bench: str, series: list[dict[str, Any]], segments: list[Any],
         for r, c in zip(series[seg.start:seg.end], judged[seg.start:seg.end], strict=True):
             rows.append([str(r["run_id"]), f"{r['started_at']:%Y-%m-%d %H:%M %Z}", format_gbps(r["gbps_median"]),
                          f"{n + 1} (median {format_gbps(seg.median)} GB/s)",
-                         f"{c.verdict} {c.change:+.1%} ({allowance_words(c.allowance_ln)})"
+                         f"{c.verdict} {c.change:+.1%} ({c.allowance or allowance_words(c.allowance_ln)})"
                          if c is not None and c.change is not None else "-"])
     return FittedTable(escape(f"{bench} {describe_params(bench, series[0]['params'])}"),
                        [("run", "id"), ("started", "id"), ("median GB/s", "number"), ("segment", "text"),
@@ -159,5 +159,5 @@ def repeat_table(spreads: list[Any], run_ids: list[int], base_runs: int = 1) -> 
         noise = f"±{s.between_run:.1%}" if s.between_run is not None else "- (fewer than 3 runs)"
         table.add_row(s.bench, describe_params(s.bench, s.params), str(len(s.medians)),
                       f"{format_gbps(s.low)}–{format_gbps(s.high)}", f"{s.high / s.low - 1:.1%}", noise,
-                      allowance_words(s.allowance_ln))
+                      s.allowed.words if s.allowed is not None else allowance_words(s.allowance_ln))
     return table

@@ -81,8 +81,8 @@ class ReportContent:
         return [v for v in self.verdicts if v.verdict == "FAIL"]
 
     def comparison_counts(self) -> dict[str, int]:
-        kinds = ("slower", "failed", "lost", "missing", "faster", "same", "ambiguous", "ambiguous (contended)", "new",
-                 "not-ok")
+        kinds = ("slower", "failed", "lost", "missing", "faster", "same", "ambiguous", "ambiguous (contended)", "too noisy",
+                 "new", "not-ok")
         return {kind: n for kind in kinds if (n := sum(x.verdict == kind for x in self.comparisons))}
 
     def regressions(self) -> list[Comparison]:

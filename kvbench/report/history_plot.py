@@ -30,7 +30,7 @@ MAX_RUN_TICKS = 12  # run labels on the x axis; more runs are labelled every k-t
 
 
 def history_figure(bench: str, found: list[tuple[list[dict[str, Any]], list[Any]]],
-                   allowances: list[float | None] | None = None) -> plt.Figure:
+                   allowances: list[float | None] | None = None, words: list[str | None] | None = None) -> plt.Figure:
     """Has `bench` held its level? Median GB/s of each case run after run: x is the run (its id and start),
     evenly spaced whatever the wall-clock gaps; points measured while the box was contended are hollow;
     every level segment is drawn flat and each shift marked; the allowance `compare` gives the case
@@ -68,8 +68,9 @@ def history_figure(bench: str, found: list[tuple[list[dict[str, Any]], list[Any]
                             color=colour, alpha=0.1, lw=0)
     given = [a for a in allowances or [] if a]
     if given:  # stated as every output states it (analyze/noise.allowance_words)
-        words = f": {allowance_words(given[0])}" if len(given) == 1 else ""
-        ax.fill_between([], [], [], color="grey", alpha=0.2, label=f"compare's allowance around the latest level{words}")
+        said = [w for w in words or [] if w]  # the verdict's own words, naming its base (noise.case_allowance)
+        text = f": {said[0] if said else allowance_words(given[0])}" if len(given) == 1 else ""
+        ax.fill_between([], [], [], color="grey", alpha=0.2, label=f"compare's allowance around the latest level{text}")
     if hollow_seen:
         ax.scatter([], [], facecolors="white", edgecolors="grey", label="hollow: measured while the box was contended")
     step = max(1, -(-len(runs) // MAX_RUN_TICKS))

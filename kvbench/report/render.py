@@ -41,7 +41,8 @@ def _links(host: dict[str, Any] | None) -> list[dict[str, Any]]:
 def _context(content: ReportContent) -> dict[str, Any]:
     return {"c": content, "links": _links(content.host), "gbps": format_gbps, "params": params_text, "size": format_size,
             "precision": lambda r: precision_text(r.get("metadata") or {}),
-            "allowance": lambda x: allowance_words(x.allowance_ln) if x.allowance_ln is not None else "-",
+            "allowance": lambda x: (getattr(x, "allowance", None) or allowance_words(x.allowance_ln))
+            if x.allowance_ln is not None else "-",
             "ms": lambda s, missing="-": f"{s * 1e3:.2f} ms" if s is not None else missing}
 
 

@@ -145,7 +145,7 @@ def results_csv(rows: list[dict[str, Any]], describe: Callable[[str, dict], str]
 
 VERDICT_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow", "slower": "bold red", "missing": "bold red",
                  "lost": "bold red", "INCOMPLETE": "bold yellow",
-                 "failed": "bold red", "faster": "green", "ambiguous": "yellow", "ambiguous (contended)": "yellow",
+                 "failed": "bold red", "faster": "green", "ambiguous": "yellow", "ambiguous (contended)": "yellow", "too noisy": "yellow",
                  "same": "dim"}
 
 
@@ -179,7 +179,7 @@ def comparisons_table(comparisons: list, title: str, describe: Callable[[str, di
                        rows)
 
 
-_ORDER = {"slower": 0, "failed": 0, "lost": 1, "missing": 1, "ambiguous": 2, "ambiguous (contended)": 2, "not-ok": 3,
+_ORDER = {"slower": 0, "failed": 0, "lost": 1, "missing": 1, "ambiguous": 2, "ambiguous (contended)": 2, "too noisy": 2, "not-ok": 3,
           "faster": 4, "new": 5, "same": 6}
 
 
@@ -192,8 +192,9 @@ def comparisons_markdown(comparisons: list, title: str, describe: Callable[[str,
         lines.append(f"| {md_text(c.bench)} | {md_text(describe(c.bench, c.params))} | {format_gbps(c.base_gbps)} | "
                      f"{format_gbps(c.new_gbps)} | {_change(c)} | {verdict} | {md_text(c.note)} |")
     counts = {v: sum(c.verdict == v for c in comparisons)
-              for v in ("slower", "lost", "missing", "ambiguous", "ambiguous (contended)", "faster")}
+              for v in ("slower", "lost", "missing", "ambiguous", "ambiguous (contended)", "too noisy", "faster")}
     lines += ["", f"{counts['slower']} slower, {counts['lost']} lost, {counts['missing']} missing, "
                   f"{counts['ambiguous']} ambiguous, {counts['ambiguous (contended)']} ambiguous (contended), "
+                  f"{counts['too noisy']} too noisy to judge, "
                   f"{counts['faster']} faster among {len(comparisons)} case(s)."]
     return "\n".join(lines) + "\n"

@@ -43,7 +43,7 @@ def test_dashboard_names_are_short_unique_and_survive_a_new_parameter():
 
 
 def test_the_dashboard_export_carries_compare_s_own_allowance_per_case():
-    from kvbench.analyze.regress.compare import allowance, between_run_noise
+    from kvbench.analyze.regress.noise import allowance, between_run_noise
 
     doc = quick_run()
     first = next(r for r in doc["results"] if r["status"] == "ok")
@@ -51,8 +51,12 @@ def test_the_dashboard_export_carries_compare_s_own_allowance_per_case():
     entries = github_action_benchmark(doc, history)
     expected = allowance(between_run_noise(history[first["case"]]))
     assert expected == pytest.approx(np.log(2))  # stated as the drop it allows, not as ±69.3 %
-    assert "compare: a drop beyond −50.0 % gates (5 earlier runs)" in entries[0]["extra"]
-    assert all("compare: a drop beyond −13.9 % gates (assumed" in e["extra"] for e in entries[1:])
+    # issue 57 items 0 and 10 (was "a drop beyond −50.0 % gates"): runs that vary beyond a halving cannot
+    # gate, and the export says so, naming the base, as compare does
+    assert ("compare: baseline too noisy to gate: re-take it on a quiet box (its runs vary beyond a halving; "
+            "against one base run) (5 earlier runs)") in entries[0]["extra"]
+    assert all("compare: a drop beyond −13.9 % gates (against one base run) (assumed" in e["extra"]
+               for e in entries[1:])
 
 
 @pytest.mark.parametrize("count", [1, 2, 5, 6, 7, 9, 10, 13])

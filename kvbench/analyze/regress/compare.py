@@ -25,11 +25,13 @@ only slows): then on the fast end (kvbench/analyze/regress/contended.py). A case
   noise taken at its 80 % upper confidence bound for the runs it came from: noise.noise_upper_factor).
   Measured with benchmarks/compare_power.py on a quiet 2-vCPU VM (33 identical pairs of a 6-case
   suite): 1 of 33 pairs falsely `slower` and 99 % of 40 % drops caught. The allowance never exceeds
-  a halving (ln 2), so a drop to below half whose ranges are apart is `slower` however noisy the
-  history — unless the new run is back within a halving of the earlier runs' level (the base was
-  the odd one out);
+  a halving (ln 2); a case whose runs put it beyond that is
+* `too noisy` — its runs vary so much that neither a drop of the threshold's size nor a halving could be
+  seen: neither slower nor same (issue 57 item 0); only a change beyond the noise's own, uncapped allowance
+  or beyond the 8× no neighbour explains is still `slower` / `faster`;
 * `ambiguous` — anything between: beyond the floor, but within the ranges' overlap or within what
-  the case's runs vary by anyway. Shown, not gated.
+  the case's runs vary by anyway. Not gated, but a drop so left is not seen either: `compare` ends
+  INCOMPLETE on it (analyze/regress/outcome.py), never a PASS.
 * `ambiguous (contended)` — `slower` or `faster` on the fast end, but the faking side was more
   contended than the other and the change is within what that contention plausibly causes (with
   `require_quiet`: any change with a contended side). Shown, not gated: re-measure.
@@ -52,15 +54,19 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kvbench.analyze.regress.contended import AMBIGUOUS_CONTENDED, contention_reasons, faking_side, weigh_contention
+from kvbench.analyze.regress.contended import (
+    AMBIGUOUS_CONTENDED,
+    MOST_EXPLAINED,
+    contention_reasons,
+    faking_side,
+    weigh_contention,
+)
 from kvbench.analyze.regress.noise import (
     MIN_HISTORY,
     THRESHOLD,
-    allowance,
-    allowance_words,
     allowed_drop,
     back_to_level,
-    between_run_noise,
+    case_allowance,
 )
 from kvbench.analyze.runs import RunDocument
 from kvbench.benches.describe import describe_params
@@ -68,6 +74,9 @@ from kvbench.errors import BadInput
 from kvbench.store.records import RunRecord
 
 GATING = ("slower", "missing", "failed", "lost")
+TOO_NOISY = "too noisy"  # the case's runs vary beyond a halving: neither slower nor same can be said here (item 0)
+TOO_NOISY_ADVICE = ("re-measure (compare --measure-again), make the baseline with run --repeat 3, or judge on a "
+                    "quieter box")
 MEDIAN, FAST_END = "median", "fast end (p90)"  # the estimators a verdict may use (Comparison.estimator)
 
 
@@ -89,6 +98,7 @@ class Comparison:
     estimator: str | None = None  # what the verdict judged: MEDIAN, or FAST_END where contention could fake the change
     judged_change: float | None = None  # new / base - 1 of that estimator
     base_runs: list[int] | None = None  # the runs whose median the base's rates are (a --repeat baseline), None: one run
+    allowance: str | None = None  # the allowance as every output states it, naming its base (noise.Allowance.words)
 
     @property
     def allowed_drop(self) -> float | None:
@@ -195,29 +205,35 @@ def compare_case(base: dict[str, Any], new: dict[str, Any], threshold: float = T
     judged = n_value / b_value - 1
     size = abs(math.log(n_value / b_value)) if n_value > 0 else math.inf  # a halving weighs as a doubling
     apart, ranges = _apart(base, new, estimator)
-    noise = between_run_noise(history)
     pooled = base.get("pooled_runs") or []  # the base is the median of its --repeat batch (analyze/regress/pooled.py)
-    allowed = allowance(noise, threshold, history, max(len(pooled), 1))
+    allowed_by = case_allowance(history, threshold, max(len(pooled), 1))
+    noise, allowed = allowed_by.noise, allowed_by.ln
     basis = (f"fast end's between-run noise ±{noise:.1%} over {len(history)} runs" if noise is not None else
              f"fewer than {MIN_HISTORY} earlier runs: noise assumed")
     if len(pooled) > 1:
         basis += f"; base: the median of {len(pooled)} runs of its --repeat ({', '.join(map(str, pooled))})"
     returned = back_to_level(fast_end(new), judged, history, allowed)
-    if abs(judged) < threshold:
+    # beyond a halving the noise hides any drop of the threshold's size: only a change beyond the noise's own
+    # allowance (or beyond the 8× no neighbour explains) is judged; else the case is too noisy to judge here
+    beyond = apart and size >= min(allowed_by.uncapped_ln, math.log(MOST_EXPLAINED))
+    if allowed_by.too_noisy and not beyond:
+        verdict = TOO_NOISY
+    elif abs(judged) < threshold:
         verdict = "same"
     elif apart and size >= allowed and not returned:
         verdict = "slower" if judged < 0 else "faster"
     else:
         verdict = "ambiguous"
     on = "" if estimator == MEDIAN else f" (median {change:+.1%})"
-    note = (f"{judged:+.1%} on the {estimator}{on}; {ranges}; {basis}; {allowance_words(allowed)}"
+    words = f"{allowed_by.words}: {TOO_NOISY_ADVICE}" if allowed_by.too_noisy else allowed_by.words
+    note = (f"{judged:+.1%} on the {estimator}{on}; {ranges}; {basis}; {words}"
             + (f"; {returned}" if returned else ""))
     verdict, note = weigh_contention(verdict, note, base, new, size, drop=judged < 0, require_quiet=require_quiet,
                                      measured=noise is not None)
     return Comparison(**head, base_gbps=b_rate, new_gbps=n_rate, change=change, verdict=verdict,
                       note=note, base_range=_range(base), new_range=_range(new), between_run=noise,
                       history_runs=len(history), allowance_ln=allowed, estimator=estimator, judged_change=judged,
-                      base_runs=list(pooled) if len(pooled) > 1 else None)
+                      base_runs=list(pooled) if len(pooled) > 1 else None, allowance=allowed_by.words)
 
 
 def compare_runs(base: RunDocument, new: RunDocument, threshold: float = THRESHOLD, cross_host: bool = False,
@@ -305,46 +321,3 @@ def regression_summary(comparisons: list[Comparison], base_id: Any, new_id: Any)
         parts.append(f"{len(count['missing'])} case(s) of run {base_id} missing from run {new_id}: "
                      f"{named(count['missing'])}")
     return "; ".join(parts)
-
-
-@dataclass(frozen=True)
-class RepeatSpread:
-    """How far one case's median moved over runs of the same selection (`kvbench run --repeat`), and
-    the allowance a later `compare` gives it (from the same runs' fast ends, as `case_history` reads them)."""
-
-    bench: str
-    params: dict[str, Any]
-    medians: list[float]  # GB/s, one per run where the case was ok, in run order
-    low: float
-    high: float
-    between_run: float | None  # relative robust sd of the fast ends over the runs; None with fewer than MIN_HISTORY
-    allowance_ln: float  # the |ln(new / base)| a later compare must see to call the case slower or faster
-
-    @property
-    def allowed_drop(self) -> float:
-        return allowed_drop(self.allowance_ln)
-
-
-def repeat_spread(runs: list[list[dict[str, Any]]], threshold: float = THRESHOLD,
-                  base_runs: int = 1) -> list[RepeatSpread]:
-    """Per case (in the first run's order) of `runs` (each a run's result rows), its medians across
-    the runs and the between-run noise their fast ends show, contended or not (the history a later
-    compare weighs); `base_runs`: how many runs compare's base is the median of (a --repeat baseline's)."""
-    medians: dict[str, list[float]] = {}
-    fast: dict[str, list[float]] = {}
-    heads: dict[str, tuple[str, dict[str, Any]]] = {}
-    for results in runs:
-        for r in results:
-            heads.setdefault(r["case"], (r["bench"], r["params"]))
-            if r["status"] == "ok" and r["gbps"] and r["gbps"].get("median"):
-                medians.setdefault(r["case"], []).append(float(r["gbps"]["median"]))
-                fast.setdefault(r["case"], []).append(fast_end(r))
-    out = []
-    for case, (bench, params) in heads.items():
-        values = medians.get(case, [])
-        if not values:
-            continue
-        noise = between_run_noise(fast[case])
-        out.append(RepeatSpread(bench, params, values, min(values), max(values), noise,
-                                allowance(noise, threshold, fast[case], base_runs)))
-    return out

@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 
 from kvbench import __version__
-from kvbench.analyze.regress.compare import THRESHOLD, allowance, between_run_noise
-from kvbench.analyze.regress.noise import allowance_words
+from kvbench.analyze.regress.noise import THRESHOLD, case_allowance
 from kvbench.analyze.runs import RunDocument, ok_results
 from kvbench.benches.describe import describe_params
 
@@ -35,9 +34,7 @@ def github_action_benchmark(doc: RunDocument, history: dict[str, list[float]] | 
     out = []
     for r in ok_results(doc):
         earlier = (history or {}).get(r["case"]) or []
-        noise = between_run_noise(earlier)
-        allowed = allowance(noise, THRESHOLD, earlier)
-        basis = f"{len(earlier)} earlier runs" if noise is not None else "assumed: fewer than 3 earlier runs"
+        allowed = case_allowance(earlier, THRESHOLD)  # the one allowance, against the run before (noise.py)
         out.append({
             "name": case_name(r),
             "unit": "GB/s",
@@ -45,7 +42,7 @@ def github_action_benchmark(doc: RunDocument, history: dict[str, list[float]] | 
             "range": f"{r['gbps']['p10']:.3f}..{r['gbps']['p90']:.3f}",
             "extra": f"run {doc['run']['id']}; samples {r['samples']}; "
                      + (f"peak {r['peak_gbps']:.1f} GB/s" if r["peak_gbps"] else "peak unknown")
-                     + f"; compare: {allowance_words(allowed)} ({basis})",
+                     + f"; compare: {allowed.words} ({allowed.basis})",
         })
     return out
 

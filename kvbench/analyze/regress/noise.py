@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 
 THRESHOLD = 0.05  # the practical floor
 ASSUMED_BETWEEN_RUN = 0.15  # allowance while a case has fewer than MIN_HISTORY earlier runs
 MIN_HISTORY = 3
 NOISE_MULTIPLE = 3.0  # a change must exceed 3 sd of the change between two runs
-MAX_ALLOWANCE = math.log(2.0)  # a halving (or doubling) whose ranges are apart is always a change
+MAX_ALLOWANCE = math.log(2.0)  # the cap: runs that vary beyond it are too noisy to gate (issue 57 item 0)
+TOO_NOISY_WORDS = "baseline too noisy to gate: re-take it on a quiet box"
 
 # Expected range of n normal values, in standard deviations (d2 of control charts; Tippett 1925).
 D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970, 10: 3.078, 11: 3.173,
@@ -92,15 +94,10 @@ def median_variance(runs: int) -> float:
     return exact.get(runs, math.pi / (2 * max(runs, 1)))
 
 
-def allowance(noise: float | None, threshold: float = THRESHOLD, medians: list[float] = (),
-              base_runs: int = 1) -> float:
-    """The |ln(new / base)| above which a case whose ranges are apart is slower or faster: 3 sd of the
-    change between two runs that each vary by the between-run noise (3 × √2 × the noise, at the 80 %
-    upper bound of what the runs in `medians` say it is: `noise_upper_factor`; √2 becomes `pair_spread`
-    where the base is the median of `base_runs` runs, kvbench/analyze/regress/pooled.py), or without it
-    the assumed allowance — never below what two earlier runs' spread already shows (`medians`) — and
-    never under the floor; never above a halving (MAX_ALLOWANCE), so a noisy history cannot make a
-    drop ungateable."""
+def uncapped_allowance(noise: float | None, threshold: float = THRESHOLD, medians: list[float] = (),
+                       base_runs: int = 1) -> float:
+    """`allowance` before its cap at a halving: what the case's runs say a change must exceed. Where it
+    is beyond the cap (`too_noisy`), a drop of the threshold's size could not have been told from the noise."""
     if noise is not None:
         runs = len(_logs(list(medians)))
         wide = NOISE_MULTIPLE * pair_spread(base_runs) * noise * noise_upper_factor(runs)
@@ -109,7 +106,68 @@ def allowance(noise: float | None, threshold: float = THRESHOLD, medians: list[f
     else:
         seen = _range_sd(_logs(list(medians)))
         wide = max(ASSUMED_BETWEEN_RUN, NOISE_MULTIPLE * pair_spread(base_runs) * seen if seen is not None else 0.0)
-    return max(threshold, min(MAX_ALLOWANCE, wide))
+    return max(threshold, wide)
+
+
+def allowance(noise: float | None, threshold: float = THRESHOLD, medians: list[float] = (),
+              base_runs: int = 1) -> float:
+    """The |ln(new / base)| above which a case whose ranges are apart is slower or faster: 3 sd of the
+    change between two runs that each vary by the between-run noise (3 × √2 × the noise, at the 80 %
+    upper bound of what the runs in `medians` say it is: `noise_upper_factor`; √2 becomes `pair_spread`
+    where the base is the median of `base_runs` runs, kvbench/analyze/regress/pooled.py), or without it
+    the assumed allowance — never below what two earlier runs' spread already shows (`medians`) — and
+    never under the floor; never above a halving (MAX_ALLOWANCE). A case whose runs put it beyond the
+    cap is `too_noisy` to judge: the cap no longer means a drop would be seen (issue 57 item 0)."""
+    return min(MAX_ALLOWANCE, uncapped_allowance(noise, threshold, medians, base_runs))
+
+
+def too_noisy(noise: float | None, threshold: float = THRESHOLD, medians: list[float] = (), base_runs: int = 1) -> bool:
+    """Whether the case's runs vary so much that its allowance is beyond a halving: no drop of the
+    threshold's size, nor a halving, could be told from its noise here."""
+    return uncapped_allowance(noise, threshold, medians, base_runs) > MAX_ALLOWANCE
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """The one allowance of a case against a named base (issue 57 item 10): every output that states
+    how far a case may move (`compare`, the report, the exports, `history`, the `--repeat` table) is one
+    of these, from `case_allowance`, and says which base it is against."""
+
+    ln: float  # |ln(new / base)| beyond which the case is slower or faster (capped at a halving)
+    uncapped_ln: float
+    noise: float | None  # the between-run noise (relative sd), None: assumed
+    runs: int  # the earlier runs it came from
+    base_runs: int  # how many runs the base is the median of
+
+    @property
+    def too_noisy(self) -> bool:
+        return self.uncapped_ln > MAX_ALLOWANCE
+
+    @property
+    def base(self) -> str:
+        return "one base run" if self.base_runs <= 1 else f"the median of {self.base_runs} base runs"
+
+    @property
+    def basis(self) -> str:
+        return f"{self.runs} earlier runs" if self.noise is not None else "assumed: fewer than 3 earlier runs"
+
+    @property
+    def words(self) -> str:
+        """"a drop beyond −13.9 % gates (against one base run)", or, where the runs vary beyond a halving,
+        that the baseline is too noisy to gate: every output states the allowance so."""
+        if self.too_noisy:
+            return f"{TOO_NOISY_WORDS} (its runs vary beyond a halving; against {self.base})"
+        return f"{allowance_words(self.ln)} (against {self.base})"
+
+
+def case_allowance(history: list[float] | None, threshold: float = THRESHOLD, base_runs: int = 1) -> Allowance:
+    """The allowance of one case against a base that is the median of `base_runs` runs, from the fast
+    ends of its earlier runs (`history`): the one function every output calls (issue 57 item 10)."""
+    history = list(history or [])
+    noise = between_run_noise(history)
+    return Allowance(allowance(noise, threshold, history, base_runs),
+                     uncapped_allowance(noise, threshold, history, base_runs), noise, len(_logs(history)),
+                     max(base_runs, 1))
 
 
 def allowed_drop(allowance_ln: float) -> float:
