@@ -85,6 +85,8 @@ def scaled(doc: dict, scale: float) -> dict:
     for entries in (out.get("baseline_pool") or {}).values():
         for e in entries:
             e["gbps"] = {k: v * scale for k, v in e["gbps"].items()}
+    # and its history, which must hold the run's own fast end (analyze/regress/carried.py, issue 57 item 3)
+    out["history"] = {case: [g * scale for g in rates] for case, rates in (out.get("history") or {}).items()}
     return out
 
 

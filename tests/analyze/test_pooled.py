@@ -102,6 +102,8 @@ def test_an_export_whose_results_were_edited_and_its_pool_not_is_refused_rather_
     for entries in doc["baseline_pool"].values():  # the drop planted in every run of the batch
         for e in entries:
             e["gbps"] = {k: v / 0.6 for k, v in e["gbps"].items()}
+    # and in its history, which must hold the run's own fast end (issue 57 item 3)
+    doc["history"] = {case: [g / 0.6 for g in rates] for case, rates in doc["history"].items()}
     edited.write_text(json.dumps(doc))
     proc = cli("compare", str(edited), "latest", "--db", fresh, "--format", "json", env=ENV)
     (c,) = json.loads(proc.stdout)["comparisons"]
