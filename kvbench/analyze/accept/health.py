@@ -121,7 +121,14 @@ def load_health(path: Path | None = None) -> HealthFile:
         err = exc.errors()[0]
         key = f" key '{'.'.join(map(str, err['loc']))}':" if err["loc"] else ""
         raise BadInput(f"health thresholds {path}:{key} {err['msg'].removeprefix('Value error, ')}") from None
+    if not loaded.check:  # a file that checks nothing would switch every health rule off without a word
+        raise BadInput(f"health thresholds {path} has no [[check]]: it checks nothing; give at least one check "
+                       "(the shipped suites/rules/health/gpu.toml lists them)")
+    seen: set[str] = set()
     for check in loaded.check:
+        if check.id in seen:
+            raise BadInput(f"health thresholds {path}: check id '{check.id}' given twice: give each check its own id")
+        seen.add(check.id)
         if check.counter not in COUNTERS:
             raise BadInput(f"health thresholds {path}: check '{check.id}': "
                            f"{unknown_name('counter', check.counter, COUNTERS, list_all=True)}")

@@ -74,11 +74,15 @@ def load_profile(path: Path) -> Profile:
     """The profile at `path`; any fault is one line naming the file and the key."""
     _, data = read_toml_file(path, f"profile {path}")
     try:
-        return Profile.model_validate(data, strict=True)
+        loaded = Profile.model_validate(data, strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
         key = f" key '{'.'.join(map(str, err['loc']))}':" if err["loc"] else ""
         raise BadInput(f"profile {path}:{key} {err['msg'].removeprefix('Value error, ')}") from None
+    if all(value is None for value in loaded.expect.model_dump().values()):  # would switch every inventory rule off
+        raise BadInput(f"profile {path} expects nothing (no key under [expect]): it checks nothing; write one with "
+                       "kvbench host profile -o FILE, or start from a shipped one (suites/profiles/)")
+    return loaded
 
 
 def shipped_profiles() -> dict[str, Path]:
