@@ -45,10 +45,28 @@ def test_a_stored_run_s_straddling_ratio_is_incomplete_with_both_ends_and_says_i
     assert overall.word == "INCOMPLETE" and "uncertain" in overall.line and "contended" not in overall.line
 
 
-def test_a_ratio_whose_interval_clears_its_threshold_keeps_its_verdict(rules):
+def test_a_ratio_whose_interval_clears_its_threshold_keeps_its_verdict_and_carries_its_interval(rules):
+    # issue 57 item 4 (the verdict was returned unchanged, low/high None on a PASS): it keeps its word, and
+    # carries its interval as numbers and in its text
     doc = with_ratios(quick_run(), CLEAR)
     verdicts = judge(doc, rules)
-    assert name_uncertain(verdicts, doc, None) == verdicts and resample_plan(verdicts, doc) == ([], ())
+    (named,) = name_uncertain(verdicts, doc, None)
+    assert named.verdict == verdicts[0].verdict == "PASS" and resample_plan(verdicts, doc) == ([], ())
+    assert (named.low, named.high) == (0.96, 0.99) and "95 % interval 0.960–0.990" in named.measured
+
+
+FIVE = [0.947, 0.923, 0.801, 0.803, 1.175]  # the trial's pairs: median 0.923 x against >= 0.92 x
+
+
+def test_five_pairs_are_too_few_to_bound_a_ratio_so_it_is_resampled_then_incomplete(tmp_path):
+    # issue 57 item 4: below 6 pairs median_ci gives no interval, so nothing straddled: PASS at 0.923 x
+    rules = [load(tmp_path, rule("kv-fragments-vs-contiguous", "kv.restore", ratio=kv_ratio(0.92)))]
+    doc = with_ratios(quick_run(), FIVE)
+    verdicts = judge(doc, rules)
+    assert verdicts[0].verdict == "PASS"  # what it would have been
+    assert resample_plan(verdicts, doc) == ([HOST_CASE], (0.92,))  # live or --measure-again: re-sampled
+    (named,) = name_uncertain(verdicts, doc, None)
+    assert named.verdict == "INCOMPLETE" and "5 pairs: too few to bound the ratio" in named.why, named
 
 
 def test_an_unpaired_ratio_has_no_interval_and_is_left_as_judged(rules):

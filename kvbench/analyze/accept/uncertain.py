@@ -32,27 +32,33 @@ def is_uncertain(verdict: Verdict) -> bool:
     return verdict.verdict == "INCOMPLETE" and verdict.why.startswith(UNCERTAIN)
 
 
-def _interval(verdict: Verdict, by_case: dict[str, dict[str, Any]]) -> tuple[float, float, float] | None:
-    """(median, low, high) of the ratio a ratio verdict judged, from its case's per-pair ratios; None
-    where it judged no paired ratio (two medians divided, or too few pairs for an interval)."""
+def _interval(verdict: Verdict, by_case: dict[str, dict[str, Any]]) -> tuple[float, float | None, float | None, int] | None:
+    """(median, low, high, pairs) of the ratio a ratio verdict judged, from its case's per-pair ratios (low and
+    high None where too few pairs bound it: below 6 for 95 %); None where it judged no paired ratio (two
+    medians divided)."""
     if verdict.unit != "x" or verdict.value is None or not verdict.cases:
         return None
     record = ((by_case.get(verdict.cases[0]) or {}).get("metadata") or {}).get(PAIRED) or {}
     ratios = record.get("ratios") or []
-    if record.get("median") is None or abs(record["median"] - verdict.value) > 1e-9 * max(1.0, abs(verdict.value)):
+    if (not ratios or record.get("median") is None
+            or abs(record["median"] - verdict.value) > 1e-9 * max(1.0, abs(verdict.value))):
         return None
     ci = median_ci(ratios)
-    return (verdict.value, *ci) if ci is not None else None
+    return (verdict.value, *ci, len(ratios)) if ci is not None else (verdict.value, None, None, len(ratios))
 
 
-def _straddled(verdict: Verdict, interval: tuple[float, float, float]) -> float | None:
-    """The threshold the interval straddles (its low or high bound), None when it clears both."""
-    _median, low, high = interval
+def _straddled(verdict: Verdict, interval: tuple[float, float | None, float | None, int]) -> float | None:
+    """The threshold the interval straddles (its low or high bound), None when it clears both; too few
+    pairs to bound the ratio straddle every threshold (issue 57 item 4: 5 pairs judged as exact)."""
+    _median, low, high, _pairs = interval
+    if low is None or high is None:
+        return next((b for b in (verdict.limit, verdict.limit_max) if b is not None), None)
     return straddled((low, high), (verdict.limit, verdict.limit_max))
 
 
-def straddling(verdicts: list[Verdict], doc: RunDocument) -> list[tuple[Verdict, tuple[float, float, float], float]]:
-    """The PASS and FAIL verdicts whose ratio's interval straddles their threshold, with it and the bound."""
+def straddling(verdicts: list[Verdict], doc: RunDocument) -> list[tuple[Verdict, tuple, float]]:
+    """The PASS and FAIL verdicts whose ratio's interval straddles their threshold (or that too few pairs
+    bound), with it and the bound."""
     by_case = {r["case"]: r for r in doc["results"] if r.get("case")}
     out = []
     for v in verdicts:
@@ -74,18 +80,33 @@ def resample_plan(verdicts: list[Verdict], doc: RunDocument) -> tuple[list[str],
     return list(cases), tuple(bounds)
 
 
+def _with_interval(v: Verdict, by_case: dict[str, dict[str, Any]]) -> Verdict:
+    """A ratio verdict that stands, with its 95 % interval as numbers (`low`, `high`) and in its text."""
+    if v.low is not None or (interval := _interval(v, by_case)) is None or interval[1] is None:
+        return v
+    median, low, high, _pairs = interval
+    return replace(v, low=low, high=high, measured=f"{median:.3f} x (paired; 95 % interval {low:.3f}–{high:.3f})")
+
+
 def name_uncertain(verdicts: list[Verdict], doc: RunDocument, resampled_in: int | None) -> list[Verdict]:
-    """Each verdict whose ratio's interval straddles its threshold as INCOMPLETE (uncertain), with the
-    median and both ends; `resampled_in`: the run that re-sampled its case (None: not re-sampled)."""
+    """Each verdict whose ratio's interval straddles its threshold, or whose pairs are too few to bound
+    it, as INCOMPLETE (uncertain), with the median and both ends; every other ratio verdict with its
+    interval (a PASS too); `resampled_in`: the run that re-sampled its case (None: not re-sampled)."""
     found = {id(v): (interval, bound) for v, interval, bound in straddling(verdicts, doc)}
+    by_case = {r["case"]: r for r in doc["results"] if r.get("case")}
     out = []
     for v in verdicts:
         if id(v) not in found:
-            out.append(v)
+            out.append(_with_interval(v, by_case))
             continue
-        (median, low, high), bound = found[id(v)]
+        (median, low, high, pairs), bound = found[id(v)]
         after = (f"after re-sampling in run {resampled_in} (budget {RESAMPLE_BUDGET_S:g} s)" if resampled_in is not None
                  else "not re-sampled: a stored run; on its host, accept --run RUN --measure-again measures it again")
+        if low is None or high is None:
+            out.append(replace(v, verdict="INCOMPLETE", measured=f"{median:.3f} x (paired; {pairs} pairs, no interval)",
+                               why=f"{UNCERTAIN}: {pairs} pairs: too few to bound the ratio (a 95 % interval needs 6), "
+                                   f"{after}; it would have been {v.verdict}"))
+            continue
         out.append(replace(v, verdict="INCOMPLETE", low=low, high=high,
                            measured=f"{median:.3f} x (paired; 95 % interval {low:.3f}–{high:.3f})",
                            why=f"{UNCERTAIN}: the ratio's 95 % interval {low:.3f}–{high:.3f} x straddles {bound:g} x, "
