@@ -62,6 +62,18 @@ def check_importable(doc: dict[str, Any], where: str) -> None:
         seen[key] = i
 
 
+def _facts(host: dict[str, Any]) -> dict[str, Any]:
+    """The facts the export's run was measured on, kept with the imported run as `run_document` reads them
+    (issue 57 item 2: an import stored none, so the run was judged on its host's first-seen facts): the
+    export's `facts_source` where it names one, else the run's own, as the export itself is judged."""
+    facts = host.get("facts")
+    if not isinstance(facts, dict) or not facts:
+        return {}
+    source = host.get("facts_source")
+    return {"facts": facts, "facts_source": source if source in (schema.FACTS_OF_RUN, schema.FACTS_FIRST_SEEN)
+            else schema.FACTS_OF_RUN}
+
+
 def import_run(store, doc: dict[str, Any]) -> tuple[int, bool]:
     """Store one run document (an export of one run that passed `read_export` and `check_importable`):
     (its run id here, True when it was new)."""
@@ -84,7 +96,7 @@ def import_run(store, doc: dict[str, Any]) -> tuple[int, bool]:
               "git_dirty": run.get("git_dirty"), "reason": run.get("reason"), "tags": tags,
               "tags_at": {k: started.isoformat() for k in tags}, "system_state": run.get("system_state") or {},
               "cases_planned": run.get("cases_planned"), "heartbeat_at": _moment(run.get("ended_at"), "ended_at")
-              or started}
+              or started, **_facts(host)}
     with store.engine.begin() as conn:
         run_id = int(conn.execute(schema.run.insert().values(**values)).inserted_primary_key[0])
     items = [(_row(r), list(r.get("samples_s") or [])) for r in doc["results"]]
