@@ -14,14 +14,14 @@ from kvbench.analyze.accept.pinned_ratio import PageableVsPinned, pageable_vs_pi
 from kvbench.analyze.accept.pipeline import acceptance_verdicts
 from kvbench.analyze.accept.profile import Profile, gpus_to_match
 from kvbench.analyze.accept.verdict import accept_overall, expected_here
-from kvbench.analyze.regress.compare import GATING, Comparison, compare_runs, differences
 from kvbench.analyze.decide.fit import fit_results
-from kvbench.analyze.links.nvbandwidth_shape import nvbandwidth_cases
 from kvbench.analyze.decide.peer_tier import with_peer_tier
 from kvbench.analyze.decide.recompute import compute_rate
 from kvbench.analyze.decide.restore_plan import TierPlan, decide, restore_plan
-from kvbench.analyze.runs import RunDocument
 from kvbench.analyze.decide.transport_choice import TransportChoice, transport_choices
+from kvbench.analyze.links.nvbandwidth_shape import nvbandwidth_cases
+from kvbench.analyze.regress.compare import GATING, Comparison, compare_runs, differences
+from kvbench.analyze.runs import RunDocument
 from kvbench.kv.geometry import get_model
 from kvbench.overall import Overall
 from kvbench.report import accept_figure, history_plot, link_heatmap, nvbandwidth_figure, plots
@@ -173,7 +173,10 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     content.overall = accept_overall(content.verdicts, expected_here(facts, profile), runs=docs)
     if fig := _drawn(content, accept_figure.QUESTION, lambda: accept_figure.acceptance_figure(content.verdicts)):
         content.figures.insert(0, fig)  # an acceptance report opens with its rules, under the verdict
-    content.title = f"{content.overall.word} — {content.title}"  # the first heading says the verdict first
+    # the first heading says the verdict first, and where no host profile was given, that it judged no inventory
+    # (issue 57 item 6: the report said PASS on 2 rules where accept --profile said FAIL on 7)
+    unprofiled = " (no host profile: inventory not judged)" if profile is None else ""
+    content.title = f"{content.overall.word}{unprofiled} — {content.title}"
     if baseline is not None:
         content.baseline = f"run {baseline['run']['id']}"
         # Across a driver upgrade or onto another box too: the report is most needed that day, so it
