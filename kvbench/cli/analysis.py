@@ -59,7 +59,7 @@ def history(
     db: DbOption = None,
 ) -> None:
     """Median GB/s of each case over all runs of this host, cut where the level persistently shifted."""
-    from kvbench.analyze.regress.history import run_verdicts, segments
+    from kvbench.analyze.regress.history import run_verdicts, series_segments
     from kvbench.benches.describe import bench_params, canonical_subset
     from kvbench.report.analysis_tables import history_table
     from kvbench.store import open_store
@@ -79,7 +79,7 @@ def history(
     cases: dict[str, list[dict]] = {}
     for r in rows:
         cases.setdefault(r["case_hash"], []).append(r)
-    found = [(series, segments([r["gbps_median"] for r in series], floor)) for series in cases.values()]
+    found = [(series, series_segments(series, floor)) for series in cases.values()]
     verdicts = [run_verdicts(series, floor) for series in cases.values()]  # compare's verdict, run by run
     if plot:
         from kvbench.cli.common import write_text

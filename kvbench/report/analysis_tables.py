@@ -117,13 +117,15 @@ def history_table(bench: str, series: list[dict[str, Any]], segments: list[Any],
                   verdicts: list[Any] | None = None) -> FittedTable:
     """One case over its runs (oldest first), each run labelled with its level segment and with
     `compare`'s verdict from the run before it."""
+    from kvbench.analyze.regress.history import verdict_words
+
     judged = verdicts or [None] * len(series)
     rows = []
     for n, seg in enumerate(segments):
         for r, c in zip(series[seg.start:seg.end], judged[seg.start:seg.end], strict=True):
             rows.append([str(r["run_id"]), f"{r['started_at']:%Y-%m-%d %H:%M %Z}", format_gbps(r["gbps_median"]),
                          f"{n + 1} (median {format_gbps(seg.median)} GB/s)",
-                         f"{c.verdict} {c.change:+.1%} ({c.allowance or allowance_words(c.allowance_ln)})"
+                         verdict_words(c)
                          if c is not None and c.change is not None else "-"])
     return FittedTable(escape(f"{bench} {describe_params(bench, series[0]['params'])}"),
                        [("run", "id"), ("started", "id"), ("median GB/s", "number"), ("segment", "text"),

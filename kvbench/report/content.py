@@ -198,7 +198,7 @@ def history_series(docs: list[RunDocument], comparisons: list[Comparison]
     """Per benchmark, the cases measured ok in two or more of `docs` (each run once, in start order) as
     `history_plot.history_figure` takes them, with their level segments and compare's allowance for each case
     where `comparisons` judged it."""
-    from kvbench.analyze.regress.history import segments
+    from kvbench.analyze.regress.history import series_segments
 
     seen: dict[Any, dict[str, Any]] = {}
     for d in docs:
@@ -215,6 +215,6 @@ def history_series(docs: list[RunDocument], comparisons: list[Comparison]
     for (bench, key), series in cases.items():
         if len(series) >= 2:
             found, allowances = out.setdefault(bench, ([], []))
-            found.append((series, segments([r["gbps"]["median"] for r in series])))
+            found.append((series, series_segments(series)))
             allowances.append(allowed.get((bench, key)))
     return [(bench, found, allowances) for bench, (found, allowances) in sorted(out.items())]

@@ -33,6 +33,8 @@ def history_doc(bench: str, series_by_case: list[tuple[list[dict[str, Any]], lis
     """Each case: its runs oldest first (run id, start, median GB/s, segment number from 1, and
     `compare`'s verdict and change from the run before, null for the first run of a context) and its
     level segments (first and last run, median GB/s)."""
+    from kvbench.analyze.regress.history import contended
+
     cases = []
     for k, (series, segments) in enumerate(series_by_case):
         judged = verdicts[k] if verdicts else [None] * len(series)
@@ -45,7 +47,8 @@ def history_doc(bench: str, series_by_case: list[tuple[list[dict[str, Any]], lis
                       "gbps_median": r["gbps_median"], "segment": n,
                       "verdict": c.verdict if c else None, "change": c.change if c else None,
                       "allowance_ln": c.allowance_ln if c else None, "allowed_drop": c.allowed_drop if c else None,
-                      "estimator": c.estimator if c else None}
+                      "estimator": c.estimator if c else None, "judged_change": c.judged_change if c else None,
+                      "contended": contended(r)}
                      for r, c in zip(members, judged[seg.start:seg.end], strict=True)]
         cases.append({"case": series[0]["case_hash"], "params": series[0]["params"], "runs": runs, "segments": levels})
     return {"bench": bench, "cases": cases}
