@@ -95,3 +95,29 @@ def test_identical_code_within_the_threshold_still_passes(tmp_path, how):
     base, new, where = _refs(db, tmp_path, how, ids[-2], ids[-1])
     proc = cli("compare", base, new, "--db", where, env=ENV)
     assert proc.returncode == 0 and _last(proc).startswith("PASS: 1 case(s) compared: none slower"), _last(proc)
+
+
+def test_measure_again_measures_a_drop_the_noise_hid_once_more(monkeypatch):
+    # item 0: "--measure-again ... the way to an answer" — an ambiguous drop is measured once more (it measured
+    # only contended `slower` cases), and judged on the new result
+    from kvbench.analyze.regress.compare import compare_runs
+    from kvbench.cli import accept_steps
+    from kvbench.cli.compare_again import measure_contended_drops_again
+
+    def doc(run_id, gbps, spread=0.002):
+        return {"run": {"id": run_id, "host_id": HOST, "context_id": CTX, "started_at": f"t{run_id}"},
+                "results": [{"case": CASE, "bench": "dram.copy", "params": {"size": 1 << 20, "threads": 1},
+                             "status": "ok", "gbps": {"median": gbps, "p10": gbps * (1 - spread),
+                                                      "p90": gbps * (1 + spread)}}]}
+
+    base, new = doc(4, 10.0), doc(5, 9.0)  # −10 %: beyond the threshold, within the assumed allowance
+    judge = lambda d: compare_runs(base, d, 0.05)
+    (first,) = judge(new)
+    assert first.verdict == "ambiguous"
+    asked = []
+    monkeypatch.setattr(accept_steps, "suite_to_measure_again", lambda doc, db, suite: "quick")
+    monkeypatch.setattr(accept_steps, "measure_cases_again", lambda request, db, quiet: asked.append(request)
+                        or doc(6, 9.9))
+    _again, (c,) = measure_contended_drops_again(base, new, [first], None, judge)
+    assert [r.cases for r in asked] == [(CASE,)] and c.verdict == "same", c.note
+    assert "measured again in run 6: the first measurement, was a drop within the noise" in c.note

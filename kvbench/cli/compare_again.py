@@ -8,12 +8,16 @@ agreed within ±1.9 %. Such a `slower` is measured again, now, into a run of its
 `remeasure_of`, never what `latest` names), and judged again with the new result in place of the first:
 a real drop is there again and gates; a neighbour's burst is not. Only a stored run of this host can be
 measured again; elsewhere the comparison stands as judged and standard error says why.
+
+A drop the noise hid (`ambiguous`, beyond the threshold: never a PASS, issue 57 item 0) is measured once more
+too: judged again on the new result, it may be `same` (the first was the box's) or still undecided.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from kvbench.cli.common import err
 from kvbench.errors import BadInput
@@ -27,15 +31,19 @@ def measure_contended_drops_again(base_doc: dict, new_doc: dict, comparisons: li
     `judge_again` (the same comparison, given the new document) run on the document holding the new results;
     as given where there is none or the run cannot be measured here."""
     from kvbench.analyze.regress.contended import contended_drops, with_remeasured
+    from kvbench.analyze.regress.outcome import unseen_drops
     from kvbench.cli.accept_steps import measure_cases_again, suite_to_measure_again
     from kvbench.run.suite_run import RunRequest
     from kvbench.store.tags import REMEASURE_OF
 
     cases = contended_drops(comparisons, base_doc, new_doc)
-    if not cases or (suite := suite_to_measure_again(new_doc, db, suite)) is None:
+    unseen = [c.case for c in unseen_drops(comparisons) if c.case not in cases]  # a drop the noise hid (issue 57 item 0)
+    if not cases + unseen or (suite := suite_to_measure_again(new_doc, db, suite)) is None:
         return new_doc, comparisons
-    err.print(f"kvbench: {len(cases)} case(s) slower while the box was contended: measuring them once more",
-              markup=False, highlight=False)
+    said = [f"{len(cases)} case(s) slower while the box was contended"] if cases else []
+    said += [f"{len(unseen)} case(s) with a drop within the noise (ambiguous)"] if unseen else []
+    cases = cases + unseen
+    err.print(f"kvbench: {' and '.join(said)}: measuring them once more", markup=False, highlight=False)
     request = RunRequest(suite=suite, tags={"purpose": "compare", REMEASURE_OF: str(new_doc["run"]["id"])}, db=db,
                          cases=tuple(cases))
     try:
@@ -50,7 +58,8 @@ def measure_contended_drops_again(base_doc: dict, new_doc: dict, comparisons: li
         if c.case in cases:
             was = first[c.case]
             change = f" ({was.judged_change:+.1%} on the {was.estimator})" if was.judged_change is not None else ""
+            how = "while contended, was slower" if was.verdict == "slower" else "was a drop within the noise"
             c = replace(c, note=f"{c.note}; measured again in run {redo['run']['id']}: the first measurement, "
-                                f"while contended, was slower{change}")
+                                f"{how}{change}")
         judged.append(c)
     return again, judged

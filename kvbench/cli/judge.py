@@ -152,7 +152,8 @@ def compare(
     require_quiet: Annotated[bool, typer.Option("--require-quiet", help="also hold back a change a contended side "
                                                 "could have faked (within 8×): INCOMPLETE (dedicated runners)")] = False,
     measure_again: Annotated[bool, typer.Option("--measure-again", help="where NEW is this host's stored run: measure "
-                                                "each case slower while the box was contended once more, then judge")] = False,
+                                                "each case slower while contended, or with a drop within the noise, "
+                                                "once more, then judge")] = False,
     suite: Annotated[str | None, typer.Option(help="with --measure-again: the suite NEW's cases come from, where it "
                                               "was a TOML file (default: NEW's suite by name)")] = None,
     json_out: JsonOption = None,
