@@ -35,6 +35,7 @@ def test_five_pairs_are_incomplete_not_a_pass(tmp_path, how):
     proc, v = _accept(tmp_path, how, FIVE, 0.92)
     assert v["verdict"] == "INCOMPLETE" and "5 pairs: too few to bound the ratio" in v["why"], v
     assert proc.returncode == 3, proc.stderr
+    assert "uncertain: too few pairs to bound the ratio" in proc.stderr.strip().splitlines()[-1], proc.stderr
 
 
 @pytest.mark.parametrize("how", WAYS)

@@ -176,7 +176,7 @@ def build(docs: list[RunDocument], baseline: RunDocument | None = None, model: s
     # the first heading says the verdict first, and where no host profile was given, that it judged no inventory
     # (issue 57 item 6: the report said PASS on 2 rules where accept --profile said FAIL on 7)
     unprofiled = " (no host profile: inventory not judged)" if profile is None else ""
-    content.title = f"{content.overall.word}{unprofiled} — {content.title}"
+    content.title = f"{content.overall.word} — {content.title}{unprofiled}"
     if baseline is not None:
         content.baseline = f"run {baseline['run']['id']}"
         # Across a driver upgrade or onto another box too: the report is most needed that day, so it

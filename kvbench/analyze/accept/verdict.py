@@ -114,7 +114,10 @@ def _uncertain(verdicts: list[Verdict], expected: dict[str, str]) -> list[str]:
     if not found:
         return []
     shown = "; ".join(f"{v.rule} {v.measured} against {v.threshold}" for v in found)
-    return [f"{len(found)} case(s) uncertain: the 95 % interval straddles the threshold ({shown})"]
+    why = ("the 95 % interval straddles the threshold" if all(v.low is not None for v in found) else
+           "too few pairs to bound the ratio" if all(v.low is None for v in found) else
+           "the 95 % interval straddles the threshold, or too few pairs bound the ratio")
+    return [f"{len(found)} case(s) uncertain: {why} ({shown})"]
 
 
 # Each: (verdicts, expected) → reasons the acceptance is INCOMPLETE (none: it is not, for that reason).
