@@ -40,6 +40,6 @@ def test_five_pairs_are_incomplete_not_a_pass(tmp_path, how):
 
 @pytest.mark.parametrize("how", WAYS)
 def test_a_passing_ratio_carries_its_interval(tmp_path, how):
-    proc, v = _accept(tmp_path, how, CLEAR, 0.8)
+    _proc, v = _accept(tmp_path, how, CLEAR, 0.8)
     assert v["verdict"] == "PASS" and (v["low"], v["high"]) == (0.96, 0.99), v
     assert "95 % interval 0.960–0.990" in v["measured"]

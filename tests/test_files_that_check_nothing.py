@@ -55,6 +55,6 @@ def test_accept_refuses_a_file_that_checks_nothing(tmp_path, how, kind):
 def test_report_refuses_a_profile_that_checks_nothing(tmp_path):
     path = tmp_path / "empty.toml"
     path.write_text("[expect]\n")
-    args, db = _run_ref(tmp_path, "id")
+    _args, db = _run_ref(tmp_path, "id")
     proc = cli("report", "1", "--profile", str(path), "-o", str(tmp_path / "r.md"), "--db", db, env=ENV)
     assert proc.returncode == 2 and "checks nothing" in proc.stderr.strip().splitlines()[-1], proc.stderr

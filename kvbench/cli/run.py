@@ -74,7 +74,6 @@ def show_repeats(store, run_ids: list[int], show) -> None:
     from kvbench.analyze.regress.repeat import repeat_spread
     from kvbench.analyze.runs import run_document
     from kvbench.report.analysis_tables import repeat_table
-
     from kvbench.store.tags import BASELINE
 
     pooled = len(run_ids) if all(BASELINE in (store.run(i)["tags"] or {}) for i in run_ids) else 1  # analyze/regress/pooled.py

@@ -193,8 +193,8 @@ def comparisons_markdown(comparisons: list, title: str, describe: Callable[[str,
                      f"{format_gbps(c.new_gbps)} | {_change(c)} | {verdict} | {md_text(c.note)} |")
     counts = {v: sum(c.verdict == v for c in comparisons)
               for v in ("slower", "lost", "missing", "ambiguous", "ambiguous (contended)", "too noisy", "faster")}
-    lines += ["", f"{counts['slower']} slower, {counts['lost']} lost, {counts['missing']} missing, "
-                  f"{counts['ambiguous']} ambiguous, {counts['ambiguous (contended)']} ambiguous (contended), "
-                  f"{counts['too noisy']} too noisy to judge, "
-                  f"{counts['faster']} faster among {len(comparisons)} case(s)."]
+    lines += ["", (f"{counts['slower']} slower, {counts['lost']} lost, {counts['missing']} missing, "
+                   f"{counts['ambiguous']} ambiguous, {counts['ambiguous (contended)']} ambiguous (contended), "
+                   f"{counts['too noisy']} too noisy to judge, "
+                   f"{counts['faster']} faster among {len(comparisons)} case(s).")]
     return "\n".join(lines) + "\n"
