@@ -26,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numba
 import numpy as np
 
 from kvbench.errors import BadInput
@@ -203,22 +202,6 @@ def dense_ids(flat: np.ndarray) -> np.ndarray:
 def prefix_hits(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """(blocks, tokens) each request would reuse from a cache that never evicts: its blocks seen in an
     earlier request, from its first up to the first never seen (a partial last block counts its tokens)."""
-    return _prefix_hits(trace.offsets, trace.blocks, trace.input_tokens, trace.block_tokens, max(trace.distinct, 1))
+    from kvbench.kv.trace_kernels import prefix_hit_counts  # numba: loaded when a replay runs, not by `list`
 
-
-@numba.njit(cache=True)
-def _prefix_hits(offsets, blocks, input_tokens, block_tokens, nblocks):
-    nreq = len(input_tokens)
-    seen = np.zeros(nblocks, np.bool_)
-    hit_blocks = np.zeros(nreq, np.int64)
-    hit_tokens = np.zeros(nreq, np.int64)
-    for r in range(nreq):
-        o, n = offsets[r], offsets[r + 1] - offsets[r]
-        for i in range(n):
-            if not seen[blocks[o + i]]:
-                break
-            hit_blocks[r] += 1
-            hit_tokens[r] += max(0, min(block_tokens, input_tokens[r] - block_tokens * i))
-        for i in range(n):
-            seen[blocks[o + i]] = True
-    return hit_blocks, hit_tokens
+    return prefix_hit_counts(trace.offsets, trace.blocks, trace.input_tokens, trace.block_tokens, max(trace.distinct, 1))
