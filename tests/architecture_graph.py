@@ -121,15 +121,21 @@ def package_of(module: str) -> str | None:
     return first if first in ORDER else None
 
 
-def package_graph() -> dict[str, set[str]]:
-    edges: dict[str, set[str]] = {p: set() for p in ORDER}
+def grouped_graph(groups: tuple[str, ...], group_of) -> dict[str, set[str]]:
+    """The module graph folded into groups (packages, or analyze/'s rooms): an arrow where a module of
+    one group imports a module of another; `group_of` names a module's group, None outside them."""
+    edges: dict[str, set[str]] = {g: set() for g in groups}
     for name, targets in module_graph().items():
-        own = package_of(name)
+        own = group_of(name)
         for target in targets:
-            other = package_of(target)
+            other = group_of(target)
             if own and other and other != own:
                 edges[own].add(other)
     return edges
+
+
+def package_graph() -> dict[str, set[str]]:
+    return grouped_graph(ORDER, package_of)
 
 
 def reduced(edges: dict[str, set[str]]) -> dict[str, set[str]]:
@@ -167,14 +173,7 @@ def room_of(module: str) -> str | None:
 
 def room_graph() -> dict[str, set[str]]:
     """analyze/'s rooms and what each imports of the others (the shared leaves included)."""
-    edges: dict[str, set[str]] = {r: set() for r in (*ROOMS, SHARED)}
-    for name, targets in module_graph().items():
-        own = room_of(name)
-        for target in targets:
-            other = room_of(target)
-            if own and other and other != own:
-                edges[own].add(other)
-    return edges
+    return grouped_graph((*ROOMS, SHARED), room_of)
 
 
 def room_picture() -> str:

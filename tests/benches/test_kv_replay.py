@@ -1,8 +1,6 @@
 """`kv.replay` through the runner: a hand-made trace's restores gathered, every byte checked, each
 request's time recorded; a copy that does not happen fails."""
 
-import json
-
 import pytest
 
 from kvbench.benches import get_bench
@@ -11,19 +9,14 @@ from kvbench.executors.host import HostExecutor
 from kvbench.measure import Settings
 from kvbench.plan.cases import Case
 from kvbench.run.runner import run_case
+from tests.replay_traces import write_tiny_trace
 
 FAST = Settings(samples=5, min_sample_s=0.001, warmup_s=0)
 
 
 @pytest.fixture
 def trace(tmp_path):
-    # 4-token hash blocks; request 1 reuses [1, 2], request 2 reuses [1] and a partial block's worth
-    rows = [{"timestamp": 0, "input_length": 12, "output_length": 1, "hash_ids": [1, 2, 3]},
-            {"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [1, 2, 9]},
-            {"timestamp": 9, "input_length": 8, "output_length": 1, "hash_ids": [1, 7]}]
-    path = tmp_path / "t.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return str(path)
+    return write_tiny_trace(tmp_path)
 
 
 def case(trace, **params):

@@ -2,8 +2,6 @@
 GPU memory by each CUDA gather strategy, every byte checked, each request's time recorded; a copy that
 lands nothing fails. Bytes and calls, never a speed (the stand-in's numbers are no measurement)."""
 
-import json
-
 import pytest
 
 from kvbench.benches import get_bench
@@ -12,16 +10,12 @@ from kvbench.plan.cases import Case
 from kvbench.run.runner import run_case
 from kvbench.run.this_host import host_facts
 from tests.gpu_standin.test_standin import FAST
+from tests.replay_traces import write_tiny_trace
 
 
 @pytest.fixture
 def trace(tmp_path):
-    rows = [{"timestamp": 0, "input_length": 12, "output_length": 1, "hash_ids": [1, 2, 3]},
-            {"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [1, 2, 9]},
-            {"timestamp": 9, "input_length": 8, "output_length": 1, "hash_ids": [1, 7]}]
-    path = tmp_path / "t.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return str(path)
+    return write_tiny_trace(tmp_path)
 
 
 def replay_case(trace, **params):
