@@ -25,15 +25,15 @@ pytestmark = pytest.mark.skipif(backend_unavailable_reason("UCX") is not None,
                                 reason=f"{backend_unavailable_reason('UCX')}")
 
 WORLD, VICTIM = 4, 2
-# The victim: its rendezvous thread's agent kills the whole process (SIGKILL: nothing runs on the way out)
-# a moment after its JOIN reached rank 0, and writes its target's pid first so the test can look for it.
+# The victim: killed whole (SIGKILL: nothing runs on the way out) as soon as its join was taken (the roster
+# came back), after writing its target's pid so the test can look for it.
 VICTIM_CHILD = """
-import os, signal, sys, time
+import os, signal, sys
 import kvbench.cluster.launch as launch
-from kvbench.backends import nixl
+from kvbench.cluster import rendezvous
 
-made = nixl.make_agent
 started = launch._start_target
+joined = rendezvous.Rendezvous.join
 
 def start_target(*args, **kwargs):
     target = started(*args, **kwargs)
@@ -41,25 +41,15 @@ def start_target(*args, **kwargs):
         f.write(str(target.pid))
     return target
 
-class Dying:
-    def __init__(self, agent):
-        self._agent = agent
-    def __getattr__(self, name):
-        return getattr(self._agent, name)
-    def send_notif(self, to, message):
-        self._agent.send_notif(to, message)
-        if message.startswith(b"JOIN:"):
-            time.sleep(1.0)  # rank 0 took it
-            os.kill(os.getpid(), signal.SIGKILL)
-
-def make_agent(name, *args, **kwargs):
-    agent = made(name, *args, **kwargs)
-    return Dying(agent) if name.startswith("kvbench-rank") else agent
+def join(self, *args, **kwargs):
+    # killed once rank 0 has taken the join and sent the roster (it knows where this rank is): a fixed
+    # sleep after sending JOIN lost the race on a busy box, and the rank was stored as never joined
+    roster = joined(self, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+    return roster
 
 launch._start_target = start_target
-import kvbench.cluster.rendezvous  # noqa: F401  (it imports make_agent from kvbench.backends.nixl when it runs)
-
-nixl.make_agent = make_agent
+rendezvous.Rendezvous.join = join
 sys.exit(launch.main(sys.argv[2:]))
 """
 
