@@ -44,6 +44,16 @@ def _refs(db: str, tmp_path, how: str, base: int, new: int) -> tuple[str, str, s
     return str(base), str(new), fresh
 
 
+def _compare_last_two(tmp_path, how: str, runs: list[tuple[float, dict]]):
+    """`runs` stored, then the last two compared as `how` reaches them (JSON): (the process, its one case)."""
+    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    ids = _store(db, runs)
+    base, new, where = _refs(db, tmp_path, how, ids[-2], ids[-1])
+    proc = cli("compare", base, new, "--db", where, "--format", "json", env=ENV)
+    (c,) = json.loads(proc.stdout)["comparisons"]
+    return proc, c
+
+
 def _last(proc) -> str:
     return proc.stderr.strip().splitlines()[-1]
 
@@ -52,11 +62,7 @@ def _last(proc) -> str:
 def test_a_drop_the_noise_hides_at_the_cap_is_never_a_pass(tmp_path, how):
     # item 0: beside a hog, six runs of ±11-30 % put every allowance at the −50 % cap, and a planted −40 %
     # drop came out `ambiguous` and PASS ("none slower"), exit 0
-    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    ids = _store(db, [(g, BUSY) for g in (10.0, 13.0, 8.0, 11.5, 9.0, 12.5, 10.0)] + [(6.0, BUSY)])
-    base, new, where = _refs(db, tmp_path, how, ids[-2], ids[-1])
-    proc = cli("compare", base, new, "--db", where, "--format", "json", env=ENV)
-    (c,) = json.loads(proc.stdout)["comparisons"]
+    proc, c = _compare_last_two(tmp_path, how, [(g, BUSY) for g in (10.0, 13.0, 8.0, 11.5, 9.0, 12.5, 10.0)] + [(6.0, BUSY)])
     assert proc.returncode == 3, _last(proc)
     assert c["verdict"] == "too noisy", c["note"]
     assert _last(proc).startswith("INCOMPLETE: 1 case(s) too noisy to judge here"), _last(proc)
@@ -66,11 +72,7 @@ def test_a_drop_the_noise_hides_at_the_cap_is_never_a_pass(tmp_path, how):
 @pytest.mark.parametrize("how", WAYS)
 def test_an_identical_pair_on_a_noisy_box_is_neither_slower_nor_same(tmp_path, how):
     # item 0: an identical pair gated `slower` at −53.6 % while its own between-run noise was ±30 %
-    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    ids = _store(db, [(g, QUIET) for g in (10.0, 16.0, 7.0, 12.0, 6.5, 14.0, 10.0)] + [(4.64, QUIET)])
-    base, new, where = _refs(db, tmp_path, how, ids[-2], ids[-1])
-    proc = cli("compare", base, new, "--db", where, "--format", "json", env=ENV)
-    (c,) = json.loads(proc.stdout)["comparisons"]
+    proc, c = _compare_last_two(tmp_path, how, [(g, QUIET) for g in (10.0, 16.0, 7.0, 12.0, 6.5, 14.0, 10.0)] + [(4.64, QUIET)])
     assert c["verdict"] == "too noisy" and proc.returncode == 3, c["note"]
     assert "baseline too noisy to gate" in c["note"]
 
@@ -78,11 +80,7 @@ def test_an_identical_pair_on_a_noisy_box_is_neither_slower_nor_same(tmp_path, h
 @pytest.mark.parametrize("how", WAYS)
 def test_an_ambiguous_drop_beyond_the_threshold_is_counted_and_incomplete(tmp_path, how):
     # item 0: a drop beyond the threshold within the noise was counted under "none slower"
-    db = f"sqlite:///{tmp_path / 'k.sqlite'}"
-    ids = _store(db, [(10.0, QUIET), (10.1, QUIET), (9.9, QUIET), (10.0, QUIET), (9.0, QUIET)])  # −10 %
-    base, new, where = _refs(db, tmp_path, how, ids[-2], ids[-1])
-    proc = cli("compare", base, new, "--db", where, "--format", "json", env=ENV)
-    (c,) = json.loads(proc.stdout)["comparisons"]
+    proc, c = _compare_last_two(tmp_path, how, [(10.0, QUIET), (10.1, QUIET), (9.9, QUIET), (10.0, QUIET), (9.0, QUIET)])  # −10 %
     assert c["verdict"] == "ambiguous" and proc.returncode == 3, c["note"]
     assert _last(proc).startswith("INCOMPLETE: 1 case(s) with a drop beyond the threshold within the noise"), _last(proc)
     assert "none slower" not in _last(proc)
